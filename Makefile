@@ -1,0 +1,34 @@
+# omni: `make test` runs the whole suite, `make demo` runs the main job end to end.
+PY ?= python3
+VENV ?= .venv
+REF_VENV ?= .venv-ref
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.omni-setup-stamp
+
+.PHONY: setup test demo lint proto clean
+
+# The stamp depends on the files that define the environment, so a second `make setup` is a no-op.
+$(STAMP): pyproject.toml tools/reference/make_venv.sh
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	bash tools/reference/make_venv.sh $(REF_VENV)
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+proto: setup
+	$(BIN)/python tools/gen_protos.py
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: setup
+	OMNI_REF_PYTHON=$(abspath $(REF_VENV))/bin/python $(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+demo: setup
+	$(BIN)/python tools/demo.py
+
+clean:
+	rm -rf $(VENV) $(REF_VENV) .pytest_cache

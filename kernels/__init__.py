@@ -1,0 +1,1 @@
+"""Triton kernels (mapped to the omni.kernels package)."""

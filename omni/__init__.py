@@ -1,0 +1,1 @@
+"""omni: disaggregated streaming TTS serving."""

@@ -1,0 +1,1 @@
+"""Subcommands of `omni`; each module defines register(subparsers) and sets func via set_defaults."""

@@ -1,0 +1,1 @@
+"""Model code: our own PyTorch implementations that load the official checkpoints unchanged."""

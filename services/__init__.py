@@ -1,0 +1,1 @@
+"""gRPC services (mapped to the omni.services package)."""
