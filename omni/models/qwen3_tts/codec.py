@@ -1,0 +1,596 @@
+"""Qwen3-TTS 12 Hz codec decoder (codes -> 24 kHz waveform), whole-utterance and exact streaming over slots.
+
+The decoder is strictly causal, so a stream can be decoded chunk by chunk with a small carried state and give the
+same samples as a whole-utterance decode. Per stream the state is: for each transformer layer the last
+`sliding_window - 1` post-RoPE keys and values (the attention window, current token excluded) with their absolute
+positions, each causal conv's last `(k-1)*dilation` input samples, and each `k=2s` transposed conv's last input
+sample. All of it lives in preallocated per-slot tensors (`CodecState`); `decode_streams` gathers the rows of a
+batch of slots, runs one batched forward with chunks right-padded to the longest, and writes the new state back.
+
+Right padding is safe without masking: every layer is causal, so valid outputs never see padded inputs; the
+padded tail is only kept out of the state, by taking each row's new history just behind its own valid end.
+
+Module tree = the `decoder.` keys of the official `speech_tokenizer/model.safetensors`.
+"""
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from omni.models.weights import CheckpointError, load_state_strict, read_safetensors, split_prefix
+
+SAMPLE_RATE = 24000
+NUM_CODEBOOKS = 16
+
+
+@dataclass
+class CodecDecoderConfig:
+    """`decoder_config` of `speech_tokenizer/config.json` (defaults = the released model)."""
+
+    codebook_size: int = 2048
+    codebook_dim: int = 512
+    latent_dim: int = 1024
+    hidden_size: int = 512
+    intermediate_size: int = 1024
+    num_hidden_layers: int = 8
+    num_attention_heads: int = 16
+    num_key_value_heads: int = 16
+    head_dim: int = 64
+    attention_bias: bool = False
+    rms_norm_eps: float = 1e-5
+    rope_theta: float = 10000.0
+    sliding_window: int = 72
+    num_quantizers: int = 16
+    upsample_rates: list[int] = field(default_factory=lambda: [8, 5, 4, 3])
+    upsampling_ratios: list[int] = field(default_factory=lambda: [2, 2])
+    decoder_dim: int = 1536
+    hidden_act: str = "silu"
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "CodecDecoderConfig":
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in raw.items() if k in known}
+        if "head_dim" not in raw:
+            values["head_dim"] = raw.get("hidden_size", cls.hidden_size) // raw.get(
+                "num_attention_heads", cls.num_attention_heads
+            )
+        cfg = cls(**values)
+        rope = raw.get("rope_scaling") or {}
+        if rope.get("rope_type", rope.get("type", "default")) != "default":
+            raise ValueError(f"codec decoder: unsupported rope_scaling {rope}")
+        if cfg.hidden_act != "silu":
+            raise ValueError(f"codec decoder: unsupported hidden_act {cfg.hidden_act!r}")
+        if cfg.num_quantizers != NUM_CODEBOOKS:
+            raise ValueError(f"codec decoder: expected {NUM_CODEBOOKS} quantizers, config has {cfg.num_quantizers}")
+        return cfg
+
+    @property
+    def samples_per_frame(self) -> int:
+        return math.prod(self.upsample_rates) * math.prod(self.upsampling_ratios)
+
+
+def speech_tokenizer_dir(path: str | Path) -> Path:
+    """`path` itself if it is a speech_tokenizer folder, else its `speech_tokenizer/` subfolder."""
+    path = Path(path)
+    for candidate in (path, path / "speech_tokenizer"):
+        config = candidate / "config.json"
+        if config.exists() and json.loads(config.read_text()).get("model_type") == "qwen3_tts_tokenizer_12hz":
+            return candidate
+    raise CheckpointError(f"{path}: no speech tokenizer (config.json with model_type qwen3_tts_tokenizer_12hz)")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Streaming state
+
+
+@dataclass
+class CodecState:
+    """Everything the causal decoder carries between chunks, for `num_slots` streams (row = slot)."""
+
+    positions: torch.Tensor  # [N] absolute position of each stream's next frame
+    key: torch.Tensor  # [layers, N, kv_heads, window, head_dim] post-RoPE keys, oldest first
+    value: torch.Tensor  # [layers, N, kv_heads, window, head_dim]
+    key_positions: torch.Tensor  # [N, window] absolute frame position of each window entry, -1 = empty
+    history: list[torch.Tensor]  # per stateful conv (in forward order): [N, channels, context] last input samples
+
+    @property
+    def num_slots(self) -> int:
+        return self.positions.shape[0]
+
+    def nbytes_per_slot(self) -> int:
+        tensors = [self.positions, self.key, self.value, self.key_positions, *self.history]
+        return sum(t.numel() * t.element_size() for t in tensors) // self.num_slots
+
+
+class _Batch:
+    """The state rows of one `decode_streams` call, read and replaced by the modules as the forward passes."""
+
+    def __init__(self, frames: torch.Tensor, history: list[torch.Tensor]):
+        self.frames = frames  # [B] valid frames per row
+        self.history = history
+
+    def step(self, index: int, x: torch.Tensor, per_frame: int) -> torch.Tensor:
+        """[history ‖ x] for conv number `index`; stores the last `context` samples before each row's valid end."""
+        past = self.history[index]
+        full = torch.cat([past, x], dim=-1)
+        context = past.shape[-1]
+        # Row b's valid input ends at context + frames[b]*per_frame in `full`; its new history is just before that.
+        start = self.frames * per_frame
+        idx = (start[:, None] + torch.arange(context, device=x.device)[None, :])[:, None, :]
+        self.history[index] = full.gather(2, idx.expand(-1, full.shape[1], -1))
+        return full
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Convolutions (each stateful one gets a slot in CodecState.history, assigned by CodecDecoder)
+
+
+class CausalConv1d(nn.Module):
+    """Conv1d with left padding (k-1)*dilation; streaming carries that many input samples."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, dilation: int = 1, groups: int = 1):
+        super().__init__()
+        self.conv = nn.Conv1d(in_channels, out_channels, kernel_size, dilation=dilation, groups=groups)
+        self.context = (kernel_size - 1) * dilation
+        self.state_index = -1
+        self.per_frame = 1  # input samples per codec frame, set by CodecDecoder
+
+    def forward(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        if self.context == 0:
+            return self.conv(x)
+        return self.conv(batch.step(self.state_index, x, self.per_frame))
+
+
+class CausalConvTranspose1d(nn.Module):
+    """ConvTranspose1d(k, stride s) with the last k-s outputs trimmed; k=2s carries one input sample."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int):
+        super().__init__()
+        if kernel_size not in (stride, 2 * stride):
+            raise ValueError(f"transposed conv with kernel {kernel_size}, stride {stride} is not supported")
+        self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride)
+        self.stride = stride
+        self.context = 1 if kernel_size == 2 * stride else 0
+        self.state_index = -1
+        self.per_frame = 1
+
+    def forward(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        if self.context == 0:
+            return self.conv(x)
+        # With the previous input prepended, output block j gets taps s..2s-1 of input j-1 and taps 0..s-1 of
+        # input j; the first block (the carried sample's own taps) and the trimmed tail are dropped.
+        y = self.conv(batch.step(self.state_index, x, self.per_frame))
+        return y[..., self.stride : self.stride * (x.shape[-1] + 1)]
+
+
+class SnakeBeta(nn.Module):
+    """x + sin²(e^α·x) / (e^β + 1e-9), per channel."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.zeros(channels))
+        self.beta = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        alpha = self.alpha.exp()[None, :, None]
+        beta = self.beta.exp()[None, :, None]
+        return x + (1.0 / (beta + 1e-9)) * torch.sin(x * alpha).pow(2)
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dwconv = CausalConv1d(dim, dim, 7, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pwconv1 = nn.Linear(dim, 4 * dim)
+        self.pwconv2 = nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        h = self.dwconv(x, batch).transpose(1, 2)
+        h = self.pwconv2(F.gelu(self.pwconv1(self.norm(h))))
+        return x + (self.gamma * h).transpose(1, 2)
+
+
+class ResidualUnit(nn.Module):
+    def __init__(self, dim: int, dilation: int):
+        super().__init__()
+        self.act1 = SnakeBeta(dim)
+        self.conv1 = CausalConv1d(dim, dim, 7, dilation=dilation)
+        self.act2 = SnakeBeta(dim)
+        self.conv2 = CausalConv1d(dim, dim, 1)
+
+    def forward(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        h = self.conv1(self.act1(x), batch)
+        return x + self.conv2(self.act2(h), batch)
+
+
+class VocoderBlock(nn.Module):
+    """SnakeBeta -> transposed conv (x rate, channels halved) -> residual units with dilation 1, 3, 9."""
+
+    def __init__(self, in_dim: int, out_dim: int, rate: int):
+        super().__init__()
+        self.block = nn.ModuleList(
+            [SnakeBeta(in_dim), CausalConvTranspose1d(in_dim, out_dim, 2 * rate, rate)]
+            + [ResidualUnit(out_dim, d) for d in (1, 3, 9)]
+        )
+
+    def forward(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        x = self.block[1](self.block[0](x), batch)
+        for unit in self.block[2:]:
+            x = unit(x, batch)
+        return x
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# RVQ decode
+
+
+class _Codebook(nn.Module):
+    def __init__(self, size: int, dim: int):
+        super().__init__()
+        self.cluster_usage = nn.Parameter(torch.ones(size))
+        self.embedding_sum = nn.Parameter(torch.zeros(size, dim))
+
+
+class _VQ(nn.Module):
+    def __init__(self, size: int, dim: int):
+        super().__init__()
+        self._codebook = _Codebook(size, dim)
+
+
+class _VQLayers(nn.Module):
+    def __init__(self, n: int, size: int, dim: int):
+        super().__init__()
+        self.layers = nn.ModuleList([_VQ(size, dim) for _ in range(n)])
+
+
+class ResidualVQ(nn.Module):
+    """One RVQ group: sum of its codebook vectors (embedding_sum / cluster_usage), then a 1x1 output projection."""
+
+    def __init__(self, n: int, size: int, dim: int, io_dim: int):
+        super().__init__()
+        self.input_proj = nn.Conv1d(io_dim, dim, 1, bias=False)  # encoder side; stored, unused here
+        self.output_proj = nn.Conv1d(dim, io_dim, 1, bias=False)
+        self.vq = _VQLayers(n, size, dim)
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        """codes [B, T, n] -> [B, io_dim, T]."""
+        total = 0
+        for i, vq in enumerate(self.vq.layers):
+            book = vq._codebook
+            usage = book.cluster_usage.clamp(min=1e-5)[codes[..., i]]
+            total = total + F.embedding(codes[..., i], book.embedding_sum) / usage[..., None]
+        return self.output_proj(total.transpose(1, 2))
+
+
+class SplitRVQ(nn.Module):
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        dim = cfg.codebook_dim // 2
+        self.rvq_first = ResidualVQ(1, cfg.codebook_size, dim, cfg.codebook_dim)
+        self.rvq_rest = ResidualVQ(cfg.num_quantizers - 1, cfg.codebook_size, dim, cfg.codebook_dim)
+
+    def forward(self, codes: torch.Tensor) -> torch.Tensor:
+        return self.rvq_first(codes[..., :1]) + self.rvq_rest(codes[..., 1:])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Sliding-window transformer
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.scale * x
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        bias = cfg.attention_bias
+        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=bias)
+
+    def forward(self, x, cos, sin, past_key, past_value, mask):
+        """x [B,T,H]; past_* [B,kv,W,D]; mask [B,1,T,W+T] -> (out [B,T,H], keys [B,kv,W+T,D], values)."""
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        keys = torch.cat([past_key, k], dim=2)
+        values = torch.cat([past_value, v], dim=2)
+        out = F.scaled_dot_product_attention(
+            q, keys, values, attn_mask=mask, enable_gqa=self.kv_heads != self.heads, scale=self.head_dim**-0.5
+        )
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1)), keys, values
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class TransformerLayer(nn.Module):
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        self.self_attn = Attention(cfg)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn_layer_scale = LayerScale(cfg.hidden_size)
+        self.mlp_layer_scale = LayerScale(cfg.hidden_size)
+
+    def forward(self, x, cos, sin, past_key, past_value, mask):
+        h, keys, values = self.self_attn(self.input_layernorm(x), cos, sin, past_key, past_value, mask)
+        x = x + self.self_attn_layer_scale(h)
+        x = x + self.mlp_layer_scale(self.mlp(self.post_attention_layernorm(x)))
+        return x, keys, values
+
+
+class WindowTransformer(nn.Module):
+    """8 causal layers with a sliding window (current frame + window-1 past frames), RoPE on absolute positions."""
+
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        self.window = cfg.sliding_window - 1
+        self.input_proj = nn.Linear(cfg.latent_dim, cfg.hidden_size)
+        self.layers = nn.ModuleList([TransformerLayer(cfg) for _ in range(cfg.num_hidden_layers)])
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.output_proj = nn.Linear(cfg.hidden_size, cfg.latent_dim)
+        inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x, positions, key, value, key_positions, frames):
+        """x [B,T,latent]; positions [B] of x[:,0]; key/value [L,B,kv,W,D]; key_positions [B,W]; frames [B] valid.
+
+        Returns (y [B,T,latent], new key, new value, new key_positions) with each row's window ending at its
+        last valid frame.
+        """
+        b, t, _ = x.shape
+        qpos = positions[:, None] + torch.arange(t, device=x.device)[None, :]  # [B, T]
+        freqs = qpos[:, :, None].float() * self.inv_freq[None, None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)[:, None]  # [B, 1, T, D]
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        kpos = torch.cat([key_positions, qpos], dim=1)  # [B, W+T]
+        diff = qpos[:, :, None] - kpos[:, None, :]
+        mask = ((diff >= 0) & (diff <= self.window) & (kpos[:, None, :] >= 0))[:, None]  # [B,1,T,W+T]
+        # New window = the `window` entries just before each row's valid end in [past ‖ new].
+        keep = frames[:, None] + torch.arange(self.window, device=x.device)[None, :]  # [B, W]
+        h = self.input_proj(x)
+        new_keys, new_values = [], []
+        for i, layer in enumerate(self.layers):
+            h, keys, values = layer(h, cos, sin, key[i], value[i], mask)
+            idx = keep[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])
+            new_keys.append(keys.gather(2, idx))
+            new_values.append(values.gather(2, idx))
+        y = self.output_proj(self.norm(h))
+        return y, torch.stack(new_keys), torch.stack(new_values), kpos.gather(1, keep)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The decoder
+
+
+class CodecDecoder(nn.Module):
+    """codes [B, T, 16] -> waveform [B, T*1920] at 24 kHz; `decode_streams` for exact chunked streaming."""
+
+    # Whole-utterance decode runs through the streaming path in chunks of this many frames (bounded attention
+    # memory; chunking does not change the result).
+    max_chunk_frames = 300
+
+    def __init__(self, cfg: CodecDecoderConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.quantizer = SplitRVQ(cfg)
+        self.pre_conv = CausalConv1d(cfg.codebook_dim, cfg.latent_dim, 3)
+        self.pre_transformer = WindowTransformer(cfg)
+        self.upsample = nn.ModuleList(
+            [
+                nn.ModuleList(
+                    [CausalConvTranspose1d(cfg.latent_dim, cfg.latent_dim, r, r), ConvNeXtBlock(cfg.latent_dim)]
+                )
+                for r in cfg.upsampling_ratios
+            ]
+        )
+        dims = [cfg.decoder_dim // 2**i for i in range(len(cfg.upsample_rates) + 1)]
+        self.decoder = nn.ModuleList(
+            [CausalConv1d(cfg.latent_dim, cfg.decoder_dim, 7)]
+            + [VocoderBlock(dims[i], dims[i + 1], r) for i, r in enumerate(cfg.upsample_rates)]
+            + [SnakeBeta(dims[-1]), CausalConv1d(dims[-1], 1, 7)]
+        )
+        self._assign_state_slots()
+
+    def _assign_state_slots(self) -> None:
+        """Give every stateful conv its index in CodecState.history and its input samples per frame."""
+        per_frame = 1
+        self.stateful: list[CausalConv1d | CausalConvTranspose1d] = []
+
+        def visit(module: nn.Module, rate: int) -> None:
+            module.per_frame = rate
+            if module.context > 0:
+                module.state_index = len(self.stateful)
+                self.stateful.append(module)
+
+        visit(self.pre_conv, per_frame)
+        for transposed, convnext in self.upsample:
+            visit(transposed, per_frame)
+            per_frame *= transposed.stride
+            visit(convnext.dwconv, per_frame)
+        visit(self.decoder[0], per_frame)
+        for block in self.decoder[1:-2]:
+            visit(block.block[1], per_frame)
+            per_frame *= block.block[1].stride
+            for unit in block.block[2:]:
+                visit(unit.conv1, per_frame)
+                visit(unit.conv2, per_frame)
+        visit(self.decoder[-1], per_frame)
+        assert per_frame == self.cfg.samples_per_frame
+
+    @property
+    def samples_per_frame(self) -> int:
+        return self.cfg.samples_per_frame
+
+    # ---- state ----
+
+    def new_state(self, num_slots: int) -> CodecState:
+        """Zeroed state for `num_slots` streams, on the decoder's device and in its dtype."""
+        p = next(self.parameters())
+        cfg = self.cfg
+        window = cfg.sliding_window - 1
+        kv_shape = (cfg.num_hidden_layers, num_slots, cfg.num_key_value_heads, window, cfg.head_dim)
+        return CodecState(
+            positions=torch.zeros(num_slots, dtype=torch.long, device=p.device),
+            key=torch.zeros(kv_shape, dtype=p.dtype, device=p.device),
+            value=torch.zeros(kv_shape, dtype=p.dtype, device=p.device),
+            key_positions=torch.full((num_slots, window), -1, dtype=torch.long, device=p.device),
+            history=[
+                torch.zeros(num_slots, m.conv.in_channels, m.context, dtype=p.dtype, device=p.device)
+                for m in self.stateful
+            ],
+        )
+
+    def reset(self, state: CodecState, slot: int) -> None:
+        """Forget everything stream `slot` has seen: it decodes like a fresh stream from position 0."""
+        state.positions[slot] = 0
+        state.key[:, slot] = 0
+        state.value[:, slot] = 0
+        state.key_positions[slot] = -1
+        for h in state.history:
+            h[slot] = 0
+
+    def prime(self, state: CodecState, slot: int, ref_codes: torch.Tensor) -> None:
+        """Feed reference codes [T,16] as left context of stream `slot`; their audio is not returned."""
+        self.decode_streams(state, [slot], [ref_codes])
+
+    @torch.no_grad()
+    def decode_streams(self, state: CodecState, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Decode the next chunk [t_i, 16] of each stream `slots[i]` in one batched call -> [t_i * 1920] each."""
+        if len(slots) != len(chunks):
+            raise ValueError(f"decode_streams: {len(slots)} slots but {len(chunks)} chunks")
+        if len(set(slots)) != len(slots):
+            raise ValueError(f"decode_streams: a slot appears twice in {slots}")
+        for s in slots:
+            if not 0 <= s < state.num_slots:
+                raise ValueError(f"decode_streams: slot {s} outside 0..{state.num_slots - 1}")
+        for c in chunks:
+            self._check_codes(c, dims=2)
+        if not slots:
+            return []
+        device = state.positions.device
+        frames = torch.tensor([c.shape[0] for c in chunks], dtype=torch.long, device=device)
+        longest = int(frames.max())
+        spf = self.samples_per_frame
+        if longest == 0:
+            return [torch.zeros(0, dtype=state.key.dtype, device=device) for _ in chunks]
+        codes = torch.zeros(len(chunks), longest, NUM_CODEBOOKS, dtype=torch.long, device=device)
+        for i, c in enumerate(chunks):
+            codes[i, : c.shape[0]] = c.to(device)
+        rows = torch.tensor(slots, dtype=torch.long, device=device)
+        batch = _Batch(frames, [h[rows] for h in state.history])
+
+        wav, key, value, key_positions = self._forward(
+            codes, batch, state.positions[rows], state.key[:, rows], state.value[:, rows], state.key_positions[rows]
+        )
+        state.positions[rows] += frames
+        state.key[:, rows] = key
+        state.value[:, rows] = value
+        state.key_positions[rows] = key_positions
+        for h, new in zip(state.history, batch.history, strict=True):
+            h[rows] = new
+        return [wav[i, : int(frames[i]) * spf] for i in range(len(chunks))]
+
+    @torch.no_grad()
+    def decode(self, codes: torch.Tensor) -> torch.Tensor:
+        """Whole utterances: codes [B, T, 16] -> [B, T*1920]."""
+        self._check_codes(codes, dims=3)
+        b, t, _ = codes.shape
+        state = self.new_state(b)
+        slots = list(range(b))
+        pieces = []
+        for start in range(0, t, self.max_chunk_frames):
+            part = codes[:, start : start + self.max_chunk_frames]
+            pieces.append(torch.stack(self.decode_streams(state, slots, list(part))))
+        if not pieces:
+            return torch.zeros(b, 0, dtype=state.key.dtype, device=state.key.device)
+        return torch.cat(pieces, dim=1)
+
+    def _forward(self, codes, batch, positions, key, value, key_positions):
+        x = self.quantizer(codes)  # [B, codebook_dim, T]
+        x = self.pre_conv(x, batch).transpose(1, 2)
+        x, key, value, key_positions = self.pre_transformer(x, positions, key, value, key_positions, batch.frames)
+        x = x.transpose(1, 2)
+        for transposed, convnext in self.upsample:
+            x = convnext(transposed(x, batch), batch)
+        x = self.decoder[0](x, batch)
+        for block in self.decoder[1:-2]:
+            x = block(x, batch)
+        x = self.decoder[-1](self.decoder[-2](x), batch)
+        return x.clamp(-1, 1)[:, 0], key, value, key_positions
+
+    def _check_codes(self, codes: torch.Tensor, dims: int) -> None:
+        if not isinstance(codes, torch.Tensor) or codes.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"codec codes must be an integer tensor, got {getattr(codes, 'dtype', type(codes))}")
+        if codes.dim() != dims or codes.shape[-1] != NUM_CODEBOOKS:
+            want = "[B, T, 16]" if dims == 3 else "[T, 16]"
+            raise ValueError(f"codec codes must have shape {want}, got {list(codes.shape)}")
+        if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= self.cfg.codebook_size):
+            raise ValueError(
+                f"codec codes must lie in [0, {self.cfg.codebook_size}), got [{int(codes.min())}, {int(codes.max())}]"
+            )
+
+
+def state_bytes_per_slot(cfg: CodecDecoderConfig | None = None, dtype: torch.dtype = torch.bfloat16) -> int:
+    """Bytes of streaming state per slot (K/V window, conv histories, positions) for `cfg` (default: released)."""
+    cfg = cfg or CodecDecoderConfig()
+    with torch.device("meta"):
+        decoder = CodecDecoder(cfg).to(dtype)
+        return decoder.new_state(1).nbytes_per_slot()
+
+
+def load_codec_decoder(
+    path: str | Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
+) -> CodecDecoder:
+    """CodecDecoder with the `decoder.` weights of a model folder or its `speech_tokenizer/` folder."""
+    directory = speech_tokenizer_dir(path)
+    raw = json.loads((directory / "config.json").read_text())
+    cfg = CodecDecoderConfig.from_dict(raw.get("decoder_config") or {})
+    decoder = CodecDecoder(cfg)
+    load_state_strict(decoder, split_prefix(read_safetensors(directory), "decoder."), f"{directory} decoder")
+    return decoder.to(device=device, dtype=dtype).eval()
