@@ -1,0 +1,162 @@
+"""The talker model runner: the model plus preallocated per-slot state, one batched decode step.
+
+A slot holds one request for its life: talker K/V (positions 0..), code-predictor K/V (16 positions,
+rewritten every frame), the pending codebook-0 id and the talker hidden it came from, the
+repetition-penalty history as a [slots, vocab] mask, the trailing-text queue, sampling parameters and
+seed, and counters. `prefill` writes the prompt and draws the first codebook-0 id; each `decode_step`
+then completes the pending frame (code predictor: 2-token prefill + 14 single steps) and draws the next
+codebook-0 id from the talker, exactly as the official `Qwen3TTSTalkerForConditionalGeneration.forward`
+(tts-architectures.md §A1.5-A1.6). Everything in a step is batched tensor code; nothing reads a value
+back to the host.
+"""
+
+import torch
+
+from omni.models.qwen3_tts.config import Qwen3TTSConfig
+from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+from omni.talker.prompt import NO_ID, TalkerPrompt
+from omni.talker.sampling import SamplingParams, SlotSampling, sample_subtalker, sample_talker
+
+
+class TalkerRunner:
+    def __init__(
+        self,
+        talker: Qwen3TTSTalker,
+        config: Qwen3TTSConfig,
+        num_slots: int,
+        max_len: int,
+        device: torch.device | str | None = None,
+    ):
+        """`max_len` bounds prompt length + generated frames per slot (the talker K/V length)."""
+        self.talker = talker
+        self.config = config
+        weight = talker.codec_head.weight
+        self.device = torch.device(device) if device is not None else weight.device
+        self.dtype = weight.dtype
+        self.num_slots = num_slots
+        self.max_len = max_len
+        t = config.talker
+        self.groups = t.num_code_groups
+        self.eos_id = t.codec_eos_token_id
+        self.tts_pad_id = config.tts_pad_token_id
+        dev, hidden = self.device, t.hidden_size
+
+        self.cache = talker.new_cache(num_slots, max_len, self.dtype, dev)
+        self.predictor_cache = talker.code_predictor.new_cache(num_slots, self.dtype, dev)
+        self.sampling = SlotSampling(num_slots, dev)
+        # As the official generate: the top 1024 codec ids are suppressed, except EOS.
+        self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)
+        self.suppressed[t.vocab_size - 1024 :] = True
+        self.suppressed[self.eos_id] = False
+
+        self.seen = torch.zeros(num_slots, t.vocab_size, dtype=torch.bool, device=dev)  # repetition history
+        self.next_pos = torch.zeros(num_slots, dtype=torch.int64, device=dev)  # next talker position
+        self.last_hidden = torch.zeros(num_slots, hidden, dtype=self.dtype, device=dev)  # "past_hidden"
+        self.pending = torch.zeros(num_slots, dtype=torch.int64, device=dev)  # last drawn codebook-0 id
+        self.drawn = torch.zeros(num_slots, dtype=torch.int64, device=dev)  # codebook-0 ids drawn so far
+        self.trailing = torch.full((num_slots, max_len), self.tts_pad_id, dtype=torch.int64, device=dev)
+        self.trailing_len = torch.zeros(num_slots, dtype=torch.int64, device=dev)
+        self.finished = torch.ones(num_slots, dtype=torch.bool, device=dev)
+        self._predictor_pos = torch.arange(self.groups, device=dev)
+
+    # ---- admission ----
+
+    @torch.no_grad()
+    def embed_prompt(self, prompt: TalkerPrompt) -> torch.Tensor:
+        """[L, H]: per position the text-track vector plus the codec-track vector (id, x-vector or ref frame)."""
+        t = self.talker
+        text_ids = prompt.text_ids.to(self.device)
+        codec_ids = prompt.codec_ids.to(self.device)
+        x = torch.zeros(len(prompt), self.config.talker.hidden_size, dtype=self.dtype, device=self.device)
+        has_text, has_codec = text_ids != NO_ID, codec_ids != NO_ID
+        x[has_text] += t.embed_text(text_ids[has_text])
+        x[has_codec] += t.embed_codec(codec_ids[has_codec])
+        if prompt.x_vector is not None:
+            x[prompt.x_vector_pos] += prompt.x_vector.to(device=self.device, dtype=self.dtype)
+        if prompt.ref_codes is not None:
+            rows = prompt.ref_codes.shape[0]
+            x[prompt.ref_codes_pos : prompt.ref_codes_pos + rows] += t.embed_frame(prompt.ref_codes.to(self.device))
+        return x
+
+    @torch.no_grad()
+    def prefill(self, slot: int, prompt: TalkerPrompt, params: SamplingParams, chunk_size: int | None = None) -> None:
+        """Reset `slot`, run the prompt through the talker (in chunks of `chunk_size` positions) and draw the
+        first codebook-0 id."""
+        length = len(prompt)
+        if not 0 <= slot < self.num_slots:
+            raise ValueError(f"slot {slot} is outside [0, {self.num_slots})")
+        if length + params.max_new_tokens > self.max_len:
+            raise ValueError(
+                f"prompt length {length} + max_new_tokens {params.max_new_tokens} exceeds the slot length "
+                f"{self.max_len}"
+            )
+        trailing = prompt.trailing_ids
+        self.sampling.set(slot, params)
+        self.seen[slot] = False
+        self.drawn[slot] = 0
+        self.trailing[slot] = self.tts_pad_id
+        self.trailing[slot, : trailing.numel()] = trailing.to(self.device)
+        self.trailing_len[slot] = trailing.numel()
+
+        x = self.embed_prompt(prompt)[None]
+        slots = torch.tensor([slot], device=self.device)
+        step = chunk_size or length
+        for start in range(0, length, step):
+            end = min(start + step, length)
+            positions = torch.arange(start, end, device=self.device)[None]
+            hidden = self.talker(x[:, start:end], positions, self.cache, slots, kv_len=end)
+        self.next_pos[slot] = length
+        self._draw_talker(slots, hidden[:, -1])
+
+    # ---- decoding ----
+
+    def _draw_talker(self, slots: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """Codebook-0 ids from talker hidden [B, H] of `slots`; updates the per-slot history and counters."""
+        logits = self.talker.codec_logits(hidden)
+        ids = sample_talker(
+            logits, self.sampling, slots, self.seen[slots], self.drawn[slots], self.suppressed, self.eos_id
+        )
+        self.seen[slots, ids] = True
+        self.pending[slots] = ids
+        self.last_hidden[slots] = hidden
+        self.drawn[slots] += 1
+        self.finished[slots] = (ids == self.eos_id) | (self.drawn[slots] >= self.sampling.max_new_tokens[slots])
+        return ids
+
+    @torch.no_grad()
+    def decode_step(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Complete the pending frame of each slot and draw the next codebook-0 id.
+
+        Returns codes [B, 16] (the completed frames) and finished [B]: True when the drawn id is EOS or
+        max_new_tokens ids were drawn, i.e. the returned frame is the slot's last one. Slots must not be
+        stepped after they finished.
+        """
+        t, predictor = self.talker, self.talker.code_predictor
+        b = slots.shape[0]
+        frame = self.drawn[slots] - 1  # index of the frame being completed
+        codes = torch.empty(b, self.groups, dtype=torch.int64, device=self.device)
+        codes[:, 0] = self.pending[slots]
+
+        # Code predictor: [past_hidden, E0(cb0)] then E_{g-1}(cb_{g-1}) for g = 2..15, positions from 0.
+        x = torch.stack([self.last_hidden[slots], t.embed_codec(codes[:, 0])], dim=1)
+        positions = self._predictor_pos[:2].expand(b, 2)
+        h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups)[:, -1]
+        for g in range(1, self.groups):
+            if g > 1:
+                x = predictor.codec_embedding[g - 2](codes[:, g - 1])[:, None]
+                positions = self._predictor_pos[g : g + 1].expand(b, 1)
+                h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups)[:, -1]
+            codes[:, g] = sample_subtalker(predictor.logits(h, g), self.sampling, slots, frame, g)
+
+        # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
+        text_ids = torch.where(
+            frame < self.trailing_len[slots],
+            self.trailing[slots, frame.clamp(max=self.max_len - 1)],
+            torch.full_like(frame, self.tts_pad_id),
+        )
+        x = (t.embed_frame(codes) + t.embed_text(text_ids))[:, None]
+        positions = self.next_pos[slots][:, None]
+        hidden = t(x, positions, self.cache, slots)[:, -1]
+        self.next_pos[slots] += 1
+        self._draw_talker(slots, hidden)
+        return codes, self.finished[slots]

@@ -1,0 +1,233 @@
+"""Batched on-device sampling with per-slot parameters, in the official (transformers) order.
+
+Talker (codebook 0): repetition penalty -> min new tokens (EOS blocked) -> suppressed ids -> temperature
+-> top-k -> top-p -> draw. The code predictor (codebooks 1..15) uses its own temperature/top-k/top-p and
+nothing else (the official predictor `generate` gets no penalty or suppression). Greedy slots take the
+argmax after the processors and skip the warpers, exactly as transformers does with do_sample=False.
+
+Randomness is counter-based: the Gumbel noise for a draw is a hash of (seed, frame, draw, token), so a
+request's codes depend only on its own seed and step count, never on its batch neighbours, and no
+generator state lives on the host.
+"""
+
+from dataclasses import dataclass, fields
+
+import torch
+
+# splitmix64 constants, as signed int64 (torch has no uint64 arithmetic; int64 ops wrap around).
+_GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
+_MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)
+_MIX2 = 0x94D049BB133111EB - (1 << 64)
+DRAWS_PER_FRAME = 16  # draw 0: talker codebook 0; draws 1..15: predictor codebooks 1..15
+
+
+@dataclass
+class SamplingParams:
+    """One request's sampling settings (the official names; defaults are the official hard defaults)."""
+
+    seed: int = 0
+    do_sample: bool = True
+    temperature: float = 0.9
+    top_k: int = 50
+    top_p: float = 1.0
+    repetition_penalty: float = 1.05
+    subtalker_dosample: bool = True
+    subtalker_temperature: float = 0.9
+    subtalker_top_k: int = 50
+    subtalker_top_p: float = 1.0
+    min_new_tokens: int = 2
+    max_new_tokens: int = 2048
+
+    def validate(self) -> "SamplingParams":
+        for name in ("temperature", "subtalker_temperature", "repetition_penalty"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("top_p", "subtalker_top_p"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        for name in ("top_k", "subtalker_top_k"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
+        if self.min_new_tokens < 1:
+            raise ValueError(f"min_new_tokens must be >= 1, got {self.min_new_tokens}")
+        if self.max_new_tokens < 2:
+            # The last drawn codebook-0 id never becomes a frame, so 2 ids give 1 frame.
+            raise ValueError(f"max_new_tokens must be >= 2, got {self.max_new_tokens}")
+        if not -(1 << 63) <= self.seed < (1 << 64):
+            raise ValueError(f"seed must fit in 64 bits, got {self.seed}")
+        return self
+
+    @classmethod
+    def from_generation_config(cls, gen, **overrides) -> "SamplingParams":
+        """generation_config.json values, then explicit overrides (None = keep), as the official wrapper merges."""
+        values = {f.name: getattr(gen, f.name) for f in fields(cls) if hasattr(gen, f.name)}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values).validate()
+
+
+class SlotSampling:
+    """Per-slot sampling parameters as device tensors, written at admission and read by every step."""
+
+    def __init__(self, num_slots: int, device: torch.device | str = "cpu"):
+        def zeros(dtype: torch.dtype) -> torch.Tensor:
+            return torch.zeros(num_slots, dtype=dtype, device=device)
+
+        self.seed = zeros(torch.int64)
+        self.do_sample = zeros(torch.bool)
+        self.temperature = zeros(torch.float32)
+        self.top_k = zeros(torch.int64)
+        self.top_p = zeros(torch.float32)
+        self.repetition_penalty = zeros(torch.float32)
+        self.sub_do_sample = zeros(torch.bool)
+        self.sub_temperature = zeros(torch.float32)
+        self.sub_top_k = zeros(torch.int64)
+        self.sub_top_p = zeros(torch.float32)
+        self.min_new_tokens = zeros(torch.int64)
+        self.max_new_tokens = zeros(torch.int64)
+
+    def set(self, slot: int, p: SamplingParams) -> None:
+        p.validate()
+        seed = p.seed - (1 << 64) if p.seed >= (1 << 63) else p.seed
+        self.seed[slot] = seed
+        self.do_sample[slot] = p.do_sample
+        self.temperature[slot] = p.temperature
+        self.top_k[slot] = p.top_k
+        self.top_p[slot] = p.top_p
+        self.repetition_penalty[slot] = p.repetition_penalty
+        self.sub_do_sample[slot] = p.subtalker_dosample
+        self.sub_temperature[slot] = p.subtalker_temperature
+        self.sub_top_k[slot] = p.subtalker_top_k
+        self.sub_top_p[slot] = p.subtalker_top_p
+        self.min_new_tokens[slot] = p.min_new_tokens
+        self.max_new_tokens[slot] = p.max_new_tokens
+
+
+# ---- logits processors (each [B, V] -> [B, V], per-row parameters [B]) ----
+
+
+def apply_repetition_penalty(logits: torch.Tensor, seen: torch.Tensor, penalty: torch.Tensor) -> torch.Tensor:
+    """transformers' RepetitionPenaltyLogitsProcessor over the ids marked in `seen` [B, V] (bool)."""
+    p = penalty[:, None]
+    penalized = torch.where(logits < 0, logits * p, logits / p)
+    return torch.where(seen, penalized, logits)
+
+
+def block_eos(logits: torch.Tensor, eos_id: int, generated: torch.Tensor, min_new_tokens: torch.Tensor) -> torch.Tensor:
+    """MinNewTokensLengthLogitsProcessor: EOS is -inf while fewer than min_new_tokens were generated."""
+    blocked = generated < min_new_tokens
+    out = logits.clone()
+    out[:, eos_id] = torch.where(blocked, torch.full_like(out[:, eos_id], -float("inf")), out[:, eos_id])
+    return out
+
+
+def suppress(logits: torch.Tensor, suppressed: torch.Tensor) -> torch.Tensor:
+    """SuppressTokensLogitsProcessor: ids marked in `suppressed` [V] (bool) are -inf."""
+    return logits.masked_fill(suppressed, -float("inf"))
+
+
+def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor) -> torch.Tensor:
+    return logits / temperature[:, None]
+
+
+def apply_top_k(logits: torch.Tensor, top_k: torch.Tensor) -> torch.Tensor:
+    """TopKLogitsWarper per row: keep logits >= the k-th largest (ties kept); k = 0 means off."""
+    vocab = logits.shape[-1]
+    k = top_k.clamp(max=vocab)
+    sorted_desc = logits.sort(dim=-1, descending=True).values
+    kth = sorted_desc.gather(-1, (k - 1).clamp(min=0)[:, None])
+    kth = torch.where(k[:, None] > 0, kth, torch.full_like(kth, -float("inf")))
+    return logits.masked_fill(logits < kth, -float("inf"))
+
+
+def apply_top_p(logits: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """TopPLogitsWarper per row: drop the low tail whose cumulative probability is <= 1 - top_p.
+
+    The most probable token always stays (min_tokens_to_keep = 1); top_p = 1 removes nothing.
+    """
+    sorted_logits, order = logits.sort(dim=-1, descending=False)
+    cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+    remove_sorted = cumulative <= (1 - top_p)[:, None]
+    remove_sorted[:, -1] = False
+    remove = remove_sorted.scatter(-1, order, remove_sorted)
+    return logits.masked_fill(remove, -float("inf"))
+
+
+# ---- counter-based randomness ----
+
+
+def _shr(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 (torch's >> is arithmetic)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def _mix64(z: torch.Tensor) -> torch.Tensor:
+    """The splitmix64 finalizer: a bijective avalanche hash of 64-bit integers."""
+    z = (z ^ _shr(z, 30)) * _MIX1
+    z = (z ^ _shr(z, 27)) * _MIX2
+    return z ^ _shr(z, 31)
+
+
+def uniform(seed: torch.Tensor, counter: torch.Tensor, n: int) -> torch.Tensor:
+    """[B, n] floats in (0, 1), a pure function of (seed[b], counter[b], column)."""
+    stream = _mix64(_mix64(seed) + counter * _GOLDEN)
+    column = torch.arange(1, n + 1, device=seed.device, dtype=torch.int64)
+    bits = _shr(_mix64(stream[:, None] + column[None, :] * _GOLDEN), 40)  # top 24 bits
+    return (bits.to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+
+
+def draw(
+    logits: torch.Tensor,
+    do_sample: torch.Tensor,
+    temperature: torch.Tensor,
+    top_k: torch.Tensor,
+    top_p: torch.Tensor,
+    seed: torch.Tensor,
+    counter: torch.Tensor,
+) -> torch.Tensor:
+    """Processed logits [B, V] -> ids [B]: warp + Gumbel-max where do_sample, else argmax of the input."""
+    greedy = logits.argmax(dim=-1)
+    warped = apply_top_p(apply_top_k(apply_temperature(logits, temperature), top_k), top_p)
+    gumbel = -torch.log(-torch.log(uniform(seed, counter, logits.shape[-1])))
+    sampled = (warped + gumbel).argmax(dim=-1)
+    return torch.where(do_sample, sampled, greedy)
+
+
+def sample_talker(
+    logits: torch.Tensor,
+    params: SlotSampling,
+    slots: torch.Tensor,
+    seen: torch.Tensor,
+    generated: torch.Tensor,
+    suppressed: torch.Tensor,
+    eos_id: int,
+) -> torch.Tensor:
+    """Codebook-0 ids [B] for the rows of `slots`; `generated` [B] counts the codebook-0 ids drawn so far."""
+    x = apply_repetition_penalty(logits.float(), seen, params.repetition_penalty[slots])
+    x = block_eos(x, eos_id, generated, params.min_new_tokens[slots])
+    x = suppress(x, suppressed)
+    counter = generated * DRAWS_PER_FRAME
+    return draw(
+        x,
+        params.do_sample[slots],
+        params.temperature[slots],
+        params.top_k[slots],
+        params.top_p[slots],
+        params.seed[slots],
+        counter,
+    )
+
+
+def sample_subtalker(
+    logits: torch.Tensor, params: SlotSampling, slots: torch.Tensor, frame: torch.Tensor, group: int
+) -> torch.Tensor:
+    """Codebook-`group` ids [B] (1..15) of frame `frame` [B] from the code predictor's logits."""
+    counter = frame * DRAWS_PER_FRAME + group
+    return draw(
+        logits.float(),
+        params.sub_do_sample[slots],
+        params.sub_temperature[slots],
+        params.sub_top_k[slots],
+        params.sub_top_p[slots],
+        params.seed[slots],
+        counter,
+    )
