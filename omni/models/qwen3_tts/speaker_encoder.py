@@ -26,8 +26,11 @@ FMAX = 12000.0
 
 
 @dataclass
-class SpeakerEncoderConfig:
-    """`speaker_encoder_config` of config.json (defaults are the official class defaults)."""
+class EcapaConfig:
+    """Architecture fields of `speaker_encoder_config` in config.json (defaults are the official class defaults).
+
+    `omni.models.qwen3_tts.config.SpeakerEncoderConfig` keeps that dict as `.raw`; pass it to SpeakerEncoder.
+    """
 
     mel_dim: int = 128
     enc_dim: int = 1024
@@ -40,7 +43,7 @@ class SpeakerEncoderConfig:
     sample_rate: int = 24000
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SpeakerEncoderConfig":
+    def from_dict(cls, data: dict) -> "EcapaConfig":
         """Known keys only: saved sub-configs also carry generic PretrainedConfig fields."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
@@ -143,10 +146,15 @@ class AttentiveStatisticsPooling(nn.Module):
 
 
 class SpeakerEncoder(nn.Module):
-    """ECAPA-TDNN: mel frames [B, T, mel_dim] -> x-vectors [B, enc_dim]."""
+    """ECAPA-TDNN: mel frames [B, T, mel_dim] -> x-vectors [B, enc_dim].
 
-    def __init__(self, cfg: SpeakerEncoderConfig):
+    `cfg` is an EcapaConfig or the raw `speaker_encoder_config` dict of config.json.
+    """
+
+    def __init__(self, cfg: EcapaConfig | dict):
         super().__init__()
+        if isinstance(cfg, dict):
+            cfg = EcapaConfig.from_dict(cfg)
         self.cfg = cfg
         ch, ks, dil = cfg.enc_channels, cfg.enc_kernel_sizes, cfg.enc_dilations
         self.blocks = nn.ModuleList([TimeDelayNetBlock(cfg.mel_dim, ch[0], ks[0], dil[0])])
@@ -246,7 +254,7 @@ def load_speaker_encoder(model_dir: str | Path, dtype: torch.dtype = torch.float
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("tts_model_type") != "base":
         raise CheckpointError(f"{model_dir}: tts_model_type {config.get('tts_model_type')!r} has no speaker encoder")
-    encoder = SpeakerEncoder(SpeakerEncoderConfig.from_dict(config.get("speaker_encoder_config") or {}))
+    encoder = SpeakerEncoder(config.get("speaker_encoder_config") or {})
     state = split_prefix(read_safetensors(model_dir), "speaker_encoder.")
     load_state_strict(encoder, state, f"{model_dir} speaker_encoder", dtype=dtype)
     return encoder.to(dtype).eval()
