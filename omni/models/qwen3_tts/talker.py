@@ -1,0 +1,292 @@
+"""The Qwen3-TTS talker and its code predictor, batched over cache slots.
+
+One file in the spirit of gpt-fast: RMSNorm, NeoX RoPE, Qwen3 attention (GQA, per-head q/k RMSNorm
+before RoPE, no bias), SwiGLU MLP, decoder layers, and the two models built from them.
+
+The talker's interleaved M-RoPE only ever sees three identical position rows in TTS, which makes it
+plain NeoX (rotate-half) RoPE over the whole head; tests prove this against the reference.
+
+Every forward works on a `KVCache` of preallocated slots: `x[B, T, H]` belongs to `slots[B]` at
+`positions[B, T]`. K/V are written at index == position, and each query attends to the keys of its own
+slot at positions <= its own, so stale entries beyond a slot's prefix are never read.
+
+Module names mirror the official checkpoint so that `state_dict()` keys equal the keys under `talker.`.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from omni.models.qwen3_tts.config import CodePredictorConfig, TalkerConfig, TransformerConfig
+
+
+class KVCache:
+    """Per-slot K/V: k, v are [layers, slots, max_len, kv_heads, head_dim]; cache index == position."""
+
+    def __init__(
+        self,
+        layers: int,
+        slots: int,
+        max_len: int,
+        kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ):
+        shape = (layers, slots, max_len, kv_heads, head_dim)
+        self.k = torch.zeros(shape, dtype=dtype, device=device)
+        self.v = torch.zeros(shape, dtype=dtype, device=device)
+
+    @property
+    def num_slots(self) -> int:
+        return self.k.shape[1]
+
+    @property
+    def max_len(self) -> int:
+        return self.k.shape[2]
+
+    def update(
+        self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kv_len: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write k, v [B, T, kv_heads, head_dim] at (slots[B], positions[B, T]); return the slots' first kv_len keys."""
+        rows = slots[:, None]
+        self.k[layer, rows, positions] = k
+        self.v[layer, rows, positions] = v
+        return self.k[layer, slots, :kv_len], self.v[layer, slots, :kv_len]
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Normalise in fp32, scale in the input dtype (as the reference does).
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * xf.to(x.dtype)
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """NeoX RoPE tables for positions [B, T]: cos, sin [B, T, 1, head_dim], computed in fp32."""
+    inv_freq = 1.0 / (
+        theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.int64).float() / head_dim)
+    )
+    freqs = positions.float()[..., None] * inv_freq
+    emb = torch.cat((freqs, freqs), dim=-1)[:, :, None, :]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
+        self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+        self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        mask: torch.Tensor,
+        cache: KVCache,
+        layer: int,
+        slots: torch.Tensor,
+        positions: torch.Tensor,
+    ) -> torch.Tensor:
+        b, t, _ = x.shape
+        q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim))
+        k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim))
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim)
+        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        keys, values = cache.update(layer, slots, positions, k, v, mask.shape[-1])
+        out = F.scaled_dot_product_attention(
+            q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=mask, enable_gqa=True
+        )
+        return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.self_attn = Attention(cfg)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x, rope, mask, cache, layer, slots, positions) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, slots, positions)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Decoder(nn.Module):
+    """A Qwen3 stack over a slot cache: layers + final norm (the checkpoint's `model.` subtree, minus embeddings)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def new_cache(self, slots: int, max_len: int, dtype: torch.dtype, device: torch.device | str) -> KVCache:
+        c = self.cfg
+        return KVCache(c.num_hidden_layers, slots, max_len, c.num_key_value_heads, c.head_dim, dtype, device)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: KVCache,
+        slots: torch.Tensor,
+        kv_len: int | None = None,
+    ) -> torch.Tensor:
+        """x [B, T, H] at positions [B, T] of slots [B] -> final-normed hidden [B, T, H].
+
+        `kv_len` bounds the keys read (it must exceed every position in `positions`); default: the whole cache.
+        """
+        kv_len = cache.max_len if kv_len is None else kv_len
+        rope = rope_cos_sin(positions, self.cfg.head_dim, self.cfg.rope_theta, x.dtype)
+        # Causal over the slot's own prefix: key index (== position) <= query position.
+        key_pos = torch.arange(kv_len, device=x.device)
+        mask = (key_pos[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
+        for i, layer in enumerate(self.layers):
+            x = layer(x, rope, mask, cache, i, slots, positions)
+        return self.norm(x)
+
+
+class TalkerBackbone(Decoder):
+    """`talker.model`: the decoder plus the codec and text embedding tables."""
+
+    def __init__(self, cfg: TalkerConfig):
+        super().__init__(cfg)
+        self.codec_embedding = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.text_embedding = nn.Embedding(cfg.text_vocab_size, cfg.text_hidden_size)
+
+
+class ResizeMLP(nn.Module):
+    """`text_projection`: fc1 (+bias), SiLU, fc2 (+bias); maps text_hidden_size to the talker width."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int):
+        super().__init__()
+        self.linear_fc1 = nn.Linear(in_dim, hidden, bias=True)
+        self.linear_fc2 = nn.Linear(hidden, out_dim, bias=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear_fc2(F.silu(self.linear_fc1(x)))
+
+
+class PredictorBackbone(Decoder):
+    """`code_predictor.model`: the decoder plus the embeddings of codebooks 1..15 (at the talker's width)."""
+
+    def __init__(self, cfg: CodePredictorConfig, talker_hidden: int):
+        super().__init__(cfg)
+        self.codec_embedding = nn.ModuleList(
+            nn.Embedding(cfg.vocab_size, talker_hidden) for _ in range(cfg.num_code_groups - 1)
+        )
+
+
+class CodePredictor(nn.Module):
+    """The depth transformer writing codebooks 1..15 of a frame.
+
+    Per frame its sequence is [past_hidden, E0(cb0), E1(cb1), ..., E14(cb14)] (talker width), projected
+    to its own width; the output at position j (1..15) through `lm_head[j-1]` gives codebook j.
+    Positions restart at 0 every frame, so its cache holds `num_code_groups` positions per slot.
+    """
+
+    def __init__(self, cfg: CodePredictorConfig, talker_hidden: int):
+        super().__init__()
+        self.cfg = cfg
+        self.model = PredictorBackbone(cfg, talker_hidden)
+        self.lm_head = nn.ModuleList(
+            nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False) for _ in range(cfg.num_code_groups - 1)
+        )
+        if cfg.hidden_size != talker_hidden:
+            self.small_to_mtp_projection = nn.Linear(talker_hidden, cfg.hidden_size, bias=True)
+        else:
+            self.small_to_mtp_projection = nn.Identity()
+
+    @property
+    def codec_embedding(self) -> nn.ModuleList:
+        """Embeddings of codebooks 1..15 (index q-1), at the talker's width."""
+        return self.model.codec_embedding
+
+    def proj(self, x: torch.Tensor) -> torch.Tensor:
+        """Talker width -> predictor width (identity when they are equal)."""
+        return self.small_to_mtp_projection(x)
+
+    def new_cache(self, slots: int, dtype: torch.dtype, device: torch.device | str) -> KVCache:
+        return self.model.new_cache(slots, self.cfg.num_code_groups, dtype, device)
+
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
+    ) -> torch.Tensor:
+        """x [B, T, talker_hidden] (unprojected) at positions [B, T] -> final-normed hidden [B, T, predictor_hidden]."""
+        return self.model(self.proj(x), positions, cache, slots, kv_len)
+
+    def logits(self, h: torch.Tensor, codebook: int) -> torch.Tensor:
+        """Logits of codebook `codebook` (1..15) from the hidden state at position `codebook`."""
+        return self.lm_head[codebook - 1](h)
+
+
+class Qwen3TTSTalker(nn.Module):
+    """`talker.*` of the checkpoint: backbone, text projection, codec head and code predictor."""
+
+    def __init__(self, cfg: TalkerConfig):
+        super().__init__()
+        if cfg.code_predictor is None:
+            raise ValueError("TalkerConfig.code_predictor is required")
+        self.cfg = cfg
+        self.model = TalkerBackbone(cfg)
+        self.text_projection = ResizeMLP(cfg.text_hidden_size, cfg.text_hidden_size, cfg.hidden_size)
+        self.codec_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.code_predictor = CodePredictor(cfg.code_predictor, cfg.hidden_size)
+
+    def new_cache(self, slots: int, max_len: int, dtype: torch.dtype, device: torch.device | str) -> KVCache:
+        return self.model.new_cache(slots, max_len, dtype, device)
+
+    def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
+        """Text-track vectors: text_projection(text_embedding(ids))."""
+        return self.text_projection(self.model.text_embedding(ids))
+
+    def embed_codec(self, ids: torch.Tensor) -> torch.Tensor:
+        """Codec-track vectors: rows of the talker's codec_embedding (cb0 codes and control/speaker/language ids)."""
+        return self.model.codec_embedding(ids)
+
+    def embed_frame(self, codes: torch.Tensor) -> torch.Tensor:
+        """Sum of the 16 codebook embeddings of frames codes[..., 16] -> [..., H]."""
+        x = self.model.codec_embedding(codes[..., 0])
+        for q, table in enumerate(self.code_predictor.codec_embedding, start=1):
+            x = x + table(codes[..., q])
+        return x
+
+    def forward(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
+    ) -> torch.Tensor:
+        """x [B, T, H] at positions [B, T] of slots [B] -> final-normed hidden [B, T, H]."""
+        return self.model(x, positions, cache, slots, kv_len)
+
+    def codec_logits(self, h: torch.Tensor) -> torch.Tensor:
+        """Codebook-0 logits [.., vocab_size] from final-normed hidden states."""
+        return self.codec_head(h)
