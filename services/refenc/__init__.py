@@ -1,0 +1,1 @@
+"""Reference-encoder service: reference audio -> codec codes + x-vector, a shared cache, the voice registry."""
