@@ -47,7 +47,7 @@ def _randomize(model, seed):
             elif leaf == "cluster_usage":
                 value = torch.rand(shape, generator=gen) * 1.5 + 0.5
             elif leaf in ("embedding_sum", "embed_sum"):
-                value = torch.randn(shape, generator=gen)
+                value = torch.randn(shape, generator=gen) * 0.5
             elif leaf in ("alpha", "beta"):
                 value = torch.randn(shape, generator=gen) * 0.3
             elif leaf == "scale":
@@ -66,9 +66,9 @@ def _randomize(model, seed):
                     fan_in = 2 * shape[0]
                 gain = 1.0
                 if name.endswith(".conv2.conv.weight"):
-                    gain = 0.3
+                    gain = 0.15
                 elif name.endswith("decoder.6.conv.weight"):
-                    gain = 0.2
+                    gain = 0.1
                 value = torch.randn(shape, generator=gen) * gain / fan_in**0.5
             else:
                 continue

@@ -134,7 +134,7 @@ def _random_tensor(name: str, shape: torch.Size, gen: torch.Generator) -> torch.
     if leaf == "cluster_usage":
         return uniform(0.5, 2.0)
     if leaf in ("embedding_sum", "embed_sum"):
-        return normal(1.0)
+        return normal(0.5)
     if leaf in ("alpha", "beta"):  # SnakeBeta log-parameters
         return normal(0.3)
     if leaf == "scale":  # LayerScale
@@ -153,9 +153,9 @@ def _random_tensor(name: str, shape: torch.Size, gen: torch.Generator) -> torch.
             fan_in = 2 * shape[0]  # transposed conv with k = 2*stride: two taps per output
         gain = 1.0
         if name.endswith(".conv2.conv.weight"):
-            gain = 0.3  # residual units: keep the vocoder from growing block after block
+            gain = 0.15  # residual units: keep the vocoder from growing block after block
         elif name.endswith("decoder.6.conv.weight"):
-            gain = 0.2  # final conv: audio mostly inside the clamp
+            gain = 0.1  # final conv: audio mostly inside the clamp, at speech-like level
         return normal(gain / math.sqrt(fan_in))
     return normal(0.1, 1.0)
 
