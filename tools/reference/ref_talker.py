@@ -12,8 +12,11 @@ Tasks:
    `from_pretrained` (eager, fp32) and return
      hidden [T, H]: final-normed talker hidden of text_projection(text_embedding) + codec_embedding,
      codec_logits [T, V], frame_embed [H]: the summed 16-codebook embedding of `frame`,
+     key_mismatches: checkpoint keys the reference model lacks and vice versa (must be empty),
      predictor_logits [15, 2048]: code predictor logits with the reference's own cache, prefill
        [hidden[-1], E0(frame[0])] then 14 single steps feeding frame[1..14].
+- {"action": "tokenize", "model_dir", "texts": [...]}: ids_<j> from the processor as the official wrapper
+   loads it (AutoProcessor, fix_mistral_regex=True).
 - {"action": "rope", "head_dim", "mrope_section", "theta", "positions": [T], "q": [[B,H,T,D]], "k"}:
    the reference's interleaved M-RoPE with three identical position rows.
 """
@@ -29,12 +32,14 @@ warnings.filterwarnings("ignore")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from qwen_tts.core import Qwen3TTSTokenizerV2Config, Qwen3TTSTokenizerV2Model  # noqa: E402
-from qwen_tts.core.models import Qwen3TTSConfig, Qwen3TTSForConditionalGeneration  # noqa: E402
+from qwen_tts.core.models import Qwen3TTSConfig, Qwen3TTSForConditionalGeneration, Qwen3TTSProcessor  # noqa: E402
 from qwen_tts.core.models import modeling_qwen3_tts as M  # noqa: E402
-from transformers import AutoConfig, AutoModel, DynamicCache, EncodecFeatureExtractor  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from transformers import AutoConfig, AutoModel, AutoProcessor, DynamicCache, EncodecFeatureExtractor  # noqa: E402
 
 AutoConfig.register("qwen3_tts", Qwen3TTSConfig)
 AutoModel.register(Qwen3TTSConfig, Qwen3TTSForConditionalGeneration)
+AutoProcessor.register(Qwen3TTSConfig, Qwen3TTSProcessor)
 
 TINY_CODEC = dict(
     encoder_config=dict(
@@ -125,7 +130,13 @@ def forward(task: dict) -> dict:
         )
         steps = out.generation_steps
         pred_logits.append(out.logits[0, -1])
+    # Keys the reference model has but the file lacks, or the file has but the model lacks (both must be empty).
+    with safe_open(str(Path(task["model_dir"]) / "model.safetensors"), framework="pt") as f:
+        file_keys = set(f.keys())
+    model_keys = set(model.state_dict())
+    mismatched = sorted((model_keys - file_keys) | (file_keys - model_keys))
     return {
+        "key_mismatches": np.array(mismatched, dtype=str),
         "hidden": hidden[0].numpy(),
         "codec_logits": logits[0].numpy(),
         "frame_embed": frame_embed.numpy(),
@@ -150,9 +161,15 @@ def rope(task: dict) -> dict:
     return {"q": q_out.numpy(), "k": k_out.numpy()}
 
 
+def tokenize(task: dict) -> dict:
+    # As the official wrapper loads its processor (qwen3_tts_model.py).
+    processor = AutoProcessor.from_pretrained(task["model_dir"], fix_mistral_regex=True)
+    return {f"ids_{j}": np.array(processor(text=t)["input_ids"][0]) for j, t in enumerate(task["texts"])}
+
+
 def main() -> None:
     job = json.loads(Path(sys.argv[1]).read_text())
-    actions = {"save": save, "forward": forward, "rope": rope}
+    actions = {"save": save, "forward": forward, "rope": rope, "tokenize": tokenize}
     results: dict[str, np.ndarray] = {}
     for i, task in enumerate(job["tasks"]):
         for name, value in actions[task["action"]](task).items():

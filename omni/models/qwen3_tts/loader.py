@@ -4,6 +4,7 @@ Every missing file, unknown key, missing key or wrong shape fails here with a me
 `speech_tokenizer/` (the codec) is loaded by the codec's own loader.
 """
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,17 +19,48 @@ TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json")
 PREFIXES = ("talker.", "speaker_encoder.")
 
 
+def check_tokenizer_files(model_dir: Path) -> None:
+    for name in TOKENIZER_FILES:
+        if not (model_dir / name).exists():
+            raise CheckpointError(f"{model_dir}: tokenizer file {name} is missing")
+
+
+# The pre-tokenizer regex transformers 4.57.3 installs when the official wrapper passes fix_mistral_regex=True.
+MISTRAL_FIX_REGEX = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?"
+    r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|"
+    r"\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+
+
+def official_uses_mistral_regex(config: dict) -> bool:
+    """Whether the official wrapper (transformers 4.57.3, `fix_mistral_regex=True`) swaps in the regex above.
+
+    For a local dir it does unless config.json names a transformers version <= 4.57.2 or >= 5.0.0.
+    """
+    from packaging.version import Version
+
+    written = config.get("transformers_version")
+    if not written:
+        return True
+    return Version("4.57.2") < Version(written) < Version("5.0.0")
+
+
 class TextTokenizer:
-    """The checkpoint's Qwen2 BPE tokenizer (with Qwen3-TTS's special tokens from tokenizer_config.json)."""
+    """The checkpoint's Qwen2 BPE tokenizer (with Qwen3-TTS's special tokens from tokenizer_config.json),
+    tokenizing exactly as the official wrapper's processor does."""
 
-    def __init__(self, model_dir: str | Path):
+    def __init__(self, model_dir: str | Path, config: dict | None = None):
         model_dir = Path(model_dir)
-        for name in TOKENIZER_FILES:
-            if not (model_dir / name).exists():
-                raise CheckpointError(f"{model_dir}: tokenizer file {name} is missing")
-        from transformers import AutoTokenizer
+        check_tokenizer_files(model_dir)
+        import tokenizers
+        from transformers import Qwen2Tokenizer
 
-        self._tok = AutoTokenizer.from_pretrained(str(model_dir))
+        self._tok = Qwen2Tokenizer.from_pretrained(str(model_dir))
+        config = config if config is not None else json.loads((model_dir / "config.json").read_text())
+        if official_uses_mistral_regex(config):
+            split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(MISTRAL_FIX_REGEX), behavior="isolated")
+            self._tok.backend_tokenizer.pre_tokenizer[0] = split
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; special tokens written in the text (e.g. <|im_start|>) map to their ids."""
@@ -78,7 +110,7 @@ def load_qwen3_tts(
         raise CheckpointError(f"{model_dir}: not a directory")
     config = load_config(model_dir)
     generation = load_generation_config(model_dir)
-    tokenizer = TextTokenizer(model_dir)
+    check_tokenizer_files(model_dir)  # cheap; the tokenizer itself (seconds) loads once the weights are fine
     tensors = read_safetensors(model_dir)
     strays = sorted(k for k in tensors if not k.startswith(PREFIXES))
     if strays:
@@ -103,4 +135,6 @@ def load_qwen3_tts(
         raise CheckpointError(
             f"{model_dir}: unknown keys: speaker_encoder.* in a {config.tts_model_type} model (only Base has one)"
         )
-    return Qwen3TTSModel(model_dir, config, generation, talker.eval(), speaker_encoder, tokenizer)
+    return Qwen3TTSModel(
+        model_dir, config, generation, talker.eval(), speaker_encoder, TextTokenizer(model_dir, config.raw)
+    )

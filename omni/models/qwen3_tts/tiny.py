@@ -191,6 +191,8 @@ def tiny_config(variant: str, **sizes: int) -> dict[str, Any]:
         "assistant_token_id": 77091,
         "talker_config": talker,
         "speaker_encoder_config": speaker_encoder,
+        # The version qwen-tts pins; it decides how the official wrapper's processor tokenizes (see loader.py).
+        "transformers_version": "4.57.3",
     }
 
 
