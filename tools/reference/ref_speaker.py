@@ -40,7 +40,12 @@ def tiny_base_config():
     )  # fmt: skip
 
 
+_MODELS = {}
+
+
 def load_model(model_dir):
+    if model_dir in _MODELS:
+        return _MODELS[model_dir]
     import torch
     from qwen_tts.core.models.configuration_qwen3_tts import Qwen3TTSConfig
     from qwen_tts.core.models.modeling_qwen3_tts import Qwen3TTSForConditionalGeneration
@@ -62,7 +67,8 @@ def load_model(model_dir):
         torch_dtype=torch.float32,
         attn_implementation="eager",
     )
-    return model.eval()
+    _MODELS[model_dir] = model.eval()
+    return _MODELS[model_dir]
 
 
 def run_task(task, out):
