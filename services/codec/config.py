@@ -1,0 +1,25 @@
+"""Settings of the codec service (flags, OMNI_CODEC_* env, the `codec:` section of a deploy profile)."""
+
+import dataclasses
+
+from omni.services.common.config import ServiceConfig, option
+
+
+@dataclasses.dataclass
+class CodecConfig(ServiceConfig):
+    max_streams: int = option(64, "concurrent streams (decoder state slots); beyond it streams are refused")
+    min_batch: int = option(1, "coalescing target: streams per decode step worth waiting for (1 = off)")
+    max_wait_ms: float = option(0.0, "coalescing window: longest wait for min_batch streams, ms (0 = off)")
+    max_chunk_frames: int = option(250, "largest chunk a client may send, frames")
+    max_ref_frames: int = option(375, "largest reference (priming) code sequence, frames (375 = 30 s)")
+
+    def validate(self) -> "CodecConfig":
+        if self.max_streams < 1:
+            raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")
+        if not 1 <= self.min_batch <= self.max_streams:
+            raise ValueError(f"min_batch must be in [1, max_streams={self.max_streams}], got {self.min_batch}")
+        if not 0 <= self.max_wait_ms < float("inf"):
+            raise ValueError(f"max_wait_ms must be finite and >= 0, got {self.max_wait_ms}")
+        if self.max_chunk_frames < 1 or self.max_ref_frames < 0:
+            raise ValueError("max_chunk_frames must be >= 1 and max_ref_frames >= 0")
+        return self

@@ -1,0 +1,254 @@
+"""The codec engine: one asyncio task owns the decoder and its per-slot streaming state.
+
+RPC handlers never touch tensors. They `open` a stream (which leases a slot), `submit` chunks to it and read
+decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task gathers every
+stream's pending chunks and runs one batched `decode_streams` call in a worker thread (so the event loop keeps
+serving RPCs), then hands each stream its PCM.
+
+Slot hygiene: a released slot goes back to the free list at once. Its next owner is `fresh`: the engine resets
+it (and primes it with reference codes) in a later step than any step of the previous owner (steps run one at a
+time), before its first decode, and audio of a step is delivered to the stream object it was decoded for, which
+drops it once released. So no state or output of one stream can reach another.
+
+Coalescing (off by default): with `min_batch > 1` and `max_wait_ms > 0`, a tick waits up to `max_wait_ms`
+after the oldest pending chunk for `min_batch` streams to be ready, unless a stream's first chunk is waiting
+(time to first audio beats batch size).
+"""
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import torch
+from omni.services.codec.metrics import CodecMetrics
+from omni.services.common.packing import encode_pcm
+
+log = logging.getLogger("omni.codec.engine")
+
+
+class EngineFull(Exception):
+    """Every slot is taken."""
+
+
+class EngineClosed(Exception):
+    """The engine no longer admits streams (shutting down)."""
+
+
+class DecodeFailed(Exception):
+    """The decode step raised; the streams in it are ended."""
+
+
+@dataclass
+class DecodedChunk:
+    """PCM of one submitted chunk, ready for the wire."""
+
+    pcm: bytes
+    num_samples: int
+    first_sample_index: int
+    first_frame_index: int
+    num_frames: int
+    last: bool
+    queue_ms: float
+    compute_ms: float
+
+
+END_OF_STREAM = object()  # put on `outputs` once every submitted chunk has been decoded and input ended
+
+
+@dataclass
+class _Pending:
+    codes: torch.Tensor | None  # [t, 16]; None marks the end of input without a `last` chunk
+    last: bool
+    arrived: float
+
+
+class Stream:
+    """One utterance: its slot, its undecoded chunks and the queue its decoded audio arrives on."""
+
+    def __init__(self, slot: int, sample_format: int, ref_codes: torch.Tensor | None) -> None:
+        self.slot = slot
+        self.sample_format = sample_format
+        self.ref_codes = ref_codes
+        self.fresh = True  # needs reset (and priming) before its first decode
+        self.pending: list[_Pending] = []
+        self.outputs: asyncio.Queue = asyncio.Queue()
+        self.frames_done = 0
+        self.samples_done = 0
+        self.chunks_done = 0
+        self.released = False
+
+
+class CodecEngine:
+    def __init__(
+        self,
+        decoder,
+        max_streams: int,
+        min_batch: int = 1,
+        max_wait_ms: float = 0.0,
+        metrics: CodecMetrics | None = None,
+        sample_rate: int = 24000,
+    ) -> None:
+        self.decoder = decoder
+        self.max_streams = max_streams
+        self.min_batch = min_batch
+        self.max_wait_s = max_wait_ms / 1000.0
+        self.metrics = metrics or CodecMetrics()
+        self.samples_per_frame = decoder.samples_per_frame
+        self.sample_rate = sample_rate
+        self.state = decoder.new_state(max_streams)
+        self.free = list(reversed(range(max_streams)))  # pop() leases the lowest slot first
+        self.streams: dict[int, Stream] = {}
+        self.accepting = True
+        self.wake = asyncio.Event()
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="codec-engine")
+        self.task: asyncio.Task | None = None
+        self.metrics.capacity.set(max_streams)
+
+    @property
+    def coalescing(self) -> bool:
+        return self.min_batch > 1 and self.max_wait_s > 0
+
+    # ---- handler side (event-loop thread) ----
+
+    def open(self, sample_format: int, ref_codes: torch.Tensor | None = None) -> Stream:
+        """Lease a slot for a new stream; raises EngineFull or EngineClosed."""
+        if not self.accepting:
+            raise EngineClosed("the codec is shutting down")
+        if not self.free:
+            raise EngineFull(f"all {self.max_streams} codec streams are busy")
+        stream = Stream(self.free.pop(), sample_format, ref_codes)
+        self.streams[stream.slot] = stream
+        self.metrics.active_streams.set(len(self.streams))
+        self.wake.set()  # reset and prime right away, before the first chunk arrives
+        return stream
+
+    def submit(self, stream: Stream, codes: torch.Tensor | None, last: bool) -> None:
+        """Queue a chunk [t, 16] for decoding (codes=None: input ended without a `last` chunk)."""
+        if stream.released:
+            return
+        stream.pending.append(_Pending(codes, last, time.perf_counter()))
+        self.wake.set()
+
+    def release(self, stream: Stream) -> None:
+        """End a stream (finished, cancelled or failed): its slot is free for the next stream at once."""
+        if stream.released:
+            return
+        stream.released = True
+        stream.pending.clear()
+        del self.streams[stream.slot]
+        self.free.append(stream.slot)
+        self.metrics.active_streams.set(len(self.streams))
+
+    # ---- engine task ----
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name="codec-engine")
+
+    async def stop(self) -> None:
+        """Stop the engine task (call after the server has drained its streams)."""
+        self.accepting = False
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+        self.executor.shutdown(wait=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            if self.coalescing:
+                await self._coalesce()
+            fresh = [s for s in self.streams.values() if s.fresh]
+            work = [(s, s.pending) for s in self.streams.values() if s.pending]
+            if not fresh and not work:
+                continue
+            for s in fresh:
+                s.fresh = False
+            for s, _ in work:
+                s.pending = []
+            start = time.perf_counter()
+            try:
+                results = await asyncio.get_running_loop().run_in_executor(self.executor, self._step, fresh, work)
+            except Exception as e:  # a failed step ends the streams in it, not the service
+                log.exception("codec step failed")
+                for s in {id(s): s for s in [*fresh, *(s for s, _ in work)]}.values():
+                    s.outputs.put_nowait(DecodeFailed(f"decode step failed: {e}"))
+                continue
+            tick_ms = (time.perf_counter() - start) * 1000.0
+            self.metrics.tick_ms.observe(tick_ms)
+            if work:
+                self.metrics.batch_size.observe(len(work))
+            for (stream, chunks), pcm in zip(work, results, strict=True):
+                self._deliver(stream, chunks, pcm, start, tick_ms)
+
+    async def _coalesce(self) -> None:
+        """Wait (bounded) until min_batch streams have chunks; never when a first chunk is waiting."""
+        start = time.perf_counter()
+        while True:
+            ready = [s for s in self.streams.values() if s.pending]
+            if not ready or len(ready) >= self.min_batch or any(s.frames_done == 0 for s in ready):
+                break
+            oldest = min(s.pending[0].arrived for s in ready)
+            remaining = oldest + self.max_wait_s - time.perf_counter()
+            if remaining <= 0:
+                break
+            try:
+                await asyncio.wait_for(self.wake.wait(), remaining)
+            except TimeoutError:
+                break
+            self.wake.clear()
+        self.metrics.coalesce_wait_ms.observe((time.perf_counter() - start) * 1000.0)
+
+    def _step(self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]) -> list[list]:
+        """Engine thread: reset/prime new slots, then one batched decode of every stream's pending frames."""
+        for s in fresh:
+            self.decoder.reset(self.state, s.slot)
+        primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
+        if primes:
+            # Priming is a decode whose audio is dropped: the reference is left context only.
+            self.decoder.decode_streams(self.state, [s.slot for s in primes], [s.ref_codes for s in primes])
+        decodable = [(s, [p.codes for p in chunks if p.codes is not None]) for s, chunks in work]
+        batch = [(s, torch.cat(codes)) for s, codes in decodable if codes]
+        waves = self.decoder.decode_streams(self.state, [s.slot for s, _ in batch], [c for _, c in batch])
+        wave_of = {s.slot: w for (s, _), w in zip(batch, waves, strict=True)}
+        results = []
+        for s, chunks in work:
+            wave = wave_of.get(s.slot)
+            wave = wave.float().cpu().numpy() if wave is not None else None
+            pieces, offset = [], 0
+            for p in chunks:
+                if p.codes is None:
+                    pieces.append(None)
+                    continue
+                n = p.codes.shape[0] * self.samples_per_frame
+                pieces.append(encode_pcm(wave[offset : offset + n], s.sample_format))
+                offset += n
+            results.append(pieces)
+        return results
+
+    def _deliver(self, stream: Stream, chunks: list[_Pending], pcm: list, step_start: float, tick_ms: float) -> None:
+        """Event-loop thread: hand a stream the audio of its chunks, in order (dropped if it was released)."""
+        if stream.released:
+            return
+        for p, data in zip(chunks, pcm, strict=True):
+            if p.codes is None:
+                stream.outputs.put_nowait(END_OF_STREAM)
+                continue
+            frames = p.codes.shape[0]
+            samples = frames * self.samples_per_frame
+            queue_ms = (step_start - p.arrived) * 1000.0
+            stream.outputs.put_nowait(
+                DecodedChunk(data, samples, stream.samples_done, stream.frames_done, frames, p.last, queue_ms, tick_ms)
+            )
+            stream.frames_done += frames
+            stream.samples_done += samples
+            stream.chunks_done += 1
+            self.metrics.chunk_queue_ms.observe(queue_ms)
+            self.metrics.frames_decoded.inc(frames)
+            self.metrics.audio_seconds.inc(samples / self.sample_rate)

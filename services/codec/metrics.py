@@ -1,0 +1,18 @@
+"""Prometheus series of the codec service."""
+
+from omni.services.common.metrics import BATCH_SIZE_BUCKETS, MetricsServer
+
+
+class CodecMetrics:
+    def __init__(self, server: MetricsServer | None = None) -> None:
+        self.server = server or MetricsServer("omni_codec")
+        m = self.server
+        self.active_streams = m.gauge("active_streams", "streams holding a decoder slot")
+        self.capacity = m.gauge("capacity_streams", "decoder slots (max_streams)")
+        self.tick_ms = m.histogram("tick_ms", "duration of one engine step (reset, prime, decode), ms")
+        self.batch_size = m.histogram("batch_size", "streams decoded together in one step", BATCH_SIZE_BUCKETS)
+        self.coalesce_wait_ms = m.histogram("coalesce_wait_ms", "time a step waited to fill its batch, ms")
+        self.chunk_queue_ms = m.histogram("chunk_queue_ms", "time a chunk waited before its decode step, ms")
+        self.frames_decoded = m.counter("frames_decoded", "codec frames decoded")
+        self.audio_seconds = m.counter("audio_seconds", "seconds of audio produced")
+        self.streams = m.counter("streams", "finished streams by outcome", ("outcome",))

@@ -1,0 +1,391 @@
+"""The codec service over real gRPC on loopback with a tiny checkpoint in the official layout.
+
+Every stream's PCM must equal the whole-utterance decode of its codes (reference codes as left context), with
+many streams interleaved, slots reused after cancellation, refusals when full, and bad chunks rejected while
+other streams go on.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+import torch
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from omni.services.codec.config import CodecConfig
+from omni.services.codec.metrics import CodecMetrics
+from omni.services.codec.service import build_codec_service, warm_up
+from omni.services.common.identity import model_identity
+from omni.services.common.packing import decode_pcm, pack_codes
+
+from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2
+
+ROOT = Path(__file__).resolve().parent.parent
+S16, F32 = common_pb2.SAMPLE_FORMAT_PCM_S16LE, common_pb2.SAMPLE_FORMAT_PCM_F32LE
+SPF = 1920
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """The part of a tiny checkpoint the codec reads: config.json and speech_tokenizer/ (official layout)."""
+    from omni.models.qwen3_tts.codec_checkpoint import write_tiny_speech_tokenizer
+    from omni.models.qwen3_tts.tiny import tiny_config
+
+    out = tmp_path_factory.mktemp("codec") / "Qwen3-TTS-tiny"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(tiny_config("custom_voice")))
+    # Narrow convs keep the CPU cost down; a 4-frame attention window makes short streams cross it.
+    sizes = {"decoder_decoder_dim": 16, "decoder_latent_dim": 16, "decoder_sliding_window": 4}
+    write_tiny_speech_tokenizer(out / "speech_tokenizer", seed=1, **sizes)
+    return out
+
+
+@pytest.fixture(scope="module")
+def decoder(model_dir):
+    from omni.models.qwen3_tts.codec import load_codec_decoder
+
+    return load_codec_decoder(model_dir)
+
+
+def expected_audio(decoder, streams: list[tuple[np.ndarray, np.ndarray | None]]) -> list[np.ndarray]:
+    """Whole-utterance decodes, batched by total length; the reference part of the audio is cut off."""
+    out: list[np.ndarray | None] = [None] * len(streams)
+    groups: dict[int, list[int]] = {}
+    for i, (codes, ref) in enumerate(streams):
+        full = codes if ref is None else np.concatenate([ref, codes])
+        groups.setdefault(len(full), []).append(i)
+    for indices in groups.values():
+        full = [s[0] if s[1] is None else np.concatenate([s[1], s[0]]) for s in (streams[i] for i in indices)]
+        waves = decoder.decode(torch.from_numpy(np.stack(full))).numpy()
+        for i, wave in zip(indices, waves, strict=True):
+            ref = streams[i][1]
+            out[i] = wave[(0 if ref is None else len(ref)) * SPF :]
+    return out
+
+
+def plan_sizes(total: int, plan: list[int]) -> list[int]:
+    """Chunk sizes: the plan's sizes in order, its last size repeated, the remainder flushed."""
+    sizes, i = [], 0
+    while sum(sizes) < total:
+        sizes.append(min(plan[min(i, len(plan) - 1)], total - sum(sizes)))
+        i += 1
+    return sizes
+
+
+def open_message(identity, ref=None, fmt=S16, request_id="t") -> codec_pb2.DecodeRequest:
+    opening = codec_pb2.DecodeOpen(request_id=request_id, model=identity, sample_format=fmt)
+    if ref is not None:
+        opening.ref_codes, opening.ref_code_frames = pack_codes(ref), len(ref)
+    return codec_pb2.DecodeRequest(open=opening)
+
+
+def chunk_message(codes: np.ndarray, start: int, last: bool, num_codebooks: int = 16) -> codec_pb2.DecodeRequest:
+    data = codes.astype("<i2").tobytes()
+    return codec_pb2.DecodeRequest(
+        chunk=common_pb2.CodecChunk(
+            codes=data,
+            num_frames=len(codes),
+            num_codebooks=num_codebooks,
+            first_frame_index=start,
+            first=start == 0,
+            last=last,
+        )
+    )
+
+
+async def decode_stream(stub, identity, codes, plan, ref=None, fmt=S16, mark_last=True) -> np.ndarray:
+    """One client stream: open, chunks per plan (yielding to other tasks between them), all audio back."""
+
+    async def requests():
+        yield open_message(identity, ref, fmt)
+        start = 0
+        sizes = plan_sizes(len(codes), plan)
+        for k, n in enumerate(sizes):
+            await asyncio.sleep(0)
+            yield chunk_message(codes[start : start + n], start, mark_last and k == len(sizes) - 1)
+            start += n
+
+    messages = [m async for m in stub.Decode(requests())]
+    kinds = [m.WhichOneof("kind") for m in messages]
+    assert kinds[0] == "started" and kinds[-1] == "summary" and set(kinds[1:-1]) == {"audio"}
+    audio = [m.audio for m in messages[1:-1]]
+    assert [a.num_frames for a in audio] == plan_sizes(len(codes), plan)
+    assert [a.first_frame_index for a in audio] == list(np.cumsum([0] + [a.num_frames for a in audio[:-1]]))
+    assert audio[-1].last == mark_last and not any(a.last for a in audio[:-1])
+    summary = messages[-1].summary
+    assert summary.num_frames == len(codes) and summary.num_samples == len(codes) * SPF
+    pcm = np.concatenate([decode_pcm(a.pcm, fmt) for a in audio])
+    assert len(pcm) == len(codes) * SPF
+    return pcm
+
+
+def assert_same_audio(got: np.ndarray, want: np.ndarray, fmt: int) -> None:
+    if fmt == S16:  # one int16 step of rounding slack
+        want = np.round(np.clip(want, -1, 1) * 32767) / 32767
+        np.testing.assert_allclose(got, want, atol=1.5 / 32767, rtol=0)
+    else:
+        np.testing.assert_allclose(got, want, atol=1e-5, rtol=0)
+
+
+class Running:
+    """An in-process codec service on a loopback port, with a channel and stub to it."""
+
+    def __init__(self, model_dir: Path, **settings) -> None:
+        self.config = CodecConfig(model=str(model_dir), host="127.0.0.1", port=0, grace_s=1.0, **settings)
+
+    async def __aenter__(self):
+        self.metrics = CodecMetrics()
+        self.service, self.engine = build_codec_service(self.config, self.metrics)
+        await self.service.start()
+        self.engine.start()
+        await warm_up(self.engine)
+        await self.service.set_serving()
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.service.port}")
+        self.stub = codec_pb2_grpc.CodecServiceStub(self.channel)
+        self.identity = (await self.stub.GetModelInfo(codec_pb2.GetModelInfoRequest())).model
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.channel.close()
+        await self.service.stop(0.5)
+        await self.engine.stop()
+
+    async def active_streams(self) -> int:
+        return (await self.stub.GetLoad(codec_pb2.GetLoadRequest())).load.active_streams
+
+    async def wait_idle(self) -> None:
+        """Slots are released by the handlers as their calls end; wait for that (bounded)."""
+        for _ in range(500):
+            if await self.active_streams() == 0:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{await self.active_streams()} streams still hold slots")
+
+
+def random_codes(rng, frames: int) -> np.ndarray:
+    return rng.integers(0, 2048, size=(frames, 16))
+
+
+PLANS = [[1], [1, 4, 15], [2], [1, 3], [3, 1, 2], [15], [1, 2, 5]]
+
+
+def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder):
+    rng = np.random.default_rng(0)
+    streams = []
+    for i in range(34):
+        ref = random_codes(rng, int(rng.integers(1, 4))) if i % 5 == 0 else None
+        streams.append((random_codes(rng, int(rng.integers(2, 7))), ref, PLANS[i % len(PLANS)], (S16, F32)[i % 2]))
+    want = expected_audio(decoder, [(codes, ref) for codes, ref, _, _ in streams])
+
+    async def scenario():
+        # Coalescing on: exercises the batching wait; results must not depend on it.
+        async with Running(model_dir, max_streams=40, min_batch=8, max_wait_ms=20) as svc:
+            got = await asyncio.gather(
+                *(decode_stream(svc.stub, svc.identity, c, plan, ref, fmt) for c, ref, plan, fmt in streams)
+            )
+            await svc.wait_idle()
+            return got, svc.metrics
+
+    got, metrics = asyncio.run(scenario())
+    for (_, _, _, fmt), g, w in zip(streams, got, want, strict=True):
+        assert_same_audio(g, w, fmt)
+    frames = metrics.server.registry.get_sample_value("omni_codec_frames_decoded_total")
+    assert frames == sum(len(c) for c, _, _, _ in streams) + 1  # + the warm-up frame
+    batches = metrics.server.registry.get_sample_value("omni_codec_batch_size_count")
+    assert batches < sum(len(plan_sizes(len(c), p)) for c, _, p, _ in streams)  # chunks shared steps
+
+
+def test_half_close_without_last_ends_the_stream(model_dir, decoder):
+    codes = random_codes(np.random.default_rng(1), 5)
+    (want,) = expected_audio(decoder, [(codes, None)])
+
+    async def scenario():
+        async with Running(model_dir, max_streams=2) as svc:
+            return await decode_stream(svc.stub, svc.identity, codes, [2], fmt=F32, mark_last=False)
+
+    assert_same_audio(asyncio.run(scenario()), want, F32)
+
+
+def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder):
+    rng = np.random.default_rng(2)
+    rounds = [[(random_codes(rng, int(rng.integers(3, 7))), rng.random() < 0.5) for _ in range(6)] for _ in range(3)]
+    kept = [codes for batch in rounds for codes, cancel in batch if not cancel]
+    want = expected_audio(decoder, [(c, None) for c in kept])
+
+    async def cancelled_stream(svc, codes):
+        call = svc.stub.Decode()
+        await call.write(open_message(svc.identity))
+        assert (await call.read()).WhichOneof("kind") == "started"
+        await call.write(chunk_message(codes[:2], 0, False))
+        assert (await call.read()).audio.num_frames == 2
+        await call.write(chunk_message(codes[2:3], 2, False))  # in flight when cancelled
+        call.cancel()
+        return None
+
+    async def scenario():
+        # 4 slots for 6 streams per round: slots are reused within and across rounds.
+        async with Running(model_dir, max_streams=4) as svc:
+            got = []
+            for batch in rounds:
+                pending = list(batch)
+                while pending:
+                    wave, pending = pending[:4], pending[4:]
+                    got += await asyncio.gather(
+                        *(
+                            cancelled_stream(svc, c) if cancel else decode_stream(svc.stub, svc.identity, c, [1, 2])
+                            for c, cancel in wave
+                        )
+                    )
+                    await svc.wait_idle()
+            return [g for g in got if g is not None], svc.metrics
+
+    got, metrics = asyncio.run(scenario())
+    assert len(got) == len(kept)
+    for g, w in zip(got, want, strict=True):
+        assert_same_audio(g, w, S16)
+    assert metrics.server.registry.get_sample_value("omni_codec_streams_total", {"outcome": "cancelled"}) >= 1
+
+
+def test_refuses_when_full_then_admits_again(model_dir, decoder):
+    codes = random_codes(np.random.default_rng(3), 3)
+    (want,) = expected_audio(decoder, [(codes, None)])
+
+    async def scenario():
+        async with Running(model_dir, max_streams=2) as svc:
+            holders = [svc.stub.Decode() for _ in range(2)]
+            for call in holders:
+                await call.write(open_message(svc.identity))
+                assert (await call.read()).WhichOneof("kind") == "started"
+            assert (await svc.stub.GetLoad(codec_pb2.GetLoadRequest())).load.active_streams == 2
+            refused = svc.stub.Decode()
+            await refused.write(open_message(svc.identity))
+            with pytest.raises(grpc.aio.AioRpcError) as full:
+                await refused.read()
+            assert full.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            await holders[0].done_writing()  # an empty stream ends normally and frees its slot
+            assert (await holders[0].read()).summary.num_frames == 0
+            while await svc.active_streams() == 2:
+                await asyncio.sleep(0.01)
+            pcm = await decode_stream(svc.stub, svc.identity, codes, [1])
+            holders[1].cancel()
+            await svc.wait_idle()
+            return pcm
+
+    assert_same_audio(asyncio.run(scenario()), want, S16)
+
+
+def test_bad_input_is_invalid_argument_while_other_streams_continue(model_dir, decoder):
+    rng = np.random.default_rng(4)
+    good_codes = random_codes(rng, 8)
+    (want,) = expected_audio(decoder, [(good_codes, None)])
+    codes = random_codes(rng, 2)
+
+    async def failing(svc, messages, code, match):
+        call = svc.stub.Decode()
+        for m in messages:
+            await call.write(m)
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            while (await call.read()) != grpc.aio.EOF:
+                pass
+        assert error.value.code() == code, error.value.details()
+        assert match in error.value.details()
+
+    async def scenario():
+        async with Running(model_dir, max_streams=8) as svc:
+            ident = svc.identity
+            wrong_model = common_pb2.ModelIdentity()
+            wrong_model.CopyFrom(ident)
+            wrong_model.codec_id = "qwen3-tts-tokenizer-12hz:0000000000000000"
+            out_of_range = codes.copy()
+            out_of_range[1, 5] = 2048
+            good = asyncio.create_task(decode_stream(svc.stub, ident, good_codes, [1]))
+            invalid = grpc.StatusCode.INVALID_ARGUMENT
+            narrow = chunk_message(codes[:, :15], 0, False, num_codebooks=15)
+            mislabelled = chunk_message(codes, 0, False, num_codebooks=15)
+            await asyncio.gather(
+                failing(svc, [open_message(ident), narrow], invalid, "15 codebooks"),
+                failing(svc, [open_message(ident), mislabelled], invalid, "15 codebooks"),
+                failing(svc, [open_message(ident), chunk_message(out_of_range, 0, True)], invalid, "[0, 2048)"),
+                failing(
+                    svc,
+                    [open_message(ident), chunk_message(codes, 0, True), chunk_message(codes, 2, False)],
+                    invalid,
+                    "after the last chunk",
+                ),
+                failing(svc, [open_message(ident), chunk_message(codes, 1, False)], invalid, "expected 0"),
+                failing(svc, [chunk_message(codes, 0, False)], invalid, "first message must be `open`"),
+                failing(svc, [open_message(ident), open_message(ident)], invalid, "only chunks"),
+                failing(svc, [open_message(wrong_model)], grpc.StatusCode.FAILED_PRECONDITION, "codec id"),
+                failing(svc, [open_message(ident, fmt=7)], invalid, "sample format"),
+            )
+            got = await good
+            await svc.wait_idle()
+            return got
+
+    assert_same_audio(asyncio.run(scenario()), want, S16)
+
+
+def test_model_info_load_and_metrics(model_dir):
+    async def scenario():
+        async with Running(model_dir, max_streams=3) as svc:
+            info = await svc.stub.GetModelInfo(codec_pb2.GetModelInfoRequest())
+            load = (await svc.stub.GetLoad(codec_pb2.GetLoadRequest())).load
+            port = svc.metrics.server.start(0, host="127.0.0.1")
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+            svc.metrics.server.stop()
+            return info, load, body
+
+    info, load, body = asyncio.run(scenario())
+    assert info.model == model_identity(model_dir)
+    assert (info.sample_rate, info.samples_per_frame, info.num_codebooks, info.codebook_size) == (24000, 1920, 16, 2048)
+    assert (load.capacity, load.active_streams, load.accepting) == (3, 0, True)
+    for series in ("active_streams", "tick_ms_bucket", "batch_size_bucket", "coalesce_wait_ms", "frames_decoded"):
+        assert f"omni_codec_{series}" in body
+    assert "omni_codec_audio_seconds_total 0.08" in body  # the warm-up frame
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_omni_codec_command_serves_and_shuts_down_on_sigterm(model_dir):
+    port = free_port()
+    env = {**os.environ, "OMNI_CODEC_MAX_STREAMS": "2"}
+    cmd = [sys.executable, "-m", "omni.cli", "codec", "--model", str(model_dir), "--host", "127.0.0.1"]
+    proc = subprocess.Popen([*cmd, "--port", str(port)], env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+
+        async def check():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                health = health_pb2_grpc.HealthStub(channel)
+                request = health_pb2.HealthCheckRequest(service="omni.codec.v1.CodecService")
+                status = None
+                for _ in range(600):
+                    try:
+                        status = (await health.Check(request, timeout=1)).status
+                    except grpc.aio.AioRpcError:
+                        status = None
+                    if status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                    await asyncio.sleep(0.1)
+                assert status == health_pb2.HealthCheckResponse.SERVING
+                load = await codec_pb2_grpc.CodecServiceStub(channel).GetLoad(codec_pb2.GetLoadRequest())
+                assert load.load.capacity == 2  # from the environment
+
+        asyncio.run(check())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        assert '"msg": "codec stopped"' in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
