@@ -214,3 +214,17 @@ def test_bf16_runs_and_tracks_fp32(reference_written):
     assert hidden.dtype == torch.bfloat16
     err = (hidden[0].float() - fp32["hidden"]).abs().max() / fp32["hidden"].abs().max()
     assert err < 0.05, f"bf16 hidden deviates {err:.3f} from fp32"
+
+
+def test_bad_forward_arguments_are_clear_errors(talker):
+    hid = talker.cfg.hidden_size
+    cache = talker.new_cache(2, 8, torch.float32, "cpu")
+    x, pos, slots = torch.zeros(1, 3, hid), torch.arange(3)[None], torch.tensor([0])
+    with pytest.raises(ValueError, match="x must be"):
+        talker(torch.zeros(1, 3, hid + 1), pos, cache, slots)
+    with pytest.raises(ValueError, match="positions must be"):
+        talker(x, torch.arange(2)[None], cache, slots)
+    with pytest.raises(ValueError, match="slots must be"):
+        talker(x, pos, cache, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="kv_len 9"):
+        talker(x, pos, cache, slots, kv_len=9)

@@ -141,6 +141,20 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
+def _check_shapes(
+    x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int, hidden: int
+) -> None:
+    """Shape checks only (no device sync): a wrong call fails here rather than as silent garbage."""
+    if x.dim() != 3 or x.shape[-1] != hidden:
+        raise ValueError(f"x must be [B, T, {hidden}], got {tuple(x.shape)}")
+    if tuple(positions.shape) != tuple(x.shape[:2]):
+        raise ValueError(f"positions must be [B, T] = {tuple(x.shape[:2])}, got {tuple(positions.shape)}")
+    if tuple(slots.shape) != (x.shape[0],):
+        raise ValueError(f"slots must be [B] = [{x.shape[0]}], got {tuple(slots.shape)}")
+    if not 0 < kv_len <= cache.max_len:
+        raise ValueError(f"kv_len {kv_len} must be in 1..{cache.max_len} (the cache length)")
+
+
 class Decoder(nn.Module):
     """A Qwen3 stack over a slot cache: layers + final norm (the checkpoint's `model.` subtree, minus embeddings)."""
 
@@ -167,6 +181,7 @@ class Decoder(nn.Module):
         `kv_len` bounds the keys read (it must exceed every position in `positions`); default: the whole cache.
         """
         kv_len = cache.max_len if kv_len is None else kv_len
+        _check_shapes(x, positions, cache, slots, kv_len, self.cfg.hidden_size)
         rope = rope_cos_sin(positions, self.cfg.head_dim, self.cfg.rope_theta, x.dtype)
         # Causal over the slot's own prefix: key index (== position) <= query position.
         key_pos = torch.arange(kv_len, device=x.device)
