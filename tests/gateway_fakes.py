@@ -5,7 +5,8 @@ double for the HTTP layer only; the end-to-end tests with the real services live
 steers it: a text starting with
   "hold "  waits after its first chunk until `release` is set (or the stream is cancelled),
   "fail "  raises a backend failure after its first chunk,
-  "full "  refuses at once as overloaded (-> 429).
+  "full "  refuses at once as overloaded (-> 429),
+  "empty " ends with usage and no audio at all.
 It counts started, finished and closed streams so tests can see cancellation reach the backend.
 """
 
@@ -90,7 +91,7 @@ class ToneBackend(Backend):
         self.started += 1
         audio = expected_pcm(request.seed)
         try:
-            for i in range(NUM_CHUNKS):
+            for i in range(0 if request.text.startswith("empty ") else NUM_CHUNKS):
                 yield audio[i * CHUNK_SAMPLES : (i + 1) * CHUNK_SAMPLES]
                 if i == 0 and request.text.startswith("fail "):
                     raise BackendError("codec replica failed mid-stream")

@@ -58,9 +58,9 @@ log = logging.getLogger("omni.gateway")
 
 PUBLIC_PATHS = ("/live", "/ready", "/health", "/metrics", "/docs", "/openapi.json")
 VOICE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-VOICE_MIME_TYPES = {
+VOICE_MIME_TYPES = {  # what libsndfile decodes; the content itself is checked too
     "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave", "audio/mpeg", "audio/mp3", "audio/ogg",
-    "audio/aac", "audio/flac", "audio/x-flac", "audio/webm", "audio/mp4", "application/octet-stream",
+    "audio/flac", "audio/x-flac", "application/octet-stream",
 }  # fmt: skip
 USAGE_HEADERS = (  # vLLM-Omni's names, so existing clients keep reading them
     ("X-VLLM-OMNI-INPUT-TOKENS", lambda u: u.input_tokens),
@@ -279,6 +279,8 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
             if body.stream_mode == "none":
                 return await _whole_file(request, body, run, tracker, model.id, request_id)
             first = await run.next_chunk()  # errors before any audio still get a proper status
+            if first is None:
+                raise BackendError("the backend produced no audio")
         except BaseException as exc:
             if run is not None:
                 await run.close()
@@ -325,6 +327,8 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
             log.info("speech request %s cancelled: client disconnected", request_id)
             return Response(status_code=499)
         chunks = collecting.result()  # raises the backend's error, mapped by the caller
+        if not chunks:  # never a silent success with an empty file
+            raise BackendError("the backend produced no audio")
         audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
         data = await asyncio.to_thread(encode_audio, audio, run.out_rate, body.response_format)
         assert run.usage is not None

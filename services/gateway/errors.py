@@ -68,7 +68,7 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
         return "request body is not valid JSON", None
     loc = [str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")]
     param = ".".join(loc) or None
-    message = first.get("msg", "invalid value")
+    message = first.get("msg", "invalid value").removeprefix("Value error, ")
     return (f"{param}: {message}" if param else message), param
 
 

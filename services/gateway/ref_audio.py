@@ -8,7 +8,7 @@
   are bounded.
 - `file://`: only under operator-allowed root directories, judged on the fully resolved real path (so `..` and
   symlinks cannot leave the root).
-The result must decode as audio and last between the configured minimum and maximum duration.
+The result must pass `omni.audio.prepare_reference_audio` (decodes; duration, finite, not silent).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import io
 import ipaddress
 import socket
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import httpx
-import soundfile as sf
+
+from omni.audio import AudioError, prepare_reference_audio
 
 from .errors import APIError
 
@@ -154,20 +154,12 @@ def _read_local(uri: str, policy: RefAudioPolicy) -> bytes:
     return path.read_bytes()
 
 
-def check_audio(data: bytes, policy: RefAudioPolicy, what: str = "ref_audio") -> float:
-    """Duration in seconds of an encoded audio file; a clear 400 when it is not audio or out of bounds."""
+def check_audio(data: bytes, policy: RefAudioPolicy, what: str = "ref_audio") -> None:
+    """A clear 400 unless the bytes are usable reference audio (the reference encoder's own validation)."""
     try:
-        info = sf.info(io.BytesIO(data))
-        duration = info.frames / info.samplerate
-    except Exception:  # libsndfile raises several types for unreadable input
-        raise APIError(400, f"{what}: not a decodable audio file (wav, flac, mp3, ogg)", what) from None
-    if not policy.min_duration_s <= duration <= policy.max_duration_s:
-        raise APIError(
-            400,
-            f"{what}: duration {duration:.2f} s is outside {policy.min_duration_s:g}-{policy.max_duration_s:g} s",
-            what,
-        )
-    return duration
+        prepare_reference_audio(data, policy.min_duration_s, policy.max_duration_s, policy.max_bytes)
+    except AudioError as exc:
+        raise APIError(400, f"{what}: {exc}", what) from None
 
 
 async def resolve_ref_audio(uri: str, policy: RefAudioPolicy) -> bytes:

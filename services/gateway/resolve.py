@@ -14,7 +14,7 @@ from .backend import ModelInfo, SynthesisRequest, VoiceInfo
 from .config import GatewayConfig
 from .errors import APIError, bad_request
 from .ref_audio import resolve_ref_audio
-from .schemas import SpeechRequest
+from .schemas import STREAMABLE_FORMATS, SpeechRequest
 
 
 def pick_model(models: list[ModelInfo], name: str | None) -> ModelInfo:
@@ -37,6 +37,12 @@ def _check_limits(req: SpeechRequest, model: ModelInfo, config: GatewayConfig) -
         raise bad_request(f"input: at most {config.max_input_chars} characters, got {len(req.input)}", "input")
     if req.instructions is not None and len(req.instructions) > config.max_instructions_chars:
         raise bad_request(f"instructions: at most {config.max_instructions_chars} characters", "instructions")
+    if req.stream_mode != "none" and req.response_format not in STREAMABLE_FORMATS:
+        raise bad_request(
+            f"response_format: streaming supports pcm or wav, not {req.response_format!r}; "
+            "set stream=false or pick pcm/wav",
+            "response_format",
+        )
     if req.speed != 1.0:
         raise bad_request("speed: only 1.0 is supported by this model (no native speed control)", "speed")
     if req.sample_rate is not None and req.sample_rate not in model.output_sample_rates:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 ResponseFormat = Literal["wav", "pcm", "flac", "mp3", "opus"]
 STREAMABLE_FORMATS = ("pcm", "wav")
@@ -80,15 +80,6 @@ class SpeechRequest(BaseModel):
     @classmethod
     def _voice_lower(cls, v: str | None) -> str | None:
         return v.strip().lower() if v is not None else None
-
-    @model_validator(mode="after")
-    def _stream_rules(self) -> SpeechRequest:
-        if self.stream_mode != "none" and self.response_format not in STREAMABLE_FORMATS:
-            raise ValueError(
-                f"streaming supports response_format pcm or wav, not {self.response_format!r}; "
-                "set stream=false or pick pcm/wav"
-            )
-        return self
 
     @property
     def stream_mode(self) -> Literal["none", "audio", "sse"]:
