@@ -208,10 +208,51 @@ def test_half_close_without_last_ends_the_stream(model_dir, decoder):
     (want,) = expected_audio(decoder, [(codes, None)])
 
     async def scenario():
-        async with Running(model_dir, max_streams=2) as svc:
+        # A backlog limit of one chunk: the reader pauses until the engine catches up.
+        async with Running(model_dir, max_streams=2, max_chunk_frames=2, max_backlog_frames=2) as svc:
             return await decode_stream(svc.stub, svc.identity, codes, [2], fmt=F32, mark_last=False)
 
     assert_same_audio(asyncio.run(scenario()), want, F32)
+
+
+def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
+    from omni.services.codec.engine import CodecEngine
+
+    rng = np.random.default_rng(5)
+    a, b = random_codes(rng, 3), random_codes(rng, 2)
+    want_a, want_b = expected_audio(decoder, [(a, None), (b, None)])
+
+    async def scenario():
+        # A 10-minute window: a held chunk would time the test out; only batch-filling may release it early.
+        engine = CodecEngine(decoder, max_streams=4, min_batch=2, max_wait_ms=600_000)
+        engine.start()
+        try:
+            first = engine.open(F32)
+            engine.submit(first, torch.from_numpy(a[:1]), False)
+            got_a = [await first.outputs.get()]  # a first chunk alone is decoded at once
+            engine.submit(first, torch.from_numpy(a[1:]), True)
+            await asyncio.sleep(0.05)
+            assert first.outputs.empty()  # a steady chunk alone waits for a second stream
+            registry = engine.metrics.server.registry
+
+            def decode_steps():
+                return [registry.get_sample_value(f"omni_codec_batch_size_{k}") for k in ("count", "sum")]
+
+            steps_before = decode_steps()
+            second = engine.open(F32)
+            engine.submit(second, torch.from_numpy(b), True)
+            got_a.append(await first.outputs.get())
+            got_b = await second.outputs.get()
+            # Both went in one step: one more step, with two streams in it.
+            steps_after = decode_steps()
+            assert (steps_after[0] - steps_before[0], steps_after[1] - steps_before[1]) == (1, 2)
+            return np.concatenate([decode_pcm(c.pcm, F32) for c in got_a]), decode_pcm(got_b.pcm, F32)
+        finally:
+            await engine.stop()
+
+    got_a, got_b = asyncio.run(scenario())
+    assert_same_audio(got_a, want_a, F32)
+    assert_same_audio(got_b, want_b, F32)
 
 
 def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder):

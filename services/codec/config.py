@@ -12,6 +12,7 @@ class CodecConfig(ServiceConfig):
     max_wait_ms: float = option(0.0, "coalescing window: longest wait for min_batch streams, ms (0 = off)")
     max_chunk_frames: int = option(250, "largest chunk a client may send, frames")
     max_ref_frames: int = option(375, "largest reference (priming) code sequence, frames (375 = 30 s)")
+    max_backlog_frames: int = option(500, "undecoded frames a stream may queue before its reads pause")
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:
@@ -22,4 +23,6 @@ class CodecConfig(ServiceConfig):
             raise ValueError(f"max_wait_ms must be finite and >= 0, got {self.max_wait_ms}")
         if self.max_chunk_frames < 1 or self.max_ref_frames < 0:
             raise ValueError("max_chunk_frames must be >= 1 and max_ref_frames >= 0")
+        if self.max_backlog_frames < self.max_chunk_frames:
+            raise ValueError("max_backlog_frames must be >= max_chunk_frames")
         return self

@@ -75,6 +75,8 @@ class Stream:
         self.fresh = True  # needs reset (and priming) before its first decode
         self.pending: list[_Pending] = []
         self.outputs: asyncio.Queue = asyncio.Queue()
+        self.decoded = asyncio.Event()  # set after each delivery; lets a reader wait for its backlog to drain
+        self.frames_submitted = 0
         self.frames_done = 0
         self.samples_done = 0
         self.chunks_done = 0
@@ -130,6 +132,7 @@ class CodecEngine:
         if stream.released:
             return
         stream.pending.append(_Pending(codes, last, time.perf_counter()))
+        stream.frames_submitted += 0 if codes is None else codes.shape[0]
         self.wake.set()
 
     def release(self, stream: Stream) -> None:
@@ -252,3 +255,4 @@ class CodecEngine:
             self.metrics.chunk_queue_ms.observe(queue_ms)
             self.metrics.frames_decoded.inc(frames)
             self.metrics.audio_seconds.inc(samples / self.sample_rate)
+        stream.decoded.set()

@@ -161,6 +161,10 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                 next_frame += chunk.num_frames
                 ended = chunk.last
                 self.engine.submit(stream, torch.from_numpy(codes), chunk.last)
+                # Backpressure: stop reading (gRPC flow control then slows the client) while the backlog is full.
+                while stream.frames_submitted - stream.frames_done > self.config.max_backlog_frames:
+                    stream.decoded.clear()
+                    await stream.decoded.wait()
             if not ended:
                 self.engine.submit(stream, None, False)  # half-closed without `last`: end after what was sent
             return None
