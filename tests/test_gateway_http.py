@@ -3,6 +3,7 @@ in-process `ToneBackend` (tests/gateway_fakes.py). End-to-end tests with the rea
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import io
@@ -205,6 +206,24 @@ def test_sse_events_carry_audio_and_usage(http):
     }
 
 
+def test_concurrent_streams_each_get_their_own_audio(gateway):
+    async def one(client: httpx.AsyncClient, seed: int) -> tuple[int, bytes]:
+        body = {**GOOD, "input": "many voices", "response_format": "wav", "stream": True, "seed": seed}
+        response = await client.post("/v1/audio/speech", json=body)
+        events = parse_sse(response.text)
+        assert events[-1][0] == "speech.audio.done"
+        return seed, b"".join(base64.b64decode(p["audio"]) for _, p in events[:-1])
+
+    async def many() -> list[tuple[int, bytes]]:
+        async with httpx.AsyncClient(base_url=gateway[0], timeout=30) as client:
+            return await asyncio.gather(*(one(client, seed) for seed in range(30)))
+
+    for seed, wav in asyncio.run(many()):  # SSE wav: the first delta carries the stream header
+        audio, rate = sf.read(io.BytesIO(wav), dtype="float32")
+        assert rate == SAMPLE_RATE
+        np.testing.assert_allclose(audio, expected_pcm(seed), atol=1e-4)
+
+
 def test_backend_failure_mid_stream_is_never_a_silent_success(http):
     body = {"model": "tiny-customvoice", "input": "fail now", "response_format": "pcm", "stream_format": "sse"}
     events = parse_sse(http.post("/v1/audio/speech", json=body).text)
@@ -282,6 +301,8 @@ def test_voice_upload_rejections(http):
     pdf = {"audio_sample": ("me.pdf", wav_bytes(1.5), "application/pdf")}
     assert_error(http.post("/v1/audio/voices", files=pdf, data={"name": "a", "consent": "c"}), 415)
     assert_error(http.post("/v1/audio/voices", json={"name": "a", "consent": "c"}), 415)
+    huge = {"audio_sample": ("me.wav", wav_bytes(40.0), "audio/wav")}  # 1.3 MB, over the 1 MB body limit
+    assert_error(http.post("/v1/audio/voices", files=huge, data={"name": "a", "consent": "c"}), 413)
     assert http.get("/v1/audio/voices").json()["uploaded_voices"] == []
 
 
@@ -517,8 +538,6 @@ def audio_server() -> Iterator[str]:
 
 
 def resolve(uri: str, policy: RefAudioPolicy) -> bytes:
-    import asyncio
-
     return asyncio.run(resolve_ref_audio(uri, policy))
 
 
