@@ -21,9 +21,10 @@ import openai
 import pytest
 import soundfile as sf
 import uvicorn
+from omni.services.common.config import ConfigError, load_config
 from omni.services.gateway.app import create_app
 from omni.services.gateway.auth import ApiKeys
-from omni.services.gateway.config import GatewayConfig
+from omni.services.gateway.config import GatewayConfig, GatewaySettings, gateway_config
 from omni.services.gateway.errors import APIError
 from omni.services.gateway.ref_audio import RefAudioPolicy, resolve_ref_audio
 
@@ -455,6 +456,24 @@ def test_api_keys(tmp_path, monkeypatch):
         client = openai.OpenAI(base_url=url + "/v1", api_key="secret-one", max_retries=0)
         assert len(client.audio.speech.create(model="tiny-customvoice", voice="ryan", input="hi").content) > 44
         assert httpx.get(url + "/ready").status_code == 200  # probes stay open
+
+
+def test_settings_from_flags_env_and_profile(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMNI_API_KEYS", raising=False)
+    keys_file = tmp_path / "keys"
+    keys_file.write_text("k1\n")
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("gateway:\n  max_input_chars: 1000\n  request_timeout_s: 60\n")
+    env = {"OMNI_GATEWAY_REF_AUDIO_ALLOWED_NETWORKS": "10.0.0.0/8,fd00::/8", "OMNI_GATEWAY_REQUEST_TIMEOUT_S": "30"}
+    flags = {"api_keys_file": str(keys_file), "ref_audio_local_roots": str(tmp_path), "profile": str(profile)}
+    config = gateway_config(load_config(GatewaySettings, "gateway", flags=flags, env=env))
+    assert config.max_input_chars == 1000 and config.request_timeout_s == 30.0
+    assert config.ref_audio.allowed_networks == ("10.0.0.0/8", "fd00::/8")
+    assert config.ref_audio.allowed_local_roots == (str(tmp_path),) and not config.ref_audio.allow_remote
+    assert config.api_keys.check_header("Bearer k1") and not config.api_keys.check_header("Bearer k2")
+    for bad in ({"ref_audio_allowed_networks": "10.0.0.0/33"}, {"ref_audio_local_roots": str(tmp_path / "nope")}):
+        with pytest.raises(ConfigError):
+            gateway_config(load_config(GatewaySettings, "gateway", flags=bad, env={}))
 
 
 def test_probes_models_and_openapi(gateway, http, sdk):
