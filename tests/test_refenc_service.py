@@ -2,6 +2,11 @@
 
 import asyncio
 import io
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +14,7 @@ import grpc
 import numpy as np
 import pytest
 import soundfile as sf
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from omni.services.common.metrics import MetricsServer
 from omni.services.common.packing import unpack_codes, unpack_vector
 from omni.services.refenc.config import RefencConfig
@@ -18,7 +24,9 @@ from omni.audio import prepare_reference_audio
 from omni.models.qwen3_tts.codec_encoder import CodecEncoder
 from omni.models.qwen3_tts.speaker_encoder import extract_xvector, load_speaker_encoder
 from omni.proto import refenc_pb2, refenc_pb2_grpc
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, free_port
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _audio(fmt: str = "WAV", seconds: float = 1.5, freq: float = 220.0, sr: int = 16000, fill=None) -> bytes:
@@ -186,3 +194,48 @@ def test_without_redis_local_cache_and_registry_off(model_dir: Path) -> None:
     first, second, (code, details), backend = asyncio.run(scenario())
     assert backend == "local" and (first.cache_hit, second.cache_hit) == (False, True)
     assert code == grpc.StatusCode.FAILED_PRECONDITION and "--redis-url" in details
+
+
+def test_omni_refenc_command_serves_metrics_and_shuts_down_on_sigterm(model_dir: Path, redis_url: str) -> None:
+    port, metrics_port = free_port(), free_port()
+    env = {**os.environ, "OMNI_REFENC_REDIS_URL": redis_url}
+    cmd = [sys.executable, "-m", "omni.cli", "refenc", "--model", str(model_dir), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--metrics-port", str(metrics_port)]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+
+        async def check():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                health = health_pb2_grpc.HealthStub(channel)
+                request = health_pb2.HealthCheckRequest(service="omni.refenc.v1.ReferenceEncoderService")
+                status = None
+                for _ in range(600):  # startup (imports, model load), bounded
+                    try:
+                        status = (await health.Check(request, timeout=1)).status
+                    except grpc.aio.AioRpcError:
+                        status = None
+                    if status == health_pb2.HealthCheckResponse.SERVING or proc.poll() is not None:
+                        break
+                    await asyncio.sleep(0.1)
+                assert status == health_pb2.HealthCheckResponse.SERVING
+                stub = refenc_pb2_grpc.ReferenceEncoderServiceStub(channel)
+                await stub.Encode(refenc_pb2.EncodeRequest(audio=_audio(freq=410.0)))
+                return (await stub.Encode(refenc_pb2.EncodeRequest(audio=_audio(freq=410.0)))).cache_hit
+
+        assert asyncio.run(check())
+        body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics").read().decode()
+        for series in (
+            "cache_lookups_total",
+            "cache_redis_up",
+            "encode_latency_ms",
+            "encode_batch_size",
+            "registry_voices",
+        ):
+            assert f"omni_refenc_{series}" in body
+        assert 'omni_refenc_cache_lookups_total{result="hit"} 1.0' in body
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        assert '"msg": "refenc stopped"' in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -164,7 +164,7 @@ class VoiceRegistry:
         if status == b"full":
             raise RegistryFullError(f"the registry holds its maximum of {self.max_voices} voices")
         log.info("registered voice %s (%.2f s, consent %s)", name, voice.duration_s, consent_id)
-        await self._refresh_size()
+        await self.count()
         return voice, pcm
 
     async def get(self, name: str) -> Voice:
@@ -197,10 +197,13 @@ class VoiceRegistry:
         if not await self._run(self._delete(keys=[self._key(name), self._names], args=[name])):
             raise VoiceNotFoundError(f"no voice named {name!r}")
         log.info("deleted voice %s", name)
-        await self._refresh_size()
+        await self.count()
 
     async def count(self) -> int:
-        return int(await self._run(self.client.scard(self._names)))
+        """Registered voices (also refreshes the registry-size gauge)."""
+        count = int(await self._run(self.client.scard(self._names)))
+        self._size.set(count)
+        return count
 
     async def check_durability(self) -> list[str]:
         """Problems with the server's persistence settings (empty when registrations are crash-safe)."""
@@ -224,9 +227,6 @@ class VoiceRegistry:
                 f"maxmemory-policy {config['maxmemory-policy']!r} can evict voices; use a volatile-* policy"
             )
         return problems
-
-    async def _refresh_size(self) -> None:
-        self._size.set(await self.count())
 
     async def _run(self, awaitable):
         try:

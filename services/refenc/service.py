@@ -221,6 +221,7 @@ async def warm_up(parts: RefencParts) -> None:
     t = np.arange(MODEL_SAMPLE_RATE, dtype=np.float32) / MODEL_SAMPLE_RATE
     await parts.batcher.encode((0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32))
     if parts.registry is not None:
+        log.info("voice registry: %d voices", await parts.registry.count())
         for problem in await parts.registry.check_durability():
             log.warning("voice registry durability: %s", problem)
 
