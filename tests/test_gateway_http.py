@@ -8,6 +8,7 @@ import base64
 import contextlib
 import io
 import json
+import logging
 import subprocess
 import threading
 import time
@@ -508,10 +509,12 @@ def test_probes_models_and_openapi(gateway, http, sdk):
     assert "multipart/form-data" in upload
 
 
-def test_metrics_after_traffic(http):
+def test_metrics_and_request_log_after_traffic(http, caplog):
+    caplog.set_level(logging.INFO, logger="omni.gateway")
     http.post("/v1/audio/speech", json={**GOOD, "response_format": "pcm", "stream": True})
-    http.post("/v1/audio/speech", json={**GOOD, "speed": 0.1})
+    http.post("/v1/audio/speech", json={**GOOD, "speed": 1.5})
     http.post("/v1/audio/speech", json={**GOOD, "input": "full again"})
+    http.post("/v1/audio/speech", json={**GOOD, "speed": 0.1})  # a schema error, counted per response
     text = http.get("/metrics").text
     for name in (
         "omni_gateway_time_to_first_audio_seconds_bucket",
@@ -522,8 +525,16 @@ def test_metrics_after_traffic(http):
         'omni_gateway_requests_total{endpoint="speech",outcome="ok"}',
         'omni_gateway_requests_total{endpoint="speech",outcome="client_error"}',
         'omni_gateway_requests_total{endpoint="speech",outcome="rejected"}',
+        'omni_gateway_http_responses_total{path="/v1/audio/speech",status="400"}',
+        'omni_gateway_http_responses_total{path="/v1/audio/speech",status="429"}',
     ):
         assert name in text, name
+    lines = [r.fields for r in caplog.records if r.name == "omni.gateway" and r.getMessage() == "speech"]
+    assert [line["outcome"] for line in lines] == ["ok", "client_error", "rejected"]
+    ok = lines[0]
+    assert ok["stream"] == "sse" and ok["model"] == "tiny-customvoice" and ok["ttfa_ms"] >= 0
+    assert ok["audio_s"] == NUM_CHUNKS * CHUNK_SAMPLES / SAMPLE_RATE
+    assert "speed" in lines[1]["reason"]
 
 
 # --- ref_audio resolution: SSRF and path traversal ----------------------------------------------------------------

@@ -20,6 +20,7 @@ import soxr
 from fastapi import Depends, FastAPI, File, Form, Request, UploadFile
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from omni.services.common.logging import log_request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -56,6 +57,7 @@ from .schemas import (
 
 log = logging.getLogger("omni.gateway")
 
+KNOWN_PATHS = {"/v1/audio/speech", "/v1/audio/voices", "/v1/models", "/live", "/ready", "/health", "/metrics"}
 PUBLIC_PATHS = ("/live", "/ready", "/health", "/metrics", "/docs", "/openapi.json")
 VOICE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 VOICE_MIME_TYPES = {  # what libsndfile decodes; the content itself is checked too
@@ -94,14 +96,25 @@ class RequestGuard:
     """ASGI middleware: API keys on every non-probe path (before the body is read), and the body size limit
     (declared Content-Length up front, and counted while the body streams in)."""
 
-    def __init__(self, app: ASGIApp, config: GatewayConfig) -> None:
+    def __init__(self, app: ASGIApp, config: GatewayConfig, metrics: GatewayMetrics) -> None:
         self.app = app
         self.config = config
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = scope["path"] if scope["path"] in KNOWN_PATHS else "other"  # bounded label values
+
+        async def counting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self.metrics.responses.labels(path, str(message["status"])).inc()
+            await send(message)
+
+        await self._guarded(scope, receive, counting_send)
+
+    async def _guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if not scope["path"].startswith(PUBLIC_PATHS) and not self.config.api_keys.check_header(
             headers.get("authorization")
@@ -177,17 +190,37 @@ def outcome_of(status: int) -> str:
 
 
 class Tracker:
-    """In-flight gauge and outcome counter for one request; `finish` counts once."""
+    """One speech request's bookkeeping: in-flight gauge, outcome counter, audio metrics when it succeeds, and
+    its one structured log line. `finish` counts once."""
 
-    def __init__(self, metrics: GatewayMetrics, endpoint: str) -> None:
-        self.metrics, self.endpoint, self.done = metrics, endpoint, False
+    def __init__(self, metrics: GatewayMetrics, request_id: str) -> None:
+        self.metrics, self.request_id, self.done = metrics, request_id, False
+        self.clock = StreamClock()
+        self.model, self.stream = "", "none"
         metrics.in_flight.inc()
 
-    def finish(self, outcome: str) -> None:
-        if not self.done:
-            self.done = True
-            self.metrics.in_flight.dec()
-            self.metrics.requests.labels(self.endpoint, outcome).inc()
+    def finish(self, outcome: str, reason: str = "") -> None:
+        if self.done:
+            return
+        self.done = True
+        self.metrics.in_flight.dec()
+        self.metrics.requests.labels("speech", outcome).inc()
+        if outcome == "ok":
+            self.clock.record(self.metrics, self.model, self.stream)
+        first = self.clock.first_audio
+        log_request(
+            log,
+            "speech",
+            request_id=self.request_id,
+            model=self.model,
+            stream=self.stream,
+            outcome=outcome,
+            reason=reason,
+            ttfa_ms=(first - self.clock.start) * 1000.0 if first is not None else None,
+            total_ms=(time.monotonic() - self.clock.start) * 1000.0,
+            audio_s=self.clock.audio_s,
+            underrun_ms=self.clock.underrun_s * 1000.0,
+        )
 
 
 class SynthesisRun:
@@ -240,7 +273,7 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
     app = FastAPI(title="omni gateway", version="0.1.0", description="OpenAI-compatible streaming text-to-speech.")
     app.state.backend, app.state.config, app.state.metrics = backend, config, metrics
     install_error_handlers(app)
-    app.add_middleware(RequestGuard, config=config)
+    app.add_middleware(RequestGuard, config=config, metrics=metrics)
 
     def require_json(request: Request) -> None:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -265,19 +298,20 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
         },
     )
     async def create_speech(body: SpeechRequest, request: Request) -> Response:
-        tracker = Tracker(metrics, "speech")
-        clock = StreamClock()
         request_id = uuid.uuid4().hex
+        tracker = Tracker(metrics, request_id)
+        clock = tracker.clock
         run: SynthesisRun | None = None
         try:
             needs_voices = body.voice not in (None, "", "default")
             uploaded = await backend.list_voices() if needs_voices else []
             model, synthesis = await resolve_request(body, backend.models(), uploaded, config, request_id)
+            tracker.model, tracker.stream = model.id, body.stream_mode
             deadline = asyncio.get_running_loop().time() + config.request_timeout_s - (time.monotonic() - clock.start)
             out_rate = body.sample_rate or model.sample_rate
             run = SynthesisRun(backend.synthesize(synthesis), deadline, model.sample_rate, out_rate, clock)
             if body.stream_mode == "none":
-                return await _whole_file(request, body, run, tracker, model.id, request_id)
+                return await _whole_file(request, body, run, tracker)
             first = await run.next_chunk()  # errors before any audio still get a proper status
             if first is None:
                 raise BackendError("the backend produced no audio")
@@ -291,21 +325,17 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
                 tracker.finish("error")
                 raise
             api = to_api_error(exc, config.request_timeout_s)
-            tracker.finish(outcome_of(api.status))
-            if api.status >= 500:
-                log.warning("speech request %s failed: %s", request_id, api.message)
+            tracker.finish(outcome_of(api.status), api.message)
             raise api from None
         stream_body = _sse_body if body.stream_mode == "sse" else _raw_body
         media_type = sse.MEDIA_TYPE if body.stream_mode == "sse" else MEDIA_TYPES[body.response_format]
         return AudioStreamResponse(
-            stream_body(body, run, first, tracker, model.id, request_id),
+            stream_body(body, run, first, tracker),
             media_type=media_type,
             headers={"X-Request-Id": request_id, "Cache-Control": "no-store"},
         )
 
-    async def _whole_file(
-        request: Request, body: SpeechRequest, run: SynthesisRun, tracker: Tracker, model_id: str, request_id: str
-    ) -> Response:
+    async def _whole_file(request: Request, body: SpeechRequest, run: SynthesisRun, tracker: Tracker) -> Response:
         async def collect() -> list[np.ndarray]:
             chunks = []
             while (chunk := await run.next_chunk()) is not None:
@@ -323,8 +353,7 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
                 await asyncio.gather(collecting, return_exceptions=True)
             await run.close()
         if collecting.cancelled():
-            tracker.finish("cancelled")
-            log.info("speech request %s cancelled: client disconnected", request_id)
+            tracker.finish("cancelled", "client disconnected")
             return Response(status_code=499)
         chunks = collecting.result()  # raises the backend's error, mapped by the caller
         if not chunks:  # never a silent success with an empty file
@@ -333,13 +362,12 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
         data = await asyncio.to_thread(encode_audio, audio, run.out_rate, body.response_format)
         assert run.usage is not None
         headers = {name: str(value(run.usage)) for name, value in USAGE_HEADERS}
-        headers["X-Request-Id"] = request_id
-        run.clock.record(metrics, model_id, "none")
+        headers["X-Request-Id"] = tracker.request_id
         tracker.finish("ok")
         return Response(data, media_type=MEDIA_TYPES[body.response_format], headers=headers)
 
     async def _raw_body(
-        body: SpeechRequest, run: SynthesisRun, first: np.ndarray | None, tracker: Tracker, model_id: str, rid: str
+        body: SpeechRequest, run: SynthesisRun, first: np.ndarray | None, tracker: Tracker
     ) -> AsyncIterator[bytes]:
         encoder = StreamEncoder(body.response_format, run.out_rate)
         try:
@@ -349,19 +377,17 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
                 chunk = await run.next_chunk()
             if tail := encoder.flush():
                 yield tail
-            run.clock.record(metrics, model_id, "audio")
             tracker.finish("ok")
         except (BackendError, TimeoutError) as exc:
             api = to_api_error(exc, config.request_timeout_s)
-            log.warning("speech request %s: raw stream truncated: %s", rid, api.message)
-            tracker.finish(outcome_of(api.status))
+            tracker.finish(outcome_of(api.status), f"raw stream truncated: {api.message}")
             raise
         finally:
-            tracker.finish("cancelled")  # no-op unless the client went away
+            tracker.finish("cancelled", "client disconnected")  # no-op unless the client went away
             await run.close()
 
     async def _sse_body(
-        body: SpeechRequest, run: SynthesisRun, first: np.ndarray | None, tracker: Tracker, model_id: str, rid: str
+        body: SpeechRequest, run: SynthesisRun, first: np.ndarray | None, tracker: Tracker
     ) -> AsyncIterator[bytes]:
         encoder = StreamEncoder(body.response_format, run.out_rate)
         sent_audio = False
@@ -375,15 +401,13 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
                 yield sse.delta_event(tail, body.response_format)
             assert run.usage is not None
             yield sse.done_event(run.usage)
-            run.clock.record(metrics, model_id, "sse")
             tracker.finish("ok")
         except (BackendError, TimeoutError) as exc:
             api = to_api_error(exc, config.request_timeout_s)
-            log.warning("speech request %s: SSE stream failed: %s", rid, api.message)
-            tracker.finish(outcome_of(api.status))
+            tracker.finish(outcome_of(api.status), api.message)
             yield sse.error_event(api.status, api.message, partial_audio=sent_audio)
         finally:
-            tracker.finish("cancelled")
+            tracker.finish("cancelled", "client disconnected")
             await run.close()
 
     @app.get("/v1/audio/voices", response_model=VoiceList, responses=ERROR_RESPONSES)

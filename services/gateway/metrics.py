@@ -44,6 +44,12 @@ class GatewayMetrics:
         self.requests = Counter(
             "omni_gateway_requests", "Speech requests by outcome.", ["endpoint", "outcome"], registry=r
         )
+        self.responses = Counter(
+            "omni_gateway_http_responses",
+            "Every HTTP response (schema, auth and size rejections included) by route and status.",
+            ["path", "status"],
+            registry=r,
+        )
         self.in_flight = Gauge("omni_gateway_requests_in_flight", "Speech requests being served.", registry=r)
 
 
