@@ -252,3 +252,27 @@ def test_open_reference_cache_picks_backend(caplog: pytest.LogCaptureFixture, ur
         assert isinstance(open_reference_cache(None, FP, max_entries=4), LocalReferenceCache)
         assert isinstance(open_reference_cache(url, FP), RedisReferenceCache)
     assert any("in-process LRU" in r.message for r in caplog.records)
+
+
+def test_redis_refusing_writes_degrades_to_uncached(url: str) -> None:
+    """A full Redis under `noeviction` refuses SET with an OOM error: the request still gets its encoding."""
+    pcm = prepare_reference_audio(_audio("WAV"))
+    admin = redis.Redis.from_url(url)
+    admin.config_set("maxmemory-policy", "noeviction")
+    admin.config_set("maxmemory", "1")
+    try:
+
+        async def body() -> None:
+            cache = RedisReferenceCache(redis_client(url), FP)
+            encode = CountingEncoder()
+            first = await cache.get_or_encode(pcm, encode)
+            second = await cache.get_or_encode(pcm, encode)
+            assert (first.hit, second.hit, encode.calls) == (False, False, 2)
+            assert _value(cache, "cache_redis_errors_total", {"op": "lock"}) == 2
+            assert cache.available  # refused writes are not an outage
+            await cache.close()
+
+        asyncio.run(body())
+    finally:
+        admin.config_set("maxmemory", "0")
+    assert _entries(url) == []

@@ -290,6 +290,10 @@ class RedisReferenceCache(ReferenceCache):
                 self._up.set(0)
                 log.warning("redis unavailable (%s: %s); reference cache runs uncached until it returns", op, e)
             return _DOWN
+        except redis.RedisError as e:  # e.g. OOM under a noeviction policy: this call is skipped, Redis stays up
+            self._errors.labels(op).inc()
+            log.warning("redis %s failed: %s", op, e)
+            return _DOWN
         if self._down:
             self._down = False
             self._up.set(1)
