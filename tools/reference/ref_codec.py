@@ -1,6 +1,7 @@
 """Reference runs of the official 12 Hz speech tokenizer (qwen-tts 0.1.1), fp32, eager attention.
 
-Job (JSON) fields:
+A job is {"ops": [op, ...]}, run in order in one process (so a folder saved by one op can be used by the next);
+the outputs of op i are stored as "<i>.<name>". Op fields:
   op: "decode"  model: speech_tokenizer dir, codes: list of .npy paths (int64 [T, 16]) -> wav_<i> float32
   op: "encode"  model: speech_tokenizer dir, audio: list of .npy paths (float32 mono @ 24 kHz) -> codes_<i> [T, 16]
   op: "save"    out: dir, seed: int, encoder_config / decoder_config: dicts -> a speech_tokenizer folder written by
@@ -75,8 +76,7 @@ def _randomize(model, seed):
             tensor.copy_(value)
 
 
-def main():
-    job = json.load(open(sys.argv[1]))
+def run_op(job: dict) -> dict:
     out = {}
     if job["op"] == "decode":
         tok = _load(job["model"])
@@ -104,6 +104,14 @@ def main():
         out["ok"] = np.ones(1)
     else:
         raise ValueError(f"unknown op {job['op']}")
+    return out
+
+
+def main():
+    job = json.load(open(sys.argv[1]))
+    out = {}
+    for i, op in enumerate(job["ops"]):
+        out.update({f"{i}.{k}": v for k, v in run_op(op).items()})
     np.savez(sys.argv[2], **out)
 
 
