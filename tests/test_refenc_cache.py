@@ -100,7 +100,7 @@ def test_key_depends_on_pcm_and_fingerprint() -> None:
 
 
 def test_redis_hit_miss_wav_flac_one_entry_and_ttl(url: str) -> None:
-    async def body() -> None:
+    async def body() -> str:
         cache = RedisReferenceCache(redis_client(url), FP, ttl_s=3600)
         encode = CountingEncoder()
         first = await cache.get_or_encode(prepare_reference_audio(_audio("WAV")), encode)
