@@ -30,6 +30,7 @@ from omni.services.gateway.errors import APIError
 from omni.services.gateway.ref_audio import RefAudioPolicy, resolve_ref_audio
 
 from tests.gateway_fakes import CHUNK_SAMPLES, NUM_CHUNKS, SAMPLE_RATE, ToneBackend, expected_pcm
+from tests.prometheus_server import PrometheusServer
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -535,6 +536,19 @@ def test_metrics_and_request_log_after_traffic(http, caplog):
     assert ok["stream"] == "sse" and ok["model"] == "tiny-customvoice" and ok["ttfa_ms"] >= 0
     assert ok["audio_s"] == NUM_CHUNKS * CHUNK_SAMPLES / SAMPLE_RATE
     assert "speed" in lines[1]["reason"]
+
+
+def test_prometheus_scrapes_the_gateway(gateway, http, tmp_path):
+    http.post("/v1/audio/speech", json={**GOOD, "response_format": "pcm", "stream_format": "audio"})
+    target = gateway[0].removeprefix("http://")
+    with PrometheusServer(tmp_path, [target], job="gateway") as prom:
+        up = prom.wait_for('up{job="gateway"} == 1')
+        assert up[0]["metric"]["instance"] == target
+        ok = prom.wait_for('omni_gateway_requests_total{endpoint="speech",outcome="ok"}')
+        assert float(ok[0]["value"][1]) >= 1
+        ttfa = prom.wait_for('omni_gateway_time_to_first_audio_seconds_count{stream="audio"}')
+        assert float(ttfa[0]["value"][1]) >= 1
+        assert prom.wait_for("omni_gateway_requests_in_flight")[0]["value"][1] == "0"
 
 
 # --- ref_audio resolution: SSRF and path traversal ----------------------------------------------------------------
