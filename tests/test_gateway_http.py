@@ -161,6 +161,8 @@ def test_sdk_streaming_raw_wav_and_sample_rate(sdk):
         model="tiny-customvoice", voice="ryan", input="hi", response_format="pcm", extra_body={"sample_rate": 8000}
     )
     assert abs(len(raw.content) // 2 - NUM_CHUNKS * CHUNK_SAMPLES // 3) <= 2
+    custom = sdk.audio.speech.create(model="tiny-customvoice", voice={"id": "Ryan"}, input="hi", response_format="pcm")
+    np.testing.assert_allclose(pcm16(custom.content), expected_pcm(None), atol=1e-4)
 
 
 def test_raw_stream_delivers_first_bytes_before_the_backend_finishes(gateway, http):
@@ -497,6 +499,7 @@ def test_probes_models_and_openapi(gateway, http, sdk):
     assert set(speech["responses"]["200"]["content"]) >= {"audio/wav", "audio/pcm", "audio/mpeg", "text/event-stream"}
     fields = schema["components"]["schemas"]["SpeechRequest"]["properties"]
     assert fields["speed"]["minimum"] == 0.25 and fields["speed"]["maximum"] == 4.0
+    assert {"type": "object", "properties": {"id": {"type": "string"}}}.items() <= fields["voice"]["anyOf"][1].items()
     for name in (
         "input",
         "task_type",

@@ -49,10 +49,10 @@ class SynthesisRequest:
     x_vector_only_mode: bool = False
     speaker_embedding: list[float] | None = None
     max_new_tokens: int | None = None
-    seed: int | None = None
+    seed: int | None = None  # int64 as vLLM-Omni takes it; the talker's uint64 seed is `seed % 2**64`
     initial_codec_chunk_frames: int | None = None
     non_streaming_mode: bool | None = None
-    sampling: dict[str, float | int] = field(default_factory=dict)  # temperature / top_p / top_k overrides
+    sampling: dict[str, float | int] = field(default_factory=dict)  # temperature / top_p / top_k (-1: off)
     request_id: str = ""
 
 

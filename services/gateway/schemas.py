@@ -14,6 +14,12 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 ResponseFormat = Literal["wav", "pcm", "flac", "mp3", "opus"]
 STREAMABLE_FORMATS = ("pcm", "wav")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+VOICE_ID_SCHEMA = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
 
 
 class ExtraParams(BaseModel):
@@ -44,6 +50,7 @@ class SpeechRequest(BaseModel):
         None,
         validation_alias=AliasChoices("voice", "speaker"),
         description='Built-in speaker or uploaded voice (case-insensitive); also `{"id": name}`.',
+        json_schema_extra={"anyOf": [{"type": "string"}, VOICE_ID_SCHEMA, {"type": "null"}]},
     )
     instructions: str | None = Field(None, description="Style / emotion instruction (VoiceDesign description).")
     response_format: ResponseFormat = "wav"
