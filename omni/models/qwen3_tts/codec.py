@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.rnn import pad_sequence
 
 from omni.models.weights import CheckpointError, load_state_strict, read_safetensors, split_prefix
 
@@ -510,18 +511,18 @@ class CodecDecoder(nn.Module):
             if not 0 <= s < state.num_slots:
                 raise ValueError(f"decode_streams: slot {s} outside 0..{state.num_slots - 1}")
         for c in chunks:
-            self._check_codes(c, dims=2)
+            self._check_codes(c, dims=2, check_range=False)
         if not slots:
             return []
         device = state.positions.device
-        frames = torch.tensor([c.shape[0] for c in chunks], dtype=torch.long, device=device)
-        longest = int(frames.max())
+        lengths = [c.shape[0] for c in chunks]
         spf = self.samples_per_frame
-        if longest == 0:
+        if max(lengths) == 0:
             return [torch.zeros(0, dtype=state.key.dtype, device=device) for _ in chunks]
-        codes = torch.zeros(len(chunks), longest, NUM_CODEBOOKS, dtype=torch.long, device=device)
-        for i, c in enumerate(chunks):
-            codes[i, : c.shape[0]] = c.to(device)
+        # Right-padded with code 0 (a valid code); one range check for the whole batch.
+        codes = pad_sequence([c.to(device=device, dtype=torch.long) for c in chunks], batch_first=True)
+        self._check_codes(codes, dims=3)
+        frames = torch.tensor(lengths, dtype=torch.long, device=device)
         rows = torch.tensor(slots, dtype=torch.long, device=device)
         batch = _Batch(frames, [h[rows] for h in state.history])
 
@@ -534,7 +535,7 @@ class CodecDecoder(nn.Module):
         state.key_positions[rows] = key_positions
         for h, new in zip(state.history, batch.history, strict=True):
             h[rows] = new
-        return [wav[i, : int(frames[i]) * spf] for i in range(len(chunks))]
+        return [wav[i, : n * spf] for i, n in enumerate(lengths)]
 
     @torch.no_grad()
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
@@ -564,13 +565,13 @@ class CodecDecoder(nn.Module):
         x = self.decoder[-1](self.decoder[-2](x), batch)
         return x.clamp(-1, 1)[:, 0], key, value, key_positions
 
-    def _check_codes(self, codes: torch.Tensor, dims: int) -> None:
+    def _check_codes(self, codes: torch.Tensor, dims: int, check_range: bool = True) -> None:
         if not isinstance(codes, torch.Tensor) or codes.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"codec codes must be an integer tensor, got {getattr(codes, 'dtype', type(codes))}")
         if codes.dim() != dims or codes.shape[-1] != NUM_CODEBOOKS:
             want = "[B, T, 16]" if dims == 3 else "[T, 16]"
             raise ValueError(f"codec codes must have shape {want}, got {list(codes.shape)}")
-        if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= self.cfg.codebook_size):
+        if check_range and codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= self.cfg.codebook_size):
             raise ValueError(
                 f"codec codes must lie in [0, {self.cfg.codebook_size}), got [{int(codes.min())}, {int(codes.max())}]"
             )
