@@ -117,11 +117,11 @@ def test_redis_hit_miss_wav_flac_one_entry_and_ttl(url: str) -> None:
         assert (third.hit, encode.calls) == (False, 2) and third.key != first.key
         await cache.close()
         await other.close()
+        return first.key
 
-    asyncio.run(body())
-    entries = _entries(url)
-    assert len(entries) == 2
-    ttl = redis.Redis.from_url(url).pttl(entries[0])
+    key = asyncio.run(body())
+    assert len(_entries(url)) == 2
+    ttl = redis.Redis.from_url(url).pttl(f"omni:refenc:{key}")
     assert 0 < ttl <= 3600 * 1000
 
 
@@ -166,6 +166,33 @@ def test_dead_lock_holder_is_taken_over(url: str) -> None:
         assert (result.hit, encode.calls) == (False, 1)
         assert (await cache.get_or_encode(pcm, encode)).hit
         await cache.close()
+
+    asyncio.run(body())
+
+
+def test_holder_storing_then_releasing_between_waiter_polls(url: str) -> None:
+    """The holder stores its result and releases the lock right after the waiter saw no result but before it
+    checks the lock: the waiter then takes the lock, and must find the stored result instead of encoding."""
+    pcm = prepare_reference_audio(_audio("WAV"))
+
+    class HolderFinishesAfterThisGet(RedisReferenceCache):
+        finished = False
+
+        async def get(self, key: str) -> ReferenceEncoding | None:
+            stored = await super().get(key)
+            if stored is None and not self.finished:
+                self.finished = True
+                await self.client.set(f"omni:refenc:{key}", pack_entry(ReferenceEncoding(np.ones((1, 16)))))
+                await self.client.delete(f"omni:refenc:lock:{key}")
+            return stored
+
+    async def body() -> None:
+        waiter = HolderFinishesAfterThisGet(redis_client(url), FP, lock_poll_s=0.001)
+        await waiter.client.set(f"omni:refenc:lock:{waiter.key(pcm)}", "holder", px=10_000)
+        encode = CountingEncoder()
+        result = await waiter.get_or_encode(pcm, encode)
+        assert result.hit and encode.calls == 0 and (result.encoding.codes == 1).all()
+        await waiter.close()
 
     asyncio.run(body())
 

@@ -329,6 +329,10 @@ class RedisReferenceCache(ReferenceCache):
             if outcome is _DOWN:
                 break
         try:
+            # The previous holder may have stored the result just before releasing its lock.
+            stored = await self.get(key) if holding else None
+            if stored is not None:
+                return stored, False
             encoding = await encode(pcm24k)
             await self.put(key, encoding)
             return encoding, True
