@@ -1,9 +1,10 @@
 """The codec engine: one asyncio task owns the decoder and its per-slot streaming state.
 
 RPC handlers never touch tensors. They `open` a stream (which leases a slot), `submit` chunks to it and read
-decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task gathers every
-stream's pending chunks and runs one batched `decode_streams` call in a worker thread (so the event loop keeps
-serving RPCs), then hands each stream its PCM.
+decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task takes the
+oldest pending chunk of every stream and runs one batched `decode_streams` call in a worker thread (so the event
+loop keeps serving RPCs), then hands each stream its PCM. One chunk per stream per step keeps step shapes to the
+clients' chunk sizes (1 and 15 frames by default) instead of padding every stream to the most backlogged one.
 
 Slot hygiene: a released slot goes back to the free list at once. Its next owner is `fresh`: the engine resets
 it (and primes it with reference codes) in a later step than any step of the previous owner (steps run one at a
@@ -168,13 +169,13 @@ class CodecEngine:
             if self.coalescing:
                 await self._coalesce()
             fresh = [s for s in self.streams.values() if s.fresh]
-            work = [(s, s.pending) for s in self.streams.values() if s.pending]
+            work = [(s, self._take_chunk(s)) for s in self.streams.values() if s.pending]
             if not fresh and not work:
                 continue
             for s in fresh:
                 s.fresh = False
-            for s, _ in work:
-                s.pending = []
+            if any(s.pending for s in self.streams.values()):
+                self.wake.set()  # streams that are behind get their next chunk in the next step
             start = time.perf_counter()
             try:
                 results = await asyncio.get_running_loop().run_in_executor(self.executor, self._step, fresh, work)
@@ -189,6 +190,13 @@ class CodecEngine:
                 self.metrics.batch_size.observe(len(work))
             for (stream, chunks), pcm in zip(work, results, strict=True):
                 self._deliver(stream, chunks, pcm, start, tick_ms)
+
+    @staticmethod
+    def _take_chunk(stream: Stream) -> list[_Pending]:
+        """A stream's oldest chunk (with the end marker if it follows): steps keep the clients' chunk shapes."""
+        n = 2 if len(stream.pending) > 1 and stream.pending[1].codes is None else 1
+        taken, stream.pending = stream.pending[:n], stream.pending[n:]
+        return taken
 
     async def _coalesce(self) -> None:
         """Wait (bounded) until min_batch streams have chunks; never when a first chunk is waiting."""

@@ -1,0 +1,193 @@
+"""Codec service load test: N concurrent streams over loopback gRPC against `omni codec` in a subprocess.
+
+    python tools/bench_codec_service.py --device cuda --dtype bfloat16 --streams 32 128 --frames 125
+
+Without --model it writes a random-weight codec at the released size (config.json + speech_tokenizer/) to a
+temp dir. Every stream sends its whole utterance as a 1-frame chunk then 15-frame chunks as fast as the
+service accepts them (a throughput test: the service's backlog bound paces the senders). Prints one JSON line
+per concurrency level: audio seconds per second, time to first audio (p50/p99), chunk latency. With --check,
+the PCM of a few streams is compared with a whole-utterance decode in this process.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+import numpy as np
+
+from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2
+
+ROOT = Path(__file__).resolve().parent.parent
+RELEASED_DECODER = {
+    "decoder_codebook_dim": 512,
+    "decoder_latent_dim": 1024,
+    "decoder_hidden_size": 512,
+    "decoder_intermediate_size": 1024,
+    "decoder_num_hidden_layers": 8,
+    "decoder_num_attention_heads": 16,
+    "decoder_num_key_value_heads": 16,
+    "decoder_head_dim": 64,
+    "decoder_sliding_window": 72,
+    "decoder_decoder_dim": 1536,
+}
+
+
+def write_model(out: Path) -> Path:
+    from omni.models.qwen3_tts import codec_checkpoint
+    from omni.models.qwen3_tts.tiny import tiny_config
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(tiny_config("custom_voice")))
+    # The codec service reads only the `decoder.` weights; leaving the encoder out keeps this script independent
+    # of the installed transformers' Mimi key names (the GPU image has another version).
+    codec_checkpoint.tiny_encoder_state = lambda config, gen: {}
+    codec_checkpoint.write_tiny_speech_tokenizer(out / "speech_tokenizer", seed=0, **RELEASED_DECODER)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def plan_sizes(total: int, first: int, steady: int) -> list[int]:
+    sizes = [min(first, total)]
+    while sum(sizes) < total:
+        sizes.append(min(steady, total - sum(sizes)))
+    return sizes
+
+
+async def one_stream(stub, identity, codes: np.ndarray, first: int, steady: int) -> dict:
+    async def requests():
+        yield codec_pb2.DecodeRequest(
+            open=codec_pb2.DecodeOpen(model=identity, sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE)
+        )
+        start = 0
+        sizes = plan_sizes(len(codes), first, steady)
+        for k, n in enumerate(sizes):
+            part = codes[start : start + n]
+            chunk = common_pb2.CodecChunk(
+                codes=part.astype("<i2").tobytes(),
+                num_frames=n,
+                num_codebooks=16,
+                first_frame_index=start,
+                last=k == len(sizes) - 1,
+            )
+            sent[start] = time.perf_counter()
+            yield codec_pb2.DecodeRequest(chunk=chunk)
+            start += n
+
+    sent: dict[int, float] = {}
+    t0 = time.perf_counter()
+    ttfa, latencies, pcm = None, [], []
+    async for message in stub.Decode(requests()):
+        if message.WhichOneof("kind") == "audio":
+            now = time.perf_counter()
+            ttfa = ttfa if ttfa is not None else now - t0
+            latencies.append(now - sent[message.audio.first_frame_index])
+            pcm.append(np.frombuffer(message.audio.pcm, dtype="<f4"))
+    return {"ttfa": ttfa, "latencies": latencies, "pcm": np.concatenate(pcm)}
+
+
+async def run_level(port: int, streams: int, frames: int, first: int, steady: int, seed: int) -> tuple[dict, list]:
+    rng = np.random.default_rng(seed)
+    utterances = [rng.integers(0, 2048, size=(frames, 16)) for _ in range(streams)]
+    options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+        stub = codec_pb2_grpc.CodecServiceStub(channel)
+        identity = (await stub.GetModelInfo(codec_pb2.GetModelInfoRequest())).model
+        t0 = time.perf_counter()
+        results = await asyncio.gather(*(one_stream(stub, identity, u, first, steady) for u in utterances))
+        wall = time.perf_counter() - t0
+    ttfa = np.array([r["ttfa"] for r in results]) * 1000
+    lat = np.concatenate([r["latencies"] for r in results]) * 1000
+    audio_s = streams * frames * 1920 / 24000
+    row = {
+        "streams": streams,
+        "frames": frames,
+        "wall_s": round(wall, 3),
+        "audio_s_per_s": round(audio_s / wall, 1),
+        "ttfa_ms_p50": round(float(np.percentile(ttfa, 50)), 1),
+        "ttfa_ms_p99": round(float(np.percentile(ttfa, 99)), 1),
+        "chunk_latency_ms_p50": round(float(np.percentile(lat, 50)), 1),
+        "chunk_latency_ms_p99": round(float(np.percentile(lat, 99)), 1),
+    }
+    return row, list(zip(utterances, [r["pcm"] for r in results], strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", type=Path, help="checkpoint dir (default: a random-weight released-size codec)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--streams", type=int, nargs="+", default=[1, 32, 128])
+    parser.add_argument("--frames", type=int, default=125, help="frames per utterance (125 = 10 s)")
+    parser.add_argument("--first", type=int, default=1, help="frames in the first chunk")
+    parser.add_argument("--steady", type=int, default=15, help="frames in later chunks")
+    parser.add_argument("--extra", default="", help="more `omni codec` flags, e.g. '--min-batch 32'")
+    parser.add_argument("--check", type=int, default=0, help="compare this many streams with a whole decode")
+    args = parser.parse_args()
+
+    tmp = tempfile.TemporaryDirectory()
+    model = args.model or write_model(Path(tmp.name) / "codec-random")
+    port = free_port()
+    cmd = [sys.executable, "-m", "omni.cli", "codec", "--model", str(model), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--device", args.device, "--dtype", args.dtype, "--log-level", "warning"]
+    cmd += ["--max-streams", str(max(args.streams)), *args.extra.split()]
+    server = subprocess.Popen(cmd, cwd=ROOT, env=os.environ.copy())
+    try:
+        wait_serving(port)
+        for i, n in enumerate(args.streams):
+            asyncio.run(run_level(port, n, min(args.frames, 8), args.first, args.steady, seed=99))  # warm shapes
+            row, outputs = asyncio.run(run_level(port, n, args.frames, args.first, args.steady, seed=i))
+            if args.check:
+                row["check_max_abs_diff"] = check(model, args.device, args.dtype, outputs[: args.check])
+            print(json.dumps(row), flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        tmp.cleanup()
+
+
+def wait_serving(port: int) -> None:
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        for _ in range(1200):
+            try:
+                if (
+                    health.Check(health_pb2.HealthCheckRequest(), timeout=1).status
+                    == health_pb2.HealthCheckResponse.SERVING
+                ):
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.25)
+    raise SystemExit("codec service did not become ready")
+
+
+def check(model: Path, device: str, dtype: str, outputs: list) -> float:
+    import torch
+
+    from omni.models.qwen3_tts.codec import load_codec_decoder
+
+    decoder = load_codec_decoder(model, dtype=getattr(torch, dtype), device=device)
+    worst = 0.0
+    for codes, pcm in outputs:
+        want = decoder.decode(torch.from_numpy(codes)[None].to(device))[0].float().cpu().numpy()
+        worst = max(worst, float(np.abs(want - pcm).max()))
+    return worst
+
+
+if __name__ == "__main__":
+    main()
