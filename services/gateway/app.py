@@ -54,6 +54,7 @@ from .schemas import (
     VoiceDeleted,
     VoiceList,
 )
+from .tempo import change_tempo
 
 log = logging.getLogger("omni.gateway")
 
@@ -358,7 +359,9 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
         chunks = collecting.result()  # raises the backend's error, mapped by the caller
         if not chunks:  # never a silent success with an empty file
             raise BackendError("the backend produced no audio")
-        audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+        audio = np.concatenate(chunks)
+        if body.speed != 1.0:
+            audio = await asyncio.to_thread(change_tempo, audio, run.out_rate, body.speed)
         data = await asyncio.to_thread(encode_audio, audio, run.out_rate, body.response_format)
         assert run.usage is not None
         headers = {name: str(value(run.usage)) for name, value in USAGE_HEADERS}

@@ -15,6 +15,7 @@ from .config import GatewayConfig
 from .errors import APIError, bad_request
 from .ref_audio import resolve_ref_audio
 from .schemas import STREAMABLE_FORMATS, SpeechRequest
+from .tempo import tempo_available
 
 
 def pick_model(models: list[ModelInfo], name: str | None) -> ModelInfo:
@@ -43,8 +44,10 @@ def _check_limits(req: SpeechRequest, model: ModelInfo, config: GatewayConfig) -
             "set stream=false or pick pcm/wav",
             "response_format",
         )
-    if req.speed != 1.0:
-        raise bad_request("speed: only 1.0 is supported by this model (no native speed control)", "speed")
+    if req.speed != 1.0 and req.stream_mode != "none":
+        raise bad_request("speed: streaming needs speed 1.0 (tempo is changed on the whole utterance)", "speed")
+    if req.speed != 1.0 and not tempo_available():
+        raise bad_request("speed: only 1.0 is available on this server (ffmpeg is not installed)", "speed")
     if req.sample_rate is not None and req.sample_rate not in model.output_sample_rates:
         rates = ", ".join(str(r) for r in model.output_sample_rates)
         raise bad_request(f"sample_rate: {req.sample_rate} is not supported; supported: {rates}", "sample_rate")
