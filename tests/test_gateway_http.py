@@ -438,7 +438,7 @@ def test_client_disconnect_cancels_the_backend_stream(gateway, http):
 
 def test_deadline_ends_requests_and_frees_the_backend():
     backend = ToneBackend()
-    with serve(create_app(backend, GatewayConfig(request_timeout_s=0.3))) as url, httpx.Client(base_url=url) as http:
+    with serve(create_app(backend, GatewayConfig(request_timeout_s=1.0))) as url, httpx.Client(base_url=url) as http:
         assert_error(http.post("/v1/audio/speech", json={**GOOD, "input": "hold x"}), 504)
         body = {**GOOD, "input": "hold x", "response_format": "pcm", "stream": True}
         events = parse_sse(http.post("/v1/audio/speech", json=body).text)
