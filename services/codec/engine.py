@@ -217,31 +217,23 @@ class CodecEngine:
         self.metrics.coalesce_wait_ms.observe((time.perf_counter() - start) * 1000.0)
 
     def _step(self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]) -> list[list]:
-        """Engine thread: reset/prime new slots, then one batched decode of every stream's pending frames."""
+        """Engine thread: reset/prime new slots, then one batched decode of one chunk per stream -> PCM bytes."""
         for s in fresh:
             self.decoder.reset(self.state, s.slot)
         primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
         if primes:
             # Priming is a decode whose audio is dropped: the reference is left context only.
             self.decoder.decode_streams(self.state, [s.slot for s in primes], [s.ref_codes for s in primes])
-        decodable = [(s, [p.codes for p in chunks if p.codes is not None]) for s, chunks in work]
-        batch = [(s, torch.cat(codes)) for s, codes in decodable if codes]
+        # _take_chunk gives each stream one chunk, maybe followed by the end marker, or the marker alone.
+        batch = [(s, chunks[0].codes) for s, chunks in work if chunks[0].codes is not None]
         waves = self.decoder.decode_streams(self.state, [s.slot for s, _ in batch], [c for _, c in batch])
-        wave_of = {s.slot: w for (s, _), w in zip(batch, waves, strict=True)}
-        results = []
-        for s, chunks in work:
-            wave = wave_of.get(s.slot)
-            wave = wave.float().cpu().numpy() if wave is not None else None
-            pieces, offset = [], 0
-            for p in chunks:
-                if p.codes is None:
-                    pieces.append(None)
-                    continue
-                n = p.codes.shape[0] * self.samples_per_frame
-                pieces.append(encode_pcm(wave[offset : offset + n], s.sample_format))
-                offset += n
-            results.append(pieces)
-        return results
+        pcm_of, offset = {}, 0
+        if waves:
+            host = torch.cat([w.float() for w in waves]).cpu().numpy()  # one device-to-host copy per step
+            for (s, _), wave in zip(batch, waves, strict=True):
+                pcm_of[s.slot] = encode_pcm(host[offset : offset + wave.shape[0]], s.sample_format)
+                offset += wave.shape[0]
+        return [[pcm_of[s.slot] if p.codes is not None else None for p in chunks] for s, chunks in work]
 
     def _deliver(self, stream: Stream, chunks: list[_Pending], pcm: list, step_start: float, tick_ms: float) -> None:
         """Event-loop thread: hand a stream the audio of its chunks, in order (dropped if it was released)."""
