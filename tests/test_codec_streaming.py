@@ -128,6 +128,24 @@ def test_exact_in_fp64(window8):
         assert (out[s["slot"]] - expected(decoder, s)).abs().max() < 1e-12
 
 
+def test_long_prime_runs_the_vocoder_on_its_tail_only_and_stays_exact(window8):
+    """A 60-frame reference: the transformer sees all of it, the conv stack only the last prime_tail_frames."""
+    decoder = load_codec_decoder(window8, dtype=torch.float64)
+    seen = []
+    hook = decoder.decoder[-1].register_forward_hook(lambda m, args, out: seen.append(args[0].shape[-1]))
+    state = decoder.new_state(3)
+    refs = [random_codes(60, seed=1), random_codes(4, seed=2)]
+    decoder.prime_streams(state, [2, 0], refs)
+    hook.remove()
+    assert decoder.prime_tail_frames == 11  # ceil(9.38 frames of conv receptive field) + 1, same at the real config
+    assert seen == [11 * 1920]  # one batched call; the 4-frame row is padded to the 11-frame tail
+    assert state.positions.tolist() == [4, 0, 60]
+    codes = [random_codes(25, seed=3), random_codes(25, seed=4)]
+    got = decoder.decode_streams(state, [2, 0], codes)
+    for ref, c, wav in zip(refs, codes, got, strict=True):
+        assert (wav - expected(decoder, dict(codes=c, prime=ref))).abs().max() < 1e-12
+
+
 def test_released_window_72_long_stream(tmp_path):
     decoder = load_codec_decoder(write_tiny_speech_tokenizer(tmp_path, seed=5))
     streams = [

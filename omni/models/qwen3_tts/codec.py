@@ -463,6 +463,10 @@ class CodecDecoder(nn.Module):
                 visit(unit.conv2, per_frame)
         visit(self.decoder[-1], per_frame)
         assert per_frame == self.cfg.samples_per_frame
+        # Receptive field of the conv stack after the transformer, in frames: its state after a sequence depends
+        # only on that sequence's last `prime_tail_frames` transformer outputs (see prime_streams).
+        field = sum(m.context / m.per_frame for m in self.stateful if m is not self.pre_conv)
+        self.prime_tail_frames = math.ceil(field) + 1
 
     @property
     def samples_per_frame(self) -> int:
@@ -498,11 +502,20 @@ class CodecDecoder(nn.Module):
 
     def prime(self, state: CodecState, slot: int, ref_codes: torch.Tensor) -> None:
         """Feed reference codes [T,16] as left context of stream `slot`; their audio is not returned."""
-        self.decode_streams(state, [slot], [ref_codes])
+        self.prime_streams(state, [slot], [ref_codes])
 
-    @torch.no_grad()
+    def prime_streams(self, state: CodecState, slots: list[int], ref_codes: list[torch.Tensor]) -> None:
+        """Batched `prime`. The state ends exactly as after `decode_streams`, but the conv stack after the
+        transformer only runs over each row's last `prime_tail_frames` frames: its state cannot depend on more
+        (receptive field), so a long reference costs the vocoder a few frames instead of all of them."""
+        self._run(state, slots, ref_codes, emit=False)
+
     def decode_streams(self, state: CodecState, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
         """Decode the next chunk [t_i, 16] of each stream `slots[i]` in one batched call -> [t_i * 1920] each."""
+        return self._run(state, slots, chunks, emit=True)
+
+    @torch.no_grad()
+    def _run(self, state: CodecState, slots: list[int], chunks: list[torch.Tensor], emit: bool) -> list[torch.Tensor]:
         if len(slots) != len(chunks):
             raise ValueError(f"decode_streams: {len(slots)} slots but {len(chunks)} chunks")
         if len(set(slots)) != len(slots):
@@ -526,16 +539,22 @@ class CodecDecoder(nn.Module):
         rows = torch.tensor(slots, dtype=torch.long, device=device)
         batch = _Batch(frames, [h[rows] for h in state.history])
 
-        wav, key, value, key_positions = self._forward(
+        x, key, value, key_positions = self._front(
             codes, batch, state.positions[rows], state.key[:, rows], state.value[:, rows], state.key_positions[rows]
         )
+        if not emit:  # priming: only the last prime_tail_frames frames of each row go through the conv stack
+            tail = frames.clamp(max=self.prime_tail_frames)
+            idx = (frames - tail)[:, None] + torch.arange(min(x.shape[-1], self.prime_tail_frames), device=device)
+            x = x.gather(2, idx[:, None, :].expand(-1, x.shape[1], -1))
+            batch.frames = tail
+        wav = self._back(x, batch)
         state.positions[rows] += frames
         state.key[:, rows] = key
         state.value[:, rows] = value
         state.key_positions[rows] = key_positions
         for h, new in zip(state.history, batch.history, strict=True):
             h[rows] = new
-        return [wav[i, : n * spf] for i, n in enumerate(lengths)]
+        return [wav[i, : n * spf] for i, n in enumerate(lengths)] if emit else []
 
     @torch.no_grad()
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
@@ -552,18 +571,22 @@ class CodecDecoder(nn.Module):
             return torch.zeros(b, 0, dtype=state.key.dtype, device=state.key.device)
         return torch.cat(pieces, dim=1)
 
-    def _forward(self, codes, batch, positions, key, value, key_positions):
+    def _front(self, codes, batch, positions, key, value, key_positions):
+        """RVQ decode, pre_conv and the transformer: codes [B,T,16] -> [B, latent, T] (+ new K/V window)."""
         x = self.quantizer(codes)  # [B, codebook_dim, T]
         x = self.pre_conv(x, batch).transpose(1, 2)
         x, key, value, key_positions = self.pre_transformer(x, positions, key, value, key_positions, batch.frames)
-        x = x.transpose(1, 2)
+        return x.transpose(1, 2), key, value, key_positions
+
+    def _back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        """Upsamplers and vocoder: [B, latent, T] -> waveform [B, T*1920] in [-1, 1]."""
         for transposed, convnext in self.upsample:
             x = convnext(transposed(x, batch), batch)
         x = self.decoder[0](x, batch)
         for block in self.decoder[1:-2]:
             x = block(x, batch)
         x = self.decoder[-1](self.decoder[-2](x), batch)
-        return x.clamp(-1, 1)[:, 0], key, value, key_positions
+        return x.clamp(-1, 1)[:, 0]
 
     def _check_codes(self, codes: torch.Tensor, dims: int, check_range: bool = True) -> None:
         if not isinstance(codes, torch.Tensor) or codes.dtype not in (torch.int64, torch.int32):
