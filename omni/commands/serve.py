@@ -1,0 +1,189 @@
+"""`omni serve`: the whole stack on this machine (talker, codec, reference encoder, gateway) on loopback ports.
+
+Each service runs as its own `omni <service>` subprocess, exactly as in a cluster; the gateway finds the others
+by their loopback addresses. Without `--model` a tiny random-weight checkpoint is built: every stage really
+runs, but the audio is noise, not speech.
+"""
+
+import argparse
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SERVICES = ("refenc", "codec", "talker")  # started first; the gateway last
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run talker, codec, refenc and gateway on this machine",
+        description="Start the whole omni stack on loopback ports and print where to send requests.",
+    )
+    parser.add_argument("--model", default="", help="Qwen3-TTS checkpoint dir (default: a tiny random one: noise)")
+    parser.add_argument("--tiny-variant", default="base", choices=("base", "custom_voice", "voice_design"))
+    parser.add_argument("--host", default="127.0.0.1", help="address the gateway's HTTP and gRPC APIs bind to")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (0 picks a free one)")
+    parser.add_argument("--grpc-port", type=int, default=8001, help="gRPC Speech port (0 picks a free one)")
+    parser.add_argument("--redis-url", default="", help="Redis for the shared cache and voice registry")
+    parser.add_argument("--device", default="cpu", help="torch device of talker, codec and refenc")
+    parser.add_argument("--dtype", default="float32", help="model dtype (float32, bfloat16, float16)")
+    parser.add_argument("--max-streams", type=int, default=32, help="talker slots (the codec gets twice as many)")
+    parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
+    parser.add_argument("--ready-timeout-s", type=float, default=300.0, help="give up if not ready by then")
+    parser.add_argument("--log-level", default="info")
+    parser.set_defaults(func=run)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """The four subprocesses; `stop()` ends them gateway first, each with SIGTERM and then SIGKILL."""
+
+    def __init__(self, work_dir: Path) -> None:
+        self.work_dir = work_dir
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def start(self, name: str, args: list[str]) -> None:
+        log = (self.work_dir / f"{name}.log").open("ab")
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "omni.cli", name, *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # our signal handler decides the shutdown order
+        )
+
+    def check_alive(self) -> None:
+        for name, process in self.processes.items():
+            if process.poll() is not None:
+                tail = (self.work_dir / f"{name}.log").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"omni {name} exited with code {process.returncode}; its log ends:\n{tail}")
+
+    def stop(self, timeout_s: float = 15.0) -> None:
+        for name in reversed(list(self.processes)):
+            process = self.processes[name]
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(timeout_s)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def wait_grpc_serving(stack: Stack, address: str, deadline: float) -> None:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    with grpc.insecure_channel(address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while True:
+            stack.check_alive()
+            try:
+                if (
+                    stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0).status
+                    == health_pb2.HealthCheckResponse.SERVING
+                ):
+                    return
+            except grpc.RpcError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{address} did not become ready in time")
+            time.sleep(0.2)
+
+
+def wait_http_ready(stack: Stack, url: str, deadline: float) -> None:
+    import httpx
+
+    while True:
+        stack.check_alive()
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{url} did not become ready in time")
+        time.sleep(0.2)
+
+
+def run(args: argparse.Namespace) -> int:
+    work_dir = Path(args.work_dir or tempfile.mkdtemp(prefix="omni-serve-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if not model:
+        from omni.models.qwen3_tts.tiny import write_tiny_checkpoint
+
+        model = str(work_dir / f"tiny-{args.tiny_variant}")
+        if not (Path(model) / "config.json").exists():
+            write_tiny_checkpoint(Path(model), args.tiny_variant, seed=0)
+        print(
+            f"NOTE: no --model given; serving a tiny RANDOM-WEIGHT {args.tiny_variant} checkpoint ({model}). "
+            "It will produce noise, not speech.",
+            flush=True,
+        )
+    http_port = args.port or free_port()
+    grpc_port = args.grpc_port or free_port()
+    ports = {name: free_port() for name in SERVICES}
+    common = ["--model", model, "--host", "127.0.0.1", "--log-level", args.log_level]
+    device = ["--device", args.device, "--dtype", args.dtype]
+
+    stack = Stack(work_dir)
+    stopping = False
+
+    def on_signal(signum, frame) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        stack.start("refenc", [*common, *device, "--port", str(ports["refenc"]), "--redis-url", args.redis_url])
+        stack.start(
+            "codec", [*common, *device, "--port", str(ports["codec"]), "--max-streams", str(2 * args.max_streams)]
+        )
+        stack.start(
+            "talker", [*common, *device, "--port", str(ports["talker"]), "--max-streams", str(args.max_streams)]
+        )
+        deadline = time.monotonic() + args.ready_timeout_s
+        for name in SERVICES:
+            wait_grpc_serving(stack, f"127.0.0.1:{ports[name]}", deadline)
+        stack.start(
+            "gateway",
+            [
+                "--model", model, "--host", args.host, "--port", str(http_port), "--grpc-port", str(grpc_port),
+                "--log-level", args.log_level,
+                "--talkers", f"127.0.0.1:{ports['talker']}",
+                "--codecs", f"127.0.0.1:{ports['codec']}",
+                "--refencs", f"127.0.0.1:{ports['refenc']}",
+            ],
+        )  # fmt: skip
+        host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
+        wait_http_ready(stack, f"http://{host}:{http_port}/ready", deadline)
+        print(f"omni is ready (logs in {work_dir}):", flush=True)
+        print(f"  OpenAI-compatible HTTP API: http://{host}:{http_port}/v1  (POST /v1/audio/speech)", flush=True)
+        print(f"  gRPC Speech service:        {host}:{grpc_port}", flush=True)
+        print(f"  metrics:                    http://{host}:{http_port}/metrics", flush=True)
+        print("Press Ctrl-C to stop.", flush=True)
+        while True:
+            stack.check_alive()
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("omni serve: shutting down", flush=True)
+        return 0
+    except (RuntimeError, TimeoutError) as e:
+        print(f"omni serve: {e}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stack.stop()

@@ -1,0 +1,547 @@
+"""The real `Backend`: drives the talker, codec and reference-encoder services over gRPC.
+
+Per request: resolve the voice (a CustomVoice speaker, an uploaded voice or reference audio through the
+reference encoder), build the prompt ids with `omni.talker.prompt`, pick a talker and a codec replica by least
+reported load, then pipe the talker's codec chunks into the codec's Decode stream and yield its PCM as it comes.
+
+Replicas come from static `host:port` addresses or DNS names (a headless Service resolves to one address per
+pod). A poller refreshes addresses and loads; a replica that fails an RPC is marked down and polled again
+after `down_s`. Closing the `synthesize` iterator cancels both backend calls at once, which frees the talker
+slot and the codec slot within one engine step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+import numpy as np
+import torch
+from omni.services.common.identity import codec_mismatch, model_identity
+from omni.services.common.packing import decode_pcm, unpack_codes, unpack_vector
+from omni.services.talker.requests import prompt_to_proto
+
+from omni.models.qwen3_tts.config import load_config
+from omni.models.qwen3_tts.loader import TextTokenizer
+from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2, refenc_pb2, refenc_pb2_grpc, talker_pb2, talker_pb2_grpc
+from omni.talker.prompt import VARIANT_TASK, PromptBuilder, PromptError, SpeechRequest
+
+from .backend import (
+    Backend,
+    BackendError,
+    InvalidRequest,
+    ModelInfo,
+    NotFound,
+    Overloaded,
+    SynthesisRequest,
+    Unavailable,
+    Usage,
+    VoiceInfo,
+    VoiceUpload,
+)
+
+log = logging.getLogger("omni.gateway")
+
+SAMPLE_RATE = 24000
+OUTPUT_SAMPLE_RATES = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
+CHANNEL_OPTIONS = (
+    ("grpc.keepalive_time_ms", 20_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    ("grpc.max_send_message_length", 64 * 1024 * 1024),
+)
+
+
+@dataclass
+class Replica:
+    """One backend address with its channel, its last reported load and its health."""
+
+    address: str
+    channel: grpc.aio.Channel
+    stub: object
+    load: common_pb2.Load | None = None
+    identity: common_pb2.ModelIdentity | None = None
+    compatible: bool = False
+    down_until: float = 0.0
+    picked: int = 0  # streams this gateway opened since the last load report (keeps bursts spread out)
+
+    @property
+    def up(self) -> bool:
+        return self.compatible and self.load is not None and self.load.accepting and time.monotonic() >= self.down_until
+
+    def score(self) -> float:
+        load = self.load
+        busy = load.active_streams + load.queue_depth + self.picked
+        return busy / max(1, load.capacity)
+
+
+@dataclass
+class ReplicaPool:
+    """The replicas of one service, from static addresses or DNS names (each `host:port`)."""
+
+    name: str
+    targets: list[str]
+    make_stub: Callable[[grpc.aio.Channel], object]
+    check: Callable[[Replica], object]  # async: fetch identity (once) and load; raises on failure
+    down_s: float = 2.0
+    replicas: dict[str, Replica] = field(default_factory=dict)
+
+    async def refresh(self) -> None:
+        addresses = await resolve_targets(self.targets)
+        for address in set(self.replicas) - set(addresses):
+            await self.replicas.pop(address).channel.close()
+        for address in addresses:
+            if address not in self.replicas:
+                channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+                self.replicas[address] = Replica(address, channel, self.make_stub(channel))
+        await asyncio.gather(*(self._poll(r) for r in list(self.replicas.values())))
+
+    async def _poll(self, replica: Replica) -> None:
+        try:
+            await self.check(replica)
+            replica.picked = 0
+            if replica.down_until:
+                log.info("%s replica %s is back", self.name, replica.address)
+                replica.down_until = 0.0
+        except Exception as e:  # any failure of a poll means "not usable now"
+            if not replica.down_until:
+                log.warning("%s replica %s unreachable: %s", self.name, replica.address, e)
+            replica.down_until = time.monotonic() + self.down_s
+            replica.load = None
+
+    def ranked(self) -> list[Replica]:
+        """Usable replicas, least loaded first."""
+        return sorted((r for r in self.replicas.values() if r.up), key=Replica.score)
+
+    def mark_down(self, replica: Replica, reason: str) -> None:
+        log.warning("%s replica %s marked down: %s", self.name, replica.address, reason)
+        replica.down_until = time.monotonic() + self.down_s
+
+    async def close(self) -> None:
+        for replica in self.replicas.values():
+            await replica.channel.close()
+        self.replicas.clear()
+
+
+async def resolve_targets(targets: list[str]) -> list[str]:
+    """`host:port` targets -> one `ip:port` per address the host resolves to (IP literals pass through)."""
+    loop = asyncio.get_running_loop()
+    addresses: list[str] = []
+    for target in targets:
+        host, _, port = target.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"backend address {target!r} must be host:port")
+        host = host.strip("[]")
+        try:
+            infos = await loop.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+        except socket.gaierror as e:
+            log.warning("cannot resolve %s: %s", target, e)
+            continue
+        for info in infos:
+            ip = info[4][0]
+            address = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+            if address not in addresses:
+                addresses.append(address)
+    return addresses
+
+
+@dataclass
+class PreparedRequest:
+    """What one synthesis sends: the talker request and the codec's priming codes."""
+
+    generate: talker_pb2.GenerateRequest
+    ref_codes: bytes = b""
+    ref_code_frames: int = 0
+    text_tokens: int = 0
+
+
+class GrpcBackend(Backend):
+    """The gateway's backend over the talker, codec and reference-encoder services."""
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        talkers: list[str],
+        codecs: list[str],
+        refencs: list[str],
+        model_id: str | None = None,
+        poll_s: float = 0.5,
+        down_s: float = 2.0,
+    ) -> None:
+        model_dir = Path(model_dir)
+        self.config = load_config(model_dir)
+        self.tokenizer = TextTokenizer(model_dir)
+        self.builder = PromptBuilder(self.config, self.tokenizer.encode)
+        self.identity = model_identity(model_dir)
+        self.variant = self.config.tts_model_type
+        self.poll_s = poll_s
+        speakers = tuple(sorted(self.builder.speakers)) if self.variant == "custom_voice" else ()
+        languages = ("Auto", *(name.title() for name in self.builder.supported_languages if name != "auto"))
+        self.model_info = ModelInfo(
+            id=model_id or model_dir.resolve().name,
+            task_type=VARIANT_TASK[self.variant],  # type: ignore[arg-type]
+            sample_rate=SAMPLE_RATE,
+            output_sample_rates=OUTPUT_SAMPLE_RATES,
+            languages=languages,
+            speakers=speakers,
+            default_speaker=("vivian" if "vivian" in speakers else speakers[0]) if speakers else None,
+            max_new_tokens=4096,
+            speaker_embedding_dim=self.config.talker.hidden_size if self.variant == "base" else None,
+            created=int(time.time()),
+        )
+        self.talkers = ReplicaPool("talker", talkers, talker_pb2_grpc.TalkerServiceStub, self._check_talker, down_s)
+        self.codecs = ReplicaPool("codec", codecs, codec_pb2_grpc.CodecServiceStub, self._check_codec, down_s)
+        self.refencs = ReplicaPool(
+            "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, down_s
+        )
+        self._poller: asyncio.Task | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Discover replicas once, then keep their loads fresh in the background."""
+        await self._refresh()
+        self._poller = asyncio.create_task(self._poll_forever())
+
+    async def close(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+        for pool in (self.talkers, self.codecs, self.refencs):
+            await pool.close()
+
+    async def _refresh(self) -> None:
+        await asyncio.gather(self.talkers.refresh(), self.codecs.refresh(), self.refencs.refresh())
+
+    async def _poll_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_s)
+            try:
+                await self._refresh()
+            except Exception:
+                log.exception("backend refresh failed")
+
+    async def _check_talker(self, replica: Replica) -> None:
+        if replica.identity is None:
+            info = await replica.stub.GetModelInfo(talker_pb2.GetModelInfoRequest(), timeout=2.0)
+            replica.identity = info.model
+            replica.compatible = self._talker_compatible(info.model, replica.address)
+        replica.load = (await replica.stub.GetLoad(talker_pb2.GetLoadRequest(), timeout=2.0)).load
+
+    async def _check_codec(self, replica: Replica) -> None:
+        if replica.identity is None:
+            info = await replica.stub.GetModelInfo(codec_pb2.GetModelInfoRequest(), timeout=2.0)
+            replica.identity = info.model
+            mismatch = codec_mismatch(self.identity, info.model)
+            if mismatch:
+                log.error("codec replica %s is incompatible: %s", replica.address, mismatch)
+            replica.compatible = mismatch is None
+        replica.load = (await replica.stub.GetLoad(codec_pb2.GetLoadRequest(), timeout=2.0)).load
+
+    async def _check_refenc(self, replica: Replica) -> None:
+        info = await replica.stub.GetModelInfo(refenc_pb2.GetModelInfoRequest(), timeout=2.0)
+        replica.identity = info.model
+        mismatch = codec_mismatch(self.identity, info.model)
+        if mismatch:
+            log.error("reference encoder %s is incompatible: %s", replica.address, mismatch)
+        replica.compatible = mismatch is None
+        replica.load = common_pb2.Load(capacity=1, accepting=True)  # the encoder reports no load; spread evenly
+
+    def _talker_compatible(self, identity: common_pb2.ModelIdentity, address: str) -> bool:
+        mismatch = codec_mismatch(self.identity, identity)
+        if mismatch is None and identity.checkpoint_fingerprint != self.identity.checkpoint_fingerprint:
+            mismatch = f"checkpoint {identity.checkpoint_fingerprint!r} != {self.identity.checkpoint_fingerprint!r}"
+        if mismatch:
+            log.error("talker replica %s is incompatible: %s", address, mismatch)
+        return mismatch is None
+
+    # --- Backend ---------------------------------------------------------------------------------------------
+
+    def models(self) -> list[ModelInfo]:
+        return [self.model_info]
+
+    async def ready(self) -> bool:
+        return bool(self.talkers.ranked()) and bool(self.codecs.ranked())
+
+    async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray | Usage]:
+        prepared = await self._prepare(request)
+        talker_call, first = await self._open_talker(prepared.generate)
+        codec_call: grpc.aio.StreamStreamCall | None = None
+        pump: asyncio.Task | None = None
+        read: asyncio.Task | None = None
+        try:
+            codec_call, codec = await self._open_codec(request.request_id, prepared)
+            summary: list[talker_pb2.GenerateSummary] = []
+            pump = asyncio.create_task(self._pump(talker_call, first, codec_call, summary))
+            while True:
+                read = asyncio.ensure_future(codec_call.read())
+                waiting = {read} if pump.done() else {read, pump}
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if pump.done() and pump.exception() is not None:
+                    raise pump.exception()
+                if not read.done():
+                    await read  # the pump finished cleanly: the codec still owes audio and its summary
+                message = self._codec_result(read, codec)
+                if message is grpc.aio.EOF:
+                    raise BackendError(f"codec replica {codec.address} closed the stream without a summary")
+                kind = message.WhichOneof("kind")
+                if kind == "audio":
+                    yield decode_pcm(message.audio.pcm, common_pb2.SAMPLE_FORMAT_PCM_F32LE)
+                elif kind == "summary":
+                    break
+            await pump
+            frames = summary[0].num_frames if summary else 0
+            yield Usage(prepared.text_tokens, prepared.ref_code_frames, frames)
+        finally:
+            # One place cancels everything: normal end, error, client disconnect (aclose) or deadline.
+            talker_call.cancel()
+            if codec_call is not None:
+                codec_call.cancel()
+            for task in (pump, read):
+                if task is not None and not task.done():
+                    task.cancel()
+
+    def _codec_result(self, read: asyncio.Future, codec: Replica) -> codec_pb2.DecodeResponse:
+        try:
+            return read.result()
+        except grpc.aio.AioRpcError as e:
+            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+                self.codecs.mark_down(codec, e.details() or e.code().name)
+            raise BackendError(f"codec failed mid-stream: {e.code().name}: {e.details()}") from None
+
+    async def _pump(self, talker_call, first, codec_call, summary: list) -> None:
+        """Talker chunks -> codec writes; the talker's summary ends the codec's input."""
+        message = first
+        try:
+            while message is not grpc.aio.EOF:
+                kind = message.WhichOneof("kind")
+                if kind == "chunk":
+                    await codec_call.write(codec_pb2.DecodeRequest(chunk=message.chunk))
+                elif kind == "summary":
+                    summary.append(message.summary)
+                    break
+                message = await talker_call.read()
+            else:
+                raise BackendError("talker closed the stream without a summary")
+            await codec_call.done_writing()
+        except grpc.aio.AioRpcError as e:
+            raise BackendError(f"talker failed mid-stream: {e.code().name}: {e.details()}") from None
+
+    async def _open_talker(self, generate: talker_pb2.GenerateRequest):
+        """Open Generate on the least-loaded talker that admits it; returns (call, first message)."""
+        retry_after: float | None = None
+        tried = 0
+        for replica in self.talkers.ranked():
+            tried += 1
+            replica.picked += 1
+            call = replica.stub.Generate(generate)
+            try:
+                return call, await call.read()
+            except grpc.aio.AioRpcError as e:
+                code = e.code()
+                if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    retry_after = min(retry_after or 1e9, _retry_after_s(await call.trailing_metadata()))
+                    continue
+                if code == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise InvalidRequest(f"talker refused the request: {e.details()}") from None
+                if code == grpc.StatusCode.FAILED_PRECONDITION:
+                    replica.compatible = False
+                self.talkers.mark_down(replica, f"{code.name}: {e.details()}")
+            except BaseException:
+                call.cancel()
+                raise
+        if retry_after is not None:
+            raise Overloaded(retry_after=retry_after)
+        raise Unavailable(f"no talker replica is available (tried {tried})")
+
+    async def _open_codec(self, request_id: str, prepared: PreparedRequest):
+        """Open Decode on the least-loaded codec that admits it, primed with the reference codes."""
+        opening = codec_pb2.DecodeOpen(
+            request_id=request_id,
+            model=self.identity,
+            sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE,
+            ref_codes=prepared.ref_codes,
+            ref_code_frames=prepared.ref_code_frames,
+        )
+        full = False
+        for replica in self.codecs.ranked():
+            replica.picked += 1
+            call = replica.stub.Decode()
+            try:
+                await call.write(codec_pb2.DecodeRequest(open=opening))
+                started = await call.read()
+                if started is grpc.aio.EOF or started.WhichOneof("kind") != "started":
+                    raise BackendError(f"codec replica {replica.address} did not start the stream")
+                if started.started.sample_rate != SAMPLE_RATE:
+                    raise BackendError(f"codec sample rate {started.started.sample_rate} != {SAMPLE_RATE}")
+                return call, replica
+            except grpc.aio.AioRpcError as e:
+                call.cancel()
+                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    full = True
+                    continue
+                if e.code() == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise InvalidRequest(f"codec refused the request: {e.details()}") from None
+                self.codecs.mark_down(replica, f"{e.code().name}: {e.details()}")
+            except BaseException:
+                call.cancel()
+                raise
+        if full:
+            raise Overloaded("all codec replicas are at capacity")
+        raise Unavailable("no codec replica is available")
+
+    # --- request -> prompt -----------------------------------------------------------------------------------
+
+    async def _prepare(self, request: SynthesisRequest) -> PreparedRequest:
+        ref_codes, x_vector, ref_text = None, None, request.ref_text
+        if request.task_type == "Base":
+            if request.speaker_embedding is not None:
+                x_vector = torch.tensor(request.speaker_embedding, dtype=torch.float32)
+            else:
+                source = (
+                    {"audio": request.ref_audio} if request.ref_audio is not None else {"voice_name": request.voice}
+                )
+                encoded = await self._encode(request.request_id, source)
+                ref_text = ref_text or encoded.ref_text or None
+                x_vector = torch.from_numpy(unpack_vector(encoded.x_vector, encoded.x_vector_dim).copy())
+                ref_codes = torch.from_numpy(unpack_codes(encoded.ref_codes, encoded.ref_code_frames, 16).copy())
+        x_only = request.x_vector_only_mode or (request.task_type == "Base" and not ref_text)
+        speech = SpeechRequest(
+            text=request.text,
+            task_type=request.task_type,
+            language=request.language,
+            speaker=request.voice if request.task_type == "CustomVoice" else None,
+            instructions=request.instructions,
+            ref_text=None if x_only else ref_text,
+            ref_codes=None if x_only else ref_codes,
+            x_vector=x_vector,
+            x_vector_only=x_only and request.task_type == "Base",
+            non_streaming_mode=request.non_streaming_mode,
+        )
+        try:
+            prompt = await asyncio.to_thread(self.builder.build, speech)
+        except PromptError as e:
+            raise InvalidRequest(str(e)) from None
+        wire = prompt_to_proto(prompt)
+        generate = talker_pb2.GenerateRequest(
+            request_id=request.request_id,
+            expected_model=self.identity,
+            prompt=wire,
+            sampling=_sampling(request),
+            max_new_tokens=request.max_new_tokens or 0,
+            chunk_plan=talker_pb2.ChunkPlan(initial_chunk_frames=request.initial_codec_chunk_frames or 0),
+        )
+        if request.seed is not None:
+            generate.seed = request.seed % 2**64
+        frames = wire.ref_code_frames
+        return PreparedRequest(generate, wire.ref_codes, frames, len(prompt) + len(prompt.trailing_ids) - frames)
+
+    async def _encode(self, request_id: str, source: dict) -> refenc_pb2.EncodeResponse:
+        message = refenc_pb2.EncodeRequest(request_id=request_id, want_x_vector=True, **source)
+        for replica in self.refencs.ranked():
+            try:
+                return await replica.stub.Encode(message, timeout=60.0)
+            except grpc.aio.AioRpcError as e:
+                _raise_for_client_error(e)
+                self.refencs.mark_down(replica, f"{e.code().name}: {e.details()}")
+        raise Unavailable("no reference encoder replica is available")
+
+    # --- voices ----------------------------------------------------------------------------------------------
+
+    async def _refenc_call(self, method: str, message):
+        for replica in self.refencs.ranked():
+            try:
+                return await getattr(replica.stub, method)(message, timeout=30.0)
+            except grpc.aio.AioRpcError as e:
+                _raise_for_client_error(e)
+                self.refencs.mark_down(replica, f"{e.code().name}: {e.details()}")
+        raise Unavailable("no reference encoder replica is available")
+
+    async def list_voices(self) -> list[VoiceInfo]:
+        try:
+            response = await self._refenc_call("ListVoices", refenc_pb2.ListVoicesRequest())
+        except Unavailable:
+            return []  # no registry (no Redis) or no encoder: there are no uploaded voices to offer
+        return [_voice_info(v) for v in response.voices]
+
+    async def register_voice(self, upload: VoiceUpload) -> VoiceInfo:
+        try:
+            await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=upload.name))
+        except NotFound:
+            pass
+        response = await self._refenc_call(
+            "RegisterVoice",
+            refenc_pb2.RegisterVoiceRequest(
+                name=upload.name,
+                audio=upload.audio,
+                ref_text=upload.ref_text or "",
+                consent_id=upload.consent,
+                description=upload.speaker_description or "",
+            ),
+        )
+        info = _voice_info(response.voice)
+        return VoiceInfo(
+            info.name, info.consent, info.created_at, len(upload.audio), upload.mime_type, info.ref_text,
+            info.speaker_description,
+        )  # fmt: skip
+
+    async def delete_voice(self, name: str) -> None:
+        await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=name))
+
+
+def _raise_for_client_error(e: grpc.aio.AioRpcError) -> None:
+    """Map a reference encoder's answer about the request itself (not about the replica) to a BackendError."""
+    code = e.code()
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        raise InvalidRequest(e.details() or "invalid reference audio", "ref_audio")
+    if code == grpc.StatusCode.NOT_FOUND:
+        raise NotFound(e.details() or "not found")
+    if code == grpc.StatusCode.ALREADY_EXISTS:
+        raise InvalidRequest(e.details() or "already exists", "name")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        raise InvalidRequest(e.details() or "registry full", "name")
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        raise Unavailable(e.details() or "the reference encoder cannot serve this")
+
+
+def _retry_after_s(metadata) -> float:
+    for key, value in metadata or ():
+        if key == "retry-after-ms":
+            try:
+                return max(0.0, float(value) / 1000)
+            except ValueError:
+                break
+    return 1.0
+
+
+def _sampling(request: SynthesisRequest) -> talker_pb2.SamplingParams:
+    params = talker_pb2.SamplingParams()
+    if "temperature" in request.sampling:
+        temperature = float(request.sampling["temperature"])
+        if temperature == 0:
+            params.do_sample = False  # temperature 0 means greedy, as in OpenAI-style APIs
+        else:
+            params.temperature = temperature
+    if "top_p" in request.sampling:
+        params.top_p = float(request.sampling["top_p"])
+    if "top_k" in request.sampling:
+        params.top_k = max(0, int(request.sampling["top_k"]))  # -1 (off) is the talker's 0
+    return params
+
+
+def _voice_info(voice: refenc_pb2.Voice) -> VoiceInfo:
+    return VoiceInfo(
+        name=voice.name,
+        consent=voice.consent_id,
+        created_at=voice.created_unix_ms // 1000,
+        file_size=0,
+        mime_type="audio/wav",
+        ref_text=voice.ref_text or None,
+        speaker_description=voice.description or None,
+    )
