@@ -82,9 +82,19 @@ class TalkerRunner:
     def prefill(self, slot: int, prompt: TalkerPrompt, params: SamplingParams, chunk_size: int | None = None) -> None:
         """Reset `slot`, run the prompt through the talker (in chunks of `chunk_size` positions) and draw the
         first codebook-0 id."""
+        x = self.begin_prefill(slot, prompt, params)
+        step = chunk_size or len(prompt)
+        for start in range(0, len(prompt), step):
+            self.prefill_chunk(slot, x, start, min(start + step, len(prompt)))
+
+    @torch.no_grad()
+    def begin_prefill(self, slot: int, prompt: TalkerPrompt, params: SamplingParams) -> torch.Tensor:
+        """Reset `slot` for a new request; returns its prompt embeddings [L, H] for `prefill_chunk`."""
         length = len(prompt)
         if not 0 <= slot < self.num_slots:
             raise ValueError(f"slot {slot} is outside [0, {self.num_slots})")
+        if length == 0:
+            raise ValueError("the prompt is empty")
         if length + params.max_new_tokens > self.max_len:
             raise ValueError(
                 f"prompt length {length} + max_new_tokens {params.max_new_tokens} exceeds the slot length "
@@ -94,19 +104,23 @@ class TalkerRunner:
         self.sampling.set(slot, params)
         self.seen[slot] = False
         self.drawn[slot] = 0
+        self.finished[slot] = False
         self.trailing[slot] = self.tts_pad_id
         self.trailing[slot, : trailing.numel()] = trailing.to(self.device)
         self.trailing_len[slot] = trailing.numel()
+        return self.embed_prompt(prompt)
 
-        x = self.embed_prompt(prompt)[None]
+    @torch.no_grad()
+    def prefill_chunk(self, slot: int, x: torch.Tensor, start: int, end: int) -> None:
+        """Run prompt positions start..end-1 of `slot` (chunks in order); the chunk that reaches the end of the
+        prompt draws the first codebook-0 id. Chunked prefill lets a scheduler interleave long prompts with
+        decode steps of other slots."""
         slots = torch.tensor([slot], device=self.device)
-        step = chunk_size or length
-        for start in range(0, length, step):
-            end = min(start + step, length)
-            positions = torch.arange(start, end, device=self.device)[None]
-            hidden = self.talker(x[:, start:end], positions, self.cache, slots, kv_len=end)
-        self.next_pos[slot] = length
-        self._draw_talker(slots, hidden[:, -1])
+        positions = torch.arange(start, end, device=self.device)[None]
+        hidden = self.talker(x[None, start:end], positions, self.cache, slots, kv_len=end)
+        if end == x.shape[0]:
+            self.next_pos[slot] = end
+            self._draw_talker(slots, hidden[:, -1])
 
     # ---- decoding ----
 
