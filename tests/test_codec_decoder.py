@@ -36,7 +36,7 @@ def random_codes(frames: int, seed: int) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
-    """{"ours": dir, "reference": dir} and the reference's decode of LENGTHS codes on each (one reference run)."""
+    """Checkpoint dirs by name and the reference's decode of LENGTHS codes on each (one reference run)."""
     root = tmp_path_factory.mktemp("codec")
     ours = write_tiny_speech_tokenizer(root / "ours", seed=0)
     theirs = root / "reference"
@@ -46,26 +46,30 @@ def checkpoints(tmp_path_factory):
         np.save(path, random_codes(n, seed=100 + i).numpy())
         code_files.append(str(path))
     save = {"op": "save", "out": str(theirs), "seed": 7, "encoder_config": TINY_ENCODER, "decoder_config": TINY_DECODER}
+    # Grouped-query attention (2 heads, 1 K/V head) is not in the released config but is in the reference code.
+    gqa = write_tiny_speech_tokenizer(root / "gqa", seed=1, decoder_num_key_value_heads=1)
     # The reference pads a batch to its longest member, so the 300-frame one is decoded on its own.
     ops = [save]
     for model in (ours, theirs):
         ops += [{"op": "decode", "model": str(model), "codes": code_files[:1]}]
         ops += [{"op": "decode", "model": str(model), "codes": code_files[1:]}]
+    ops += [{"op": "decode", "model": str(gqa), "codes": code_files[1:]}]
     out = run_reference("ref_codec.py", {"ops": ops})
     wavs = {
-        "ours": [out["1.wav_0"], out["2.wav_0"], out["2.wav_1"]],
-        "reference": [out["3.wav_0"], out["4.wav_0"], out["4.wav_1"]],
+        "ours": {0: out["1.wav_0"], 1: out["2.wav_0"], 2: out["2.wav_1"]},
+        "reference": {0: out["3.wav_0"], 1: out["4.wav_0"], 2: out["4.wav_1"]},
+        "gqa": {1: out["5.wav_0"], 2: out["5.wav_1"]},
     }
-    return {"ours": ours, "reference": theirs}, wavs
+    return {"ours": ours, "reference": theirs, "gqa": gqa}, wavs
 
 
-@pytest.mark.parametrize("which", ["ours", "reference"])
+@pytest.mark.parametrize("which", ["ours", "reference", "gqa"])
 def test_whole_decode_matches_reference(checkpoints, which):
     dirs, wavs = checkpoints
     decoder = load_codec_decoder(dirs[which])
-    for i, n in enumerate(LENGTHS):
+    for i, ref in wavs[which].items():
+        n = LENGTHS[i]
         wav = decoder.decode(random_codes(n, seed=100 + i)[None])[0].numpy()
-        ref = wavs[which][i]
         assert wav.shape == ref.shape == (n * 1920,)
         assert np.abs(wav - ref).max() < 1e-4, f"{which}, {n} frames"
         # The comparison means something only if the audio is not silent or clipped everywhere.
