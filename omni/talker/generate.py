@@ -65,7 +65,7 @@ class Synthesizer:
         self.device = device
         self.runner: TalkerRunner | None = None
 
-    def _runner(self, num_slots: int, max_len: int) -> TalkerRunner:
+    def runner_for(self, num_slots: int, max_len: int) -> TalkerRunner:
         """A runner with at least this many slots and positions (the K/V cache is sized to the work)."""
         r = self.runner
         if r is None or r.num_slots < num_slots or r.max_len < max_len:
@@ -90,4 +90,4 @@ class Synthesizer:
         prompts = [self.builder.build(r) for r in requests]
         params = [self.sampling_params(o) for o in options]
         max_len = max(len(pr) + p.max_new_tokens for pr, p in zip(prompts, params, strict=True))
-        return generate_codes(self._runner(len(prompts), max_len), prompts, params)
+        return generate_codes(self.runner_for(len(prompts), max_len), prompts, params)

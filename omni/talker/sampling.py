@@ -175,6 +175,11 @@ def uniform(seed: torch.Tensor, counter: torch.Tensor, n: int) -> torch.Tensor:
     return (bits.to(torch.float32) + 0.5) * (1.0 / (1 << 24))
 
 
+def warp(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """The sampling-only warpers, in order: temperature -> top-k -> top-p."""
+    return apply_top_p(apply_top_k(apply_temperature(logits, temperature), top_k), top_p)
+
+
 def draw(
     logits: torch.Tensor,
     do_sample: torch.Tensor,
@@ -186,10 +191,24 @@ def draw(
 ) -> torch.Tensor:
     """Processed logits [B, V] -> ids [B]: warp + Gumbel-max where do_sample, else argmax of the input."""
     greedy = logits.argmax(dim=-1)
-    warped = apply_top_p(apply_top_k(apply_temperature(logits, temperature), top_k), top_p)
     gumbel = -torch.log(-torch.log(uniform(seed, counter, logits.shape[-1])))
-    sampled = (warped + gumbel).argmax(dim=-1)
+    sampled = (warp(logits, temperature, top_k, top_p) + gumbel).argmax(dim=-1)
     return torch.where(do_sample, sampled, greedy)
+
+
+def talker_scores(
+    logits: torch.Tensor,
+    penalty: torch.Tensor,
+    seen: torch.Tensor,
+    generated: torch.Tensor,
+    min_new_tokens: torch.Tensor,
+    suppressed: torch.Tensor,
+    eos_id: int,
+) -> torch.Tensor:
+    """The talker's processors, in order: repetition penalty -> min new tokens (EOS blocked) -> suppressed ids."""
+    x = apply_repetition_penalty(logits.float(), seen, penalty)
+    x = block_eos(x, eos_id, generated, min_new_tokens)
+    return suppress(x, suppressed)
 
 
 def sample_talker(
@@ -202,9 +221,9 @@ def sample_talker(
     eos_id: int,
 ) -> torch.Tensor:
     """Codebook-0 ids [B] for the rows of `slots`; `generated` [B] counts the codebook-0 ids drawn so far."""
-    x = apply_repetition_penalty(logits.float(), seen, params.repetition_penalty[slots])
-    x = block_eos(x, eos_id, generated, params.min_new_tokens[slots])
-    x = suppress(x, suppressed)
+    x = talker_scores(
+        logits, params.repetition_penalty[slots], seen, generated, params.min_new_tokens[slots], suppressed, eos_id
+    )
     counter = generated * DRAWS_PER_FRAME
     return draw(
         x,

@@ -1,14 +1,17 @@
 """Reference (qwen-tts 0.1.1) side of the generation parity tests; runs in the reference venv.
 
-Usage: python ref_generate.py JOB.json OUT.npz. The job is {"model_dir", "tasks": [...]}: the checkpoint is
-loaded once with the official wrapper `Qwen3TTSModel.from_pretrained` (eager attention, fp32) and every
-task runs through the wrapper's own entry point (generate_custom_voice / generate_voice_design /
+Usage: python ref_generate.py JOB.json OUT.npz. The job is {"tasks": [...]}, run in order in one process.
+A task {"action": "save", ...} writes a checkpoint with the reference's own classes (`save_pretrained`, via
+ref_talker.py's "save"). Any other task generates: its "model_dir" is loaded once (cached) with the official
+wrapper `Qwen3TTSModel.from_pretrained` (eager attention, fp32) and the task runs through the wrapper's own
+entry point (generate_custom_voice / generate_voice_design /
 generate_voice_clone), so its templates, validation and defaults apply. Only the final waveform decode is
 skipped (the codec has its own parity tests). Outputs are named "<task index>/<name>".
 
 Task fields: "variant" (custom_voice | voice_design | base), "text", "language" (default "Auto"),
 "speaker", "instruct", "ref_text", "ref_codes" [[16]...], "x_vector" [H], "x_vector_only",
-"non_streaming_mode", "greedy" (do_sample=False, subtalker_dosample=False), "seed", "max_new_tokens".
+"non_streaming_mode", "greedy" (do_sample=False, subtalker_dosample=False), "seed", "max_new_tokens";
+or "ref_audio" (a file path) instead of ref_codes / x_vector, which the wrapper then encodes itself.
 
 Outputs per task:
   codes [frames, 16] int64     the returned codes (trimmed at EOS, as the official generate does)
@@ -85,14 +88,18 @@ def run_task(tts: Qwen3TTSModel, task: dict) -> dict[str, np.ndarray]:
             tts.generate_voice_design(text=task["text"], instruct=task.get("instruct") or "", language=language, **gen)
         elif variant == "base":
             xvec_only = bool(task.get("x_vector_only", False))
-            item = VoiceClonePromptItem(
-                ref_code=None if xvec_only else torch.tensor(task["ref_codes"], dtype=torch.long),
-                ref_spk_embedding=torch.tensor(task["x_vector"], dtype=torch.float32),
-                x_vector_only_mode=xvec_only,
-                icl_mode=not xvec_only,
-                ref_text=task.get("ref_text"),
-            )
-            tts.generate_voice_clone(text=task["text"], language=language, voice_clone_prompt=[item], **gen)
+            if task.get("ref_audio"):
+                voice = dict(ref_audio=task["ref_audio"], ref_text=task.get("ref_text"), x_vector_only_mode=xvec_only)
+            else:
+                item = VoiceClonePromptItem(
+                    ref_code=None if xvec_only else torch.tensor(task["ref_codes"], dtype=torch.long),
+                    ref_spk_embedding=torch.tensor(task["x_vector"], dtype=torch.float32),
+                    x_vector_only_mode=xvec_only,
+                    icl_mode=not xvec_only,
+                    ref_text=task.get("ref_text"),
+                )
+                voice = dict(voice_clone_prompt=[item])
+            tts.generate_voice_clone(text=task["text"], language=language, **voice, **gen)
         else:
             raise ValueError(f"unknown variant {variant!r}")
     except (ValueError, NotImplementedError, KeyError) as e:
@@ -111,10 +118,19 @@ def run_task(tts: Qwen3TTSModel, task: dict) -> dict[str, np.ndarray]:
 
 def main() -> None:
     job = json.loads(Path(sys.argv[1]).read_text())
-    tts = load(job["model_dir"])
+    models: dict[str, Qwen3TTSModel] = {}
     results: dict[str, np.ndarray] = {}
     for i, task in enumerate(job["tasks"]):
-        for name, value in run_task(tts, task).items():
+        if task.get("action") == "save":
+            from ref_talker import save  # the talker engineer's writer of reference checkpoints
+
+            outputs = save(task)
+        else:
+            model_dir = task.get("model_dir") or job["model_dir"]
+            if model_dir not in models:
+                models[model_dir] = load(model_dir)
+            outputs = run_task(models[model_dir], task)
+        for name, value in outputs.items():
             results[f"{i}/{name}"] = value
     np.savez(sys.argv[2], **results)
 
