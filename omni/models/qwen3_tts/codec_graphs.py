@@ -1,0 +1,158 @@
+"""CUDA graphs of the codec decode step, one per (batch bucket, chunk length), over the slots of one CodecState.
+
+`CodecDecoder.decode_streams` launches a few hundred kernels per step from Python; at streaming chunk sizes the
+GPU waits on those launches. Here the same step (`codec_step`: the math of `decode_streams` with its inputs
+already on the device and no host work) is captured once per (bucket, chunk length) and replayed.
+
+Static inputs per graph: codes [bucket, chunk, 16], rows [bucket] (state slots), frames [bucket] (valid frames per
+row). A call with fewer streams than its bucket fills the spare rows with the state's last slot, reserved as
+scratch, and 0 frames: a row with 0 frames leaves its state unchanged, so all scratch rows write back the same
+values. A call whose chunks are shorter than the graph's chunk length is right-padded, exactly as
+`decode_streams` pads (every layer is causal and each row's state is taken behind its own valid end).
+"""
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecState, SnakeBeta, _Batch
+
+
+def codec_step(
+    decoder: CodecDecoder,
+    state: CodecState,
+    codes: torch.Tensor,
+    rows: torch.Tensor,
+    frames: torch.Tensor,
+    mark: Callable[[str], None] | None = None,
+) -> torch.Tensor:
+    """One decode step of rows `rows` on device tensors: codes [B, T, 16] -> waveform [B, T*1920]; updates state.
+
+    Same math as `CodecDecoder.decode_streams` (no checks, no host work), so it can be captured in a CUDA graph.
+    `mark(stage)` is called after each stage (the benchmark records CUDA events there).
+    """
+    mark = mark or (lambda stage: None)
+    batch = _Batch(frames, [h[rows] for h in state.history])
+    x = decoder.quantizer(codes)  # [B, codebook_dim, T]
+    mark("rvq")
+    x = decoder.pre_conv(x, batch).transpose(1, 2)
+    x, key, value, key_positions = decoder.pre_transformer(
+        x, state.positions[rows], state.key[:, rows], state.value[:, rows], state.key_positions[rows], frames
+    )
+    x = x.transpose(1, 2)
+    mark("transformer")
+    for transposed, convnext in decoder.upsample:
+        x = convnext(transposed(x, batch), batch)
+    mark("upsample")
+    x = decoder.decoder[0](x, batch)
+    mark("vocoder.in_conv")
+    for i, block in enumerate(decoder.decoder[1:-2]):
+        x = block(x, batch)
+        mark(f"vocoder.block{i}")
+    wav = decoder.decoder[-1](decoder.decoder[-2](x), batch).clamp(-1, 1)[:, 0]
+    state.positions[rows] += frames
+    state.key[:, rows] = key
+    state.value[:, rows] = value
+    state.key_positions[rows] = key_positions
+    for h, new in zip(state.history, batch.history, strict=True):
+        h[rows] = new
+    mark("vocoder.out")
+    return wav
+
+
+def fuse_snakebeta(decoder: CodecDecoder) -> int:
+    """Run every SnakeBeta of `decoder` through the fused Triton kernel (CUDA only); returns how many."""
+    from omni.kernels.snakebeta import snakebeta
+
+    count = 0
+    for module in decoder.modules():
+        if isinstance(module, SnakeBeta):
+            module.forward = lambda x, m=module: snakebeta(x, m.alpha, m.beta)
+            count += 1
+    return count
+
+
+class CodecGraphs:
+    """Captured codec steps over `state`; its last slot is scratch for padding rows (use slots 0..num_slots-2)."""
+
+    def __init__(
+        self,
+        decoder: CodecDecoder,
+        state: CodecState,
+        buckets: Sequence[int] = (16, 64, 256),
+        chunk_lengths: Sequence[int] = (1, 15),
+    ):
+        if state.key.device.type != "cuda":
+            raise ValueError("CodecGraphs needs the decoder and its state on a CUDA device")
+        if max(buckets) > state.num_slots - 1:
+            raise ValueError(f"CodecGraphs: bucket {max(buckets)} needs a state of at least {max(buckets) + 1} slots")
+        self.decoder = decoder
+        self.state = state
+        self.scratch = state.num_slots - 1
+        self.buckets = sorted(buckets)
+        self.chunk_lengths = sorted(chunk_lengths)
+        self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]] = {}
+        pool = torch.cuda.graph_pool_handle()
+        # Largest first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
+        for b in reversed(self.buckets):
+            for t in reversed(self.chunk_lengths):
+                self.graphs[b, t] = self._capture(b, t, pool)
+
+    @torch.no_grad()
+    def _capture(self, bucket: int, chunk: int, pool) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+        device = self.state.key.device
+        io = {
+            "codes": torch.zeros(bucket, chunk, 16, dtype=torch.long, device=device),
+            "rows": torch.full((bucket,), self.scratch, dtype=torch.long, device=device),
+            "frames": torch.zeros(bucket, dtype=torch.long, device=device),
+        }
+        # Warm up on a side stream (library handles, autotuning), scratch rows only: real slots are not touched.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                codec_step(self.decoder, self.state, io["codes"], io["rows"], io["frames"])
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            io["wav"] = codec_step(self.decoder, self.state, io["codes"], io["rows"], io["frames"])
+        return graph, io
+
+    def pick(self, streams: int, frames: int) -> tuple[int, int] | None:
+        """The smallest captured (bucket, chunk length) that holds `streams` rows of up to `frames` frames."""
+        b = next((b for b in self.buckets if b >= streams), None)
+        t = next((t for t in self.chunk_lengths if t >= frames), None)
+        return None if b is None or t is None else (b, t)
+
+    @torch.no_grad()
+    def decode_streams(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
+        """As `CodecDecoder.decode_streams(state, slots, chunks)`, replaying a graph when one fits (else eager)."""
+        if len(set(slots)) != len(slots):
+            raise ValueError(f"CodecGraphs: a slot appears twice in {slots}")
+        for s in slots:
+            if not 0 <= s < self.scratch:
+                raise ValueError(
+                    f"CodecGraphs: slot {s} outside 0..{self.scratch - 1} (slot {self.scratch} is scratch)"
+                )
+        lengths = [c.shape[0] for c in chunks]
+        key = self.pick(len(slots), max(lengths)) if slots and len(slots) == len(chunks) else None
+        if key is None or max(lengths) == 0:
+            return self.decoder.decode_streams(self.state, slots, chunks)
+        for c in chunks:
+            self.decoder._check_codes(c, dims=2, check_range=False)
+        graph, io = self.graphs[key]
+        n, t = len(slots), max(lengths)
+        device = io["codes"].device
+        codes = pad_sequence([c.to(device=device, dtype=torch.long) for c in chunks], batch_first=True)
+        self.decoder._check_codes(codes, dims=3)
+        io["codes"].zero_()
+        io["codes"][:n, :t] = codes
+        io["rows"][:n] = torch.tensor(slots, dtype=torch.long).to(device, non_blocking=True)
+        io["rows"][n:] = self.scratch
+        io["frames"][:n] = torch.tensor(lengths, dtype=torch.long).to(device, non_blocking=True)
+        io["frames"][n:] = 0
+        graph.replay()
+        wav = io["wav"][:n].clone()  # the static output is overwritten by the next replay
+        spf = self.decoder.samples_per_frame
+        return [wav[i, : m * spf] for i, m in enumerate(lengths)]

@@ -1,0 +1,76 @@
+"""The captured codec step (`codec_step`) is the math of `decode_streams`: checked eagerly on CPU.
+
+Graph capture itself needs CUDA; tools/bench_codec.py checks graph replay == eager on the GPU.
+"""
+
+import pytest
+import torch
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
+from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step
+
+
+@pytest.fixture(scope="module")
+def decoder():
+    cfg = CodecDecoderConfig(**{**TINY_DECODER, "sliding_window": 8})
+    model = CodecDecoder(cfg)
+    state = tiny_decoder_state(cfg, torch.Generator().manual_seed(5))
+    model.load_state_dict({k.removeprefix("decoder."): v for k, v in state.items()})
+    return model.eval()
+
+
+# fp32; 1e-5 as in test_codec_streaming.py: a different batch size changes the convolutions' summation order.
+
+
+def codes(frames: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, 2048, (frames, 16), generator=torch.Generator().manual_seed(seed))
+
+
+def test_codec_step_equals_decode_streams_with_padding_rows(decoder):
+    # Slots 2 and 0 stream 3 chunks of 3, 1 and 2 frames (chunk lengths vary inside a padded step), beside two
+    # padding rows on the scratch slot 4 with 0 frames, as a graph bucket of 4 would run them.
+    eager, stepped = decoder.new_state(5), decoder.new_state(5)
+    streams = {2: codes(6, 1), 0: codes(6, 2)}
+    plan = [(3, 3), (1, 2), (2, 1)]
+    done = {s: 0 for s in streams}
+    for sizes in plan:
+        chunks = [streams[s][done[s] : done[s] + n] for s, n in zip(streams, sizes, strict=True)]
+        want = decoder.decode_streams(eager, list(streams), chunks)
+        t = max(sizes)
+        padded = torch.zeros(4, t, 16, dtype=torch.long)
+        for i, c in enumerate(chunks):
+            padded[i, : c.shape[0]] = c
+        rows = torch.tensor([*streams, 4, 4])
+        frames = torch.tensor([*sizes, 0, 0])
+        with torch.no_grad():
+            wav = codec_step(decoder, stepped, padded, rows, frames)
+        for i, w in enumerate(want):
+            torch.testing.assert_close(wav[i, : w.shape[0]], w, rtol=0, atol=1e-5)
+        for s, n in zip(streams, sizes, strict=True):
+            done[s] += n
+    rows = [0, 2]
+    assert torch.equal(eager.positions[rows], stepped.positions[rows])
+    assert torch.equal(eager.key_positions[rows], stepped.key_positions[rows])
+    torch.testing.assert_close(eager.key[:, rows], stepped.key[:, rows], rtol=0, atol=1e-5)
+    torch.testing.assert_close(eager.value[:, rows], stepped.value[:, rows], rtol=0, atol=1e-5)
+    for a, b in zip(eager.history, stepped.history, strict=True):
+        torch.testing.assert_close(a[rows], b[rows], rtol=1e-4, atol=1e-5)  # vocoder activations, larger
+    # Rows with 0 frames leave the scratch slot as it was (all zero: a fresh state).
+    assert int(stepped.positions[4]) == 0 and torch.all(stepped.key_positions[4] == -1)
+    assert torch.all(stepped.key[:, 4] == 0) and torch.all(stepped.value[:, 4] == 0)
+    assert all(torch.all(h[4] == 0) for h in stepped.history)
+
+
+def test_codec_step_marks_every_stage(decoder):
+    state = decoder.new_state(2)
+    seen = []
+    with torch.no_grad():
+        codec_step(decoder, state, codes(3, 7)[None], torch.tensor([0]), torch.tensor([3]), mark=seen.append)
+    blocks = [f"vocoder.block{i}" for i in range(len(decoder.cfg.upsample_rates))]
+    assert seen == ["rvq", "transformer", "upsample", "vocoder.in_conv", *blocks, "vocoder.out"]
+
+
+def test_graphs_need_cuda_and_a_scratch_slot(decoder):
+    with pytest.raises(ValueError, match="CUDA"):
+        CodecGraphs(decoder, decoder.new_state(17), buckets=(16,), chunk_lengths=(1,))
