@@ -12,6 +12,8 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -201,12 +203,6 @@ def omni_parser():
     return build_parser()
 
 
-def available_commands() -> set[str]:
-    parser = omni_parser()
-    (sub,) = [a for a in parser._actions if a.dest == "command"]
-    return set(sub.choices)
-
-
 @pytest.mark.parametrize("component", BACKENDS)
 def test_backend_ports_probes_and_args(default: list[dict], component: str) -> None:
     c = container(default, component)
@@ -228,14 +224,16 @@ def test_backend_ports_probes_and_args(default: list[dict], component: str) -> N
     assert (ROOT / "deploy" / "qwen3-tts-1.7b-h200.yaml").is_file()
 
 
-@pytest.mark.parametrize("component", BACKENDS)
+@pytest.mark.parametrize("component", COMPONENTS)
 def test_rendered_args_parse_with_the_omni_cli(default: list[dict], component: str) -> None:
-    if component not in available_commands():
-        pytest.xfail(f"`omni {component}` is not implemented yet")
     c = container(default, component)
     args = omni_parser().parse_args(c["args"])
-    assert int(args.port) == port(c, "grpc") and int(args.metrics_port) == port(c, "metrics")
-    assert args.host == "0.0.0.0" and args.model == "/models/Qwen3-TTS-12Hz-1.7B-CustomVoice"
+    assert args.command == component and args.host == "0.0.0.0"
+    assert args.model == "/models/Qwen3-TTS-12Hz-1.7B-CustomVoice"
+    if component == "gateway":
+        assert int(args.port) == port(c, "http") and int(args.grpc_port) == port(c, "grpc")
+    else:
+        assert int(args.port) == port(c, "grpc") and int(args.metrics_port) == port(c, "metrics")
 
 
 def test_gateway_probes_hit_real_routes(default: list[dict]) -> None:
@@ -252,12 +250,16 @@ def test_gateway_probes_hit_real_routes(default: list[dict]) -> None:
         assert c[probe]["httpGet"] == {"path": path, "port": "http"} and path in routes
     annotations = one(default, "Deployment", "omni-gateway")["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/port"] == str(http) and annotations["prometheus.io/path"] in routes
-    # the gateway reaches every backend through its headless Service
-    e = env(c)
+    # the gateway reaches every backend through its headless Service (one address per ready pod)
     for backend in BACKENDS:
-        assert e[f"OMNI_GATEWAY_{backend.upper()}_ADDRESS"] == (
-            f"dns:///omni-{backend}.tts.svc.cluster.local:{port(container(default, backend), 'grpc')}"
-        )
+        target = arg(c, f"--{backend}s")
+        assert target == f"omni-{backend}.tts.svc.cluster.local:{port(container(default, backend), 'grpc')}"
+    service_ports = {p["name"]: p for p in one(default, "Service", "omni-gateway")["spec"]["ports"]}
+    assert service_ports["grpc"]["port"] == int(arg(c, "--grpc-port")) and service_ports["grpc"]["targetPort"] == "grpc"
+    no_grpc = container(render(gateway={"grpcPort": -1}), "gateway")
+    assert not any(a.startswith("--grpc-port") for a in no_grpc["args"]) and "grpc" not in {
+        p["name"] for p in no_grpc["ports"]
+    }
 
 
 def pod_labels(objs: list[dict]) -> dict[str, dict]:
@@ -502,24 +504,25 @@ def test_pods_run_as_non_root_with_read_only_root(default: list[dict]) -> None:
 # --- the rendered containers, run for real ----------------------------------------------------------------------------
 
 
-def local_command(c: dict, model_dir: Path, ports: dict[str, int]) -> list[str]:
-    """The container's args with its ports moved to free loopback ports and the model path to a local checkpoint."""
+def local_command(c: dict, model_dir: Path, ports: dict[str, dict[str, int]], component: str) -> list[str]:
+    """The container's args with ports moved to free loopback ports, Service names to those ports and the model
+    path to a local checkpoint; everything else exactly as rendered."""
+    mapped = {
+        "--host": "127.0.0.1",
+        "--model": str(model_dir),
+        "--port": str(ports[component]["http" if component == "gateway" else "grpc"]),
+        "--metrics-port": str(ports[component].get("metrics")),
+        "--grpc-port": str(ports[component].get("grpc")),
+        **{f"--{b}s": f"127.0.0.1:{ports[b]['grpc']}" for b in BACKENDS},
+    }
     out = []
     for a in c["args"]:
-        flag, _, value = a.partition("=")
-        if flag == "--host":
-            value = "127.0.0.1"
-        elif flag == "--port":
-            value = str(ports["grpc"])
-        elif flag == "--metrics-port":
-            value = str(ports["metrics"])
-        elif flag == "--model":
-            value = str(model_dir)
-        out.append(f"{flag}={value}" if _ else a)
+        flag, eq, _ = a.partition("=")
+        out.append(f"{flag}={mapped[flag]}" if eq else a)
     return [sys.executable, "-m", "omni.cli", *out]
 
 
-async def kubelet_grpc_probe(port_number: int, deadline_s: float, proc: subprocess.Popen) -> int:
+async def kubelet_grpc_probe(port_number: int, deadline_s: float, proc: subprocess.Popen) -> int | None:
     """What the kubelet's grpc probe does: grpc.health.v1 Check with service "" until SERVING."""
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -540,49 +543,84 @@ async def kubelet_grpc_probe(port_number: int, deadline_s: float, proc: subproce
     return status
 
 
-def test_rendered_backend_containers_start_and_answer_their_probes(tiny_model_dir) -> None:
-    """Each backend runs with exactly the rendered args and env (ports and paths mapped to the local machine):
-    the kubelet's gRPC health probe turns SERVING and the ServiceMonitor's /metrics port serves its series."""
-    objs = render(profile="qwen3-tts-0.6b-cpu")
-    components = [c for c in BACKENDS if c in available_commands()]
-    assert {"codec", "refenc"} <= set(components)
-    model_dir = tiny_model_dir("base")
-    procs = {}
+def http_status(url: str) -> int:
+    try:
+        return urllib.request.urlopen(url, timeout=5).status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+def test_rendered_containers_run_and_the_helm_test_synthesizes(tiny_model_dir, tmp_path: Path) -> None:
+    """The four containers run with exactly the rendered args and env (ports and names mapped to loopback, the
+    model to a tiny checkpoint): the kubelet's probes pass on the probed ports, every metrics endpoint serves its
+    series, and the `helm test` pod's own script completes a synthesis through the gateway."""
+    from grpc_health.v1 import health_pb2
+
+    objs = render(profile="qwen3-tts-0.6b-cpu", test={"request": {"max_new_tokens": 8}})
+    model_dir = tiny_model_dir("custom_voice")
+    ports = {c: {name: free_port() for name in ("grpc", "metrics")} for c in BACKENDS}
+    ports["gateway"] = {"http": free_port(), "grpc": free_port()}
+    procs: dict[str, subprocess.Popen] = {}
     with RedisServer() as redis:
         try:
-            for component in components:
+            for component in (*BACKENDS, "gateway"):
                 c = container(objs, component)
-                ports = {"grpc": free_port(), "metrics": free_port()}
                 rendered_env = env(c)
                 if component == "refenc":
                     assert rendered_env["OMNI_REFENC_REDIS_URL"] == "redis://omni-redis:6379/0"
                     rendered_env["OMNI_REFENC_REDIS_URL"] = redis.url  # cluster DNS -> the local server
-                rendered_env["XDG_CACHE_HOME"] = str(model_dir.parent / ".cache")
-                proc = subprocess.Popen(
-                    local_command(c, model_dir, ports),
+                rendered_env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+                procs[component] = subprocess.Popen(
+                    local_command(c, model_dir, ports, component),
                     env={**os.environ, **rendered_env},
                     cwd=ROOT,
                     stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
+                    stderr=open(tmp_path / f"{component}.log", "w"),  # noqa: SIM115 (closed with the process)
                 )
-                procs[component] = (proc, ports)
 
-            async def probe_all():
-                return await asyncio.gather(*(kubelet_grpc_probe(p["grpc"], 120, proc) for proc, p in procs.values()))
+            async def probe_backends():
+                return await asyncio.gather(*(kubelet_grpc_probe(ports[b]["grpc"], 300, procs[b]) for b in BACKENDS))
 
-            from grpc_health.v1 import health_pb2
-
-            statuses = asyncio.run(probe_all())
-            for component, status in zip(procs, statuses, strict=True):
-                proc, ports = procs[component]
-                assert status == health_pb2.HealthCheckResponse.SERVING, (component, proc.poll())
-                body = urllib.request.urlopen(f"http://127.0.0.1:{ports['metrics']}/metrics", timeout=5).read()
+            for component, status in zip(BACKENDS, asyncio.run(probe_backends()), strict=True):
+                log = (tmp_path / f"{component}.log").read_text()[-2000:]
+                assert status == health_pb2.HealthCheckResponse.SERVING, f"{component}: {log}"
+                body = urllib.request.urlopen(f"http://127.0.0.1:{ports[component]['metrics']}/metrics").read()
                 assert f"omni_{component}_".encode() in body
+
+            gateway = container(objs, "gateway")
+            base = f"http://127.0.0.1:{ports['gateway']['http']}"
+            for _ in range(600):  # the startup probe's budget, polled like the kubelet
+                if http_status(base + gateway["startupProbe"]["httpGet"]["path"]) == 200:
+                    break
+                assert procs["gateway"].poll() is None, (tmp_path / "gateway.log").read_text()[-2000:]
+                time.sleep(0.5)
+            for probe in ("readinessProbe", "livenessProbe"):
+                for _ in range(120):
+                    if http_status(base + gateway[probe]["httpGet"]["path"]) == 200:
+                        break
+                    time.sleep(0.5)
+                assert http_status(base + gateway[probe]["httpGet"]["path"]) == 200, probe
+            metrics = urllib.request.urlopen(base + "/metrics").read()
+            assert b"omni_gateway_requests_in_flight" in metrics
+
+            # the helm test pod's script, with its Service URL pointed at the local gateway
+            (test_container,) = one(objs, "Pod", "omni-test-synthesis")["spec"]["containers"]
+            test_env = env(test_container)
+            test_env["OMNI_TEST_URL"] = test_env["OMNI_TEST_URL"].replace("http://omni-gateway:80", base)
+            result = subprocess.run(
+                [sys.executable, *test_container["command"][1:], test_container["args"][0]],
+                env={**os.environ, **test_env},
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert result.returncode == 0 and "synthesis ok" in result.stdout, result.stdout + result.stderr
         finally:
-            for proc, _ in procs.values():
+            for proc in procs.values():
                 proc.terminate()
-            for proc, _ in procs.values():
+            for proc in procs.values():
                 try:
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:

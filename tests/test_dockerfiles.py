@@ -77,7 +77,7 @@ def test_final_stage_runs_omni_as_non_root(component: str) -> None:
     assert json.loads(dict(final)["CMD"]) == [component]
     exposed = {int(p) for op, a in final if op == "EXPOSE" for p in a.split()}
     chart = VALUES[component]
-    assert {chart["port"], chart.get("metricsPort", chart["port"])} <= exposed
+    assert {chart["port"], chart.get("metricsPort", chart["port"]), chart.get("grpcPort", chart["port"])} <= exposed
     if component == "gateway":  # the same image runs the reference encoder on CPU
         assert VALUES["refenc"]["image"]["repository"] == "omni-gateway"
         assert {VALUES["refenc"]["port"], VALUES["refenc"]["metricsPort"]} <= exposed

@@ -58,10 +58,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- if or .Values.apiKeys.existingSecret .Values.apiKeys.keys -}}true{{- end -}}
 {{- end -}}
 
-{{/* gRPC target of a backend's headless Service: the DNS resolver sees every ready pod. */}}
+{{/* A backend's headless Service as host:port: the gateway resolves it to one address per ready pod. */}}
 {{- define "omni.backendTarget" -}}
 {{- $c := index .root.Values .component -}}
-{{- printf "dns:///%s.%s.svc.cluster.local:%d" (include "omni.componentName" .) .root.Release.Namespace (int $c.port) -}}
+{{- printf "%s.%s.svc.cluster.local:%d" (include "omni.componentName" .) .root.Release.Namespace (int $c.port) -}}
 {{- end -}}
 
 {{- define "omni.prometheusCRDs" -}}
