@@ -45,7 +45,7 @@ def free_port() -> int:
 
 
 class Stack:
-    """The four subprocesses; `stop()` ends them gateway first, each with SIGTERM and then SIGKILL."""
+    """The four subprocesses; `stop()` ends them with SIGTERM (SIGKILL after a timeout)."""
 
     def __init__(self, work_dir: Path) -> None:
         self.work_dir = work_dir
@@ -67,10 +67,14 @@ class Stack:
                 raise RuntimeError(f"omni {name} exited with code {process.returncode}; its log ends:\n{tail}")
 
     def stop(self, timeout_s: float = 15.0) -> None:
-        for name in reversed(list(self.processes)):
-            process = self.processes[name]
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
+        """The gateway first (no new requests reach the backends), then the backends together."""
+        gateway = {k: p for k, p in self.processes.items() if k == "gateway"}
+        backends = {k: p for k, p in self.processes.items() if k != "gateway"}
+        for group in (gateway, backends):
+            for process in group.values():
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in group.values():
                 try:
                     process.wait(timeout_s)
                 except subprocess.TimeoutExpired:
@@ -154,9 +158,6 @@ def run(args: argparse.Namespace) -> int:
         stack.start(
             "talker", [*common, *device, "--port", str(ports["talker"]), "--max-streams", str(args.max_streams)]
         )
-        deadline = time.monotonic() + args.ready_timeout_s
-        for name in SERVICES:
-            wait_grpc_serving(stack, f"127.0.0.1:{ports[name]}", deadline)
         stack.start(
             "gateway",
             [
@@ -167,12 +168,18 @@ def run(args: argparse.Namespace) -> int:
                 "--refencs", f"127.0.0.1:{ports['refenc']}",
             ],
         )  # fmt: skip
+        deadline = time.monotonic() + args.ready_timeout_s
+        for name in SERVICES:
+            wait_grpc_serving(stack, f"127.0.0.1:{ports[name]}", deadline)
         host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
         wait_http_ready(stack, f"http://{host}:{http_port}/ready", deadline)
         print(f"omni is ready (logs in {work_dir}):", flush=True)
         print(f"  OpenAI-compatible HTTP API: http://{host}:{http_port}/v1  (POST /v1/audio/speech)", flush=True)
         print(f"  gRPC Speech service:        {host}:{grpc_port}", flush=True)
         print(f"  metrics:                    http://{host}:{http_port}/metrics", flush=True)
+        for name in SERVICES:
+            pid = stack.processes[name].pid
+            print(f"  {name + ' service:':<28}127.0.0.1:{ports[name]} (pid {pid})", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         while True:
             stack.check_alive()

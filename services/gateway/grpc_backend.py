@@ -434,6 +434,7 @@ class GrpcBackend(Backend):
             expected_model=self.identity,
             prompt=wire,
             sampling=_sampling(request),
+            subtalker_sampling=talker_pb2.SamplingParams(do_sample=False) if _greedy(request) else None,
             max_new_tokens=request.max_new_tokens or 0,
             chunk_plan=talker_pb2.ChunkPlan(initial_chunk_frames=request.initial_codec_chunk_frames or 0),
         )
@@ -520,14 +521,17 @@ def _retry_after_s(metadata) -> float:
     return 1.0
 
 
+def _greedy(request: SynthesisRequest) -> bool:
+    """Temperature 0 means greedy decoding (as in OpenAI-style APIs), for both heads."""
+    return float(request.sampling.get("temperature", 1.0)) == 0.0
+
+
 def _sampling(request: SynthesisRequest) -> talker_pb2.SamplingParams:
     params = talker_pb2.SamplingParams()
-    if "temperature" in request.sampling:
-        temperature = float(request.sampling["temperature"])
-        if temperature == 0:
-            params.do_sample = False  # temperature 0 means greedy, as in OpenAI-style APIs
-        else:
-            params.temperature = temperature
+    if _greedy(request):
+        params.do_sample = False
+    elif "temperature" in request.sampling:
+        params.temperature = float(request.sampling["temperature"])
     if "top_p" in request.sampling:
         params.top_p = float(request.sampling["top_p"])
     if "top_k" in request.sampling:

@@ -1,0 +1,321 @@
+"""End to end: `omni serve` (talker, codec, refenc and gateway as real subprocesses on loopback) on a tiny Base
+checkpoint, driven with the OpenAI SDK, httpx and the gRPC client SDK. One stack is shared by the module; the
+test that kills a backend runs last."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import grpc
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from openai import OpenAI
+
+from omni.client import SpeechClient, SpeechError
+from omni.proto import codec_pb2, codec_pb2_grpc, talker_pb2, talker_pb2_grpc
+from tests.prometheus_server import PrometheusServer
+from tests.redis_server import RedisServer
+
+SAMPLE_RATE = 24000
+SAMPLES_PER_FRAME = 1920
+READY_TIMEOUT_S = 600
+
+
+def tone_wav(seconds: float = 1.5, rate: int = 16000, freq: float = 300.0) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    x = 0.3 * np.sin(2 * np.pi * freq * t) * (1 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    buf = io.BytesIO()
+    sf.write(buf, x.astype(np.float32), rate, format="WAV", subtype="PCM_16")
+    return buf.getvalue()
+
+
+REF_WAV = tone_wav()
+REF_URI = "data:audio/wav;base64," + base64.b64encode(REF_WAV).decode()
+CLONE = {"ref_audio": REF_URI, "x_vector_only_mode": True}  # the cheapest Base request
+
+
+def pcm16(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767.0
+
+
+class Stack:
+    def __init__(self, process: subprocess.Popen, lines: list[str], model_dir: Path) -> None:
+        self.process = process
+        self.lines = lines
+        self.model_dir = model_dir
+        self.killed = False  # set by the test that kills a backend: omni serve then exits with an error
+        text = "\n".join(lines)
+        self.http = re.search(r"HTTP API: (http://\S+)/v1", text).group(1)
+        self.grpc = re.search(r"gRPC Speech service:\s+(\S+)", text).group(1)
+        self.backends = {
+            m.group(1): (m.group(2), int(m.group(3)))
+            for m in re.finditer(r"(\w+) service:\s+(\S+) \(pid (\d+)\)", text)
+        }
+
+    def talker_load(self):
+        with grpc.insecure_channel(self.backends["talker"][0]) as channel:
+            return talker_pb2_grpc.TalkerServiceStub(channel).GetLoad(talker_pb2.GetLoadRequest(), timeout=5).load
+
+    def codec_load(self):
+        with grpc.insecure_channel(self.backends["codec"][0]) as channel:
+            return codec_pb2_grpc.CodecServiceStub(channel).GetLoad(codec_pb2.GetLoadRequest(), timeout=5).load
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir, tmp_path_factory):
+    model_dir = tiny_model_dir("base")
+    work = tmp_path_factory.mktemp("serve")
+    with RedisServer(work / "redis") as redis:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0", "--grpc-port", "0"]
+            + ["--redis-url", redis.url, "--work-dir", str(work), "--max-streams", "32"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        lines: list[str] = []
+        ready = threading.Event()
+        stack_: Stack | None = None
+
+        def read() -> None:
+            for line in process.stdout:
+                lines.append(line.rstrip())
+                if line.startswith("Press Ctrl-C"):
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            assert ready.wait(READY_TIMEOUT_S), "omni serve did not become ready"
+            assert process.poll() is None, "omni serve exited:\n" + "\n".join(lines)
+            stack_ = Stack(process, lines, model_dir)
+            yield stack_
+        finally:
+            process.send_signal(signal.SIGINT)
+            try:
+                code = process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+        assert code == (1 if stack_ is not None and stack_.killed else 0), "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def openai_client(stack):
+    return OpenAI(base_url=stack.http + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def speech(stack, **body) -> httpx.Response:
+    return httpx.post(stack.http + "/v1/audio/speech", json={"input": "Hello there.", **body}, timeout=120)
+
+
+def test_serve_reports_where_to_send_requests(stack):
+    text = "\n".join(stack.lines)
+    assert "noise" not in text  # a real --model was given
+    assert set(stack.backends) == {"talker", "codec", "refenc"}
+    assert httpx.get(stack.http + "/ready").status_code == 200
+    models = httpx.get(stack.http + "/v1/models").json()["data"]
+    assert [m["id"] for m in models] == [stack.model_dir.name]
+
+
+def test_every_response_format_decodes(stack, openai_client):
+    def create(fmt: str) -> bytes:
+        return openai_client.audio.speech.create(
+            model=stack.model_dir.name,
+            voice="default",
+            input="Formats, all of them.",
+            response_format=fmt,
+            extra_body={**CLONE, "max_new_tokens": 6, "seed": 7},
+        ).content
+
+    formats = ["wav", "pcm", "flac", "mp3", "opus"]
+    with ThreadPoolExecutor(len(formats)) as pool:
+        blobs = dict(zip(formats, pool.map(create, formats), strict=True))
+    reference = pcm16(blobs["pcm"])
+    assert reference.size > 0 and reference.size % SAMPLES_PER_FRAME == 0
+    samples = np.frombuffer(blobs["pcm"], dtype="<i2")
+    for fmt in ("wav", "flac"):  # lossless: the same int16 samples, up to the encoder's rounding step
+        decoded, rate = sf.read(io.BytesIO(blobs[fmt]), dtype="int16")
+        assert rate == SAMPLE_RATE and decoded.size == samples.size
+        assert np.abs(decoded.astype(np.int32) - samples).max() <= 1, fmt
+    for fmt in ("mp3", "opus"):  # lossy: same duration within a codec frame's padding
+        decoded, rate = sf.read(io.BytesIO(blobs[fmt]), dtype="float32")
+        assert abs(decoded.size / rate - reference.size / SAMPLE_RATE) < 0.1, fmt
+
+
+def test_raw_stream_sends_first_bytes_while_the_talker_still_generates(stack):
+    body = {"input": "Streaming.", **CLONE, "stream_format": "audio", "response_format": "pcm"}
+    body |= {"max_new_tokens": 40, "initial_codec_chunk_frames": 1, "seed": 3}
+    with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
+        assert response.status_code == 200
+        chunks = response.iter_bytes()
+        first = next(chunks)
+        assert first
+        # The talker still holds the request's slot: audio left before generation ended.
+        assert stack.talker_load().active_streams >= 1
+        rest = b"".join(chunks)
+    audio = pcm16(first + rest)
+    assert audio.size == 40 * SAMPLES_PER_FRAME or audio.size % SAMPLES_PER_FRAME == 0
+
+
+def test_sse_events_parse(stack):
+    body = {"input": "Events.", **CLONE, "stream": True, "response_format": "pcm", "max_new_tokens": 8, "seed": 4}
+    response = speech(stack, **body)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    deltas = [e for e in events if e["type"] == "speech.audio.delta"]
+    assert deltas and events[-1]["type"] == "speech.audio.done"
+    audio = pcm16(b"".join(base64.b64decode(e["audio"]) for e in deltas))
+    usage = events[-1]["usage"]
+    assert usage["output_tokens"] * SAMPLES_PER_FRAME == audio.size
+    assert usage["input_tokens"] > 0
+
+
+def test_seeded_requests_reproduce_byte_identical_pcm(stack):
+    body = {**CLONE, "response_format": "pcm", "max_new_tokens": 8}
+    with ThreadPoolExecutor(3) as pool:
+        a, b, c = pool.map(lambda seed: speech(stack, **body, seed=seed), [11, 11, 12])
+    assert a.status_code == b.status_code == c.status_code == 200
+    assert a.content == b.content
+    assert a.content != c.content
+
+
+def test_cloning_with_a_data_uri_and_with_a_registered_voice(stack):
+    body = {"input": "Clone me.", "response_format": "pcm", "max_new_tokens": 6, "seed": 5}
+    icl = speech(stack, **body, ref_audio=REF_URI, ref_text="A reference sentence.")
+    assert icl.status_code == 200, icl.text
+    assert int(icl.headers["x-vllm-omni-input-audio-tokens"]) > 0  # the reference codes are in the prompt
+
+    upload = httpx.post(
+        stack.http + "/v1/audio/voices",
+        files={"audio_sample": ("ref.wav", REF_WAV, "audio/wav")},
+        data={"name": "tone", "consent": "consent-1", "ref_text": "A reference sentence."},
+        timeout=60,
+    )
+    assert upload.status_code == 200, upload.text
+    voices = httpx.get(stack.http + "/v1/audio/voices").json()
+    assert "tone" in json.dumps(voices)
+    registered = speech(stack, **body, voice="tone")
+    assert registered.status_code == 200, registered.text
+    # Same audio, same transcript, same seed: the registered voice is the same prompt as the data: URI.
+    assert registered.content == icl.content
+    assert httpx.delete(stack.http + "/v1/audio/voices/tone").status_code == 200
+    gone = speech(stack, **body, voice="tone")
+    assert gone.status_code == 400 and "tone" in gone.json()["error"]["message"]
+
+
+def test_thirty_concurrent_streams_all_complete(stack):
+    def one(seed: int) -> tuple[int, int]:
+        body = {"input": f"Stream {seed}.", **CLONE, "stream_format": "audio", "response_format": "pcm"}
+        response = speech(stack, **body, max_new_tokens=4, seed=seed)
+        return response.status_code, len(response.content)
+
+    with ThreadPoolExecutor(30) as pool:
+        results = list(pool.map(one, range(30)))
+    assert all(status == 200 for status, _ in results), results
+    assert all(size > 0 and size % (2 * SAMPLES_PER_FRAME) == 0 for _, size in results), results
+
+
+def test_greedy_end_to_end_equals_offline_synthesis(stack):
+    """The gateway's greedy PCM equals the offline path (prompt builder + runner + whole-utterance codec decode),
+    which is what `omni synth` runs, sample for sample (int16)."""
+    from omni.services.common.packing import float_to_int16
+
+    from omni.models.qwen3_tts.codec import load_codec_decoder
+    from omni.talker.generate import SynthesisOptions, Synthesizer
+    from omni.talker.prompt import SpeechRequest
+
+    synth = Synthesizer(stack.model_dir)
+    x_vector = torch.linspace(-0.5, 0.5, synth.model.config.talker.hidden_size)
+    text = "Greedy, end to end."
+    request = SpeechRequest(text=text, language="english", x_vector=x_vector, x_vector_only=True)
+    (codes,) = synth.synthesize([request], [SynthesisOptions(greedy=True, max_new_tokens=12)])
+    decoder = load_codec_decoder(stack.model_dir)
+    with torch.no_grad():
+        offline = decoder.decode(torch.from_numpy(codes)[None])[0].numpy()
+
+    response = speech(
+        stack,
+        input=text,
+        language="English",
+        speaker_embedding=x_vector.tolist(),
+        response_format="pcm",
+        max_new_tokens=12,
+        extra_params={"temperature": 0.0},
+    )
+    assert response.status_code == 200, response.text
+    served = np.frombuffer(response.content, dtype="<i2")
+    expected = float_to_int16(offline)
+    assert served.size == expected.size == codes.shape[0] * SAMPLES_PER_FRAME
+    # Streaming decode equals whole decode to ~1e-6 in fp32; at most a rounding step apart in int16.
+    assert np.abs(served.astype(np.int32) - expected.astype(np.int32)).max() <= 1
+
+
+def test_grpc_sdk_streams_audio(stack):
+    with SpeechClient(stack.grpc) as client:
+        stream = client.stream("Over gRPC.", ref_audio=REF_WAV, x_vector_only_mode=True, max_new_tokens=8, seed=9)
+        chunks = list(stream)
+        assert stream.sample_rate == SAMPLE_RATE and len(chunks) >= 2  # first chunk of one frame, then the rest
+        assert chunks[0].size == SAMPLES_PER_FRAME
+        audio = np.concatenate(chunks)
+        assert stream.summary.num_frames * SAMPLES_PER_FRAME == audio.size
+        assert stream.summary.audio_seconds == pytest.approx(audio.size / SAMPLE_RATE)
+        # The same request over HTTP gives the same samples (float32 over gRPC, int16 over HTTP).
+        http = speech(stack, input="Over gRPC.", **CLONE, response_format="pcm", max_new_tokens=8, seed=9)
+        np.testing.assert_allclose(audio, pcm16(http.content), atol=1.01 / 32767)
+        with pytest.raises(SpeechError) as error:
+            client.synthesize("Who?", voice="nobody")
+        assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT and "nobody" in error.value.message
+
+
+def test_client_disconnect_frees_the_talker_and_codec_slots(stack):
+    body = {"input": "A long one.", **CLONE, "stream_format": "audio", "response_format": "pcm", "max_new_tokens": 400}
+    with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
+        assert next(response.iter_bytes())
+        assert stack.talker_load().active_streams == 1 and stack.codec_load().active_streams == 1
+    # The client went away mid-stream: both backend streams are cancelled and their slots freed.
+    for _ in range(300):
+        if stack.talker_load().active_streams == 0 and stack.codec_load().active_streams == 0:
+            break
+        time.sleep(0.1)
+    assert stack.talker_load().active_streams == 0
+    assert stack.codec_load().active_streams == 0
+    assert speech(stack, **CLONE, response_format="pcm", max_new_tokens=2).status_code == 200
+
+
+def test_prometheus_scrapes_the_gateway(stack, tmp_path):
+    target = stack.http.removeprefix("http://")
+    with PrometheusServer(tmp_path, [target], job="gateway") as prom:
+        assert prom.wait_for('up{job="gateway"} == 1')[0]["metric"]["instance"] == target
+        ok = prom.wait_for('omni_gateway_requests_total{endpoint="speech",outcome="ok"}')
+        assert float(ok[0]["value"][1]) >= 1
+        assert float(prom.wait_for("omni_gateway_time_to_first_audio_seconds_count")[0]["value"][1]) >= 1
+
+
+def test_zz_a_talker_killed_mid_stream_ends_sse_with_an_error(stack):
+    """Runs last: it kills the talker."""
+    body = {"input": "Doomed.", **CLONE, "stream": True, "response_format": "pcm", "max_new_tokens": 400}
+    with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
+        lines = response.iter_lines()
+        assert next(line for line in lines if line.startswith("data: "))
+        stack.killed = True
+        os.kill(stack.backends["talker"][1], signal.SIGKILL)
+        events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+    assert events[-1]["type"] == "speech.audio.error"
+    assert "talker" in events[-1]["error"]["message"]
