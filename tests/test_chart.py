@@ -101,7 +101,14 @@ def test_lint_strict_and_schema_valid(values_file: str) -> None:
     result = helm.lint(str(CHART), yaml.safe_load((CHART / values_file).read_text()), strict=True)
     problems = [m for m in result["messages"] if m["severity"] >= 2]
     assert not result["errors"] and not problems, result
-    objs = render(values_file, monitoring={"forceCRDs": True}, apiKeys={"keys": ["k1"]}, ingress={"enabled": True})
+    everything_on = {
+        "monitoring": {"forceCRDs": True},
+        "apiKeys": {"keys": ["k1"]},
+        "ingress": {"enabled": True},
+        "httpRoute": {"enabled": True, "parentRefs": [{"name": "public"}]},
+        **{c: {"autoscaling": {"enabled": True}} for c in COMPONENTS},
+    }
+    objs = render(values_file, **everything_on)
     assert len(objs) > 15
     for obj in objs:
         if obj["kind"] in CRD_KINDS:
