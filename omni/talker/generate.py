@@ -12,7 +12,7 @@ import torch
 
 from omni.models.qwen3_tts.loader import Qwen3TTSModel, load_qwen3_tts
 from omni.talker.model_runner import TalkerRunner
-from omni.talker.prompt import PromptBuilder, SpeechRequest, TalkerPrompt
+from omni.talker.prompt import PromptBuilder, PromptError, SpeechRequest, TalkerPrompt
 from omni.talker.sampling import SamplingParams
 
 
@@ -64,6 +64,8 @@ class Synthesizer:
         self.builder = PromptBuilder(self.model.config, self.model.tokenizer.encode)
         self.device = device
         self.runner: TalkerRunner | None = None
+        self.encoder = None  # codec encoder and decoder, loaded when first needed
+        self.decoder = None
 
     def runner_for(self, num_slots: int, max_len: int) -> TalkerRunner:
         """A runner with at least this many slots and positions (the K/V cache is sized to the work)."""
@@ -72,6 +74,40 @@ class Synthesizer:
             r = TalkerRunner(self.model.talker, self.model.config, num_slots, max_len, self.device)
             self.runner = r
         return r
+
+    def reference_voice(self, wav24k: np.ndarray, with_codes: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """Base voice cloning inputs from 24 kHz mono reference audio: codes [T, 16] (codec encoder, unless
+        x-vector only) and the x-vector [hidden] (speaker encoder), as the official create_voice_clone_prompt."""
+        from omni.models.qwen3_tts.codec_encoder import CodecEncoder
+        from omni.models.qwen3_tts.speaker_encoder import extract_xvector
+
+        if self.model.speaker_encoder is None:
+            raise PromptError(
+                f"reference audio is only for Base models; this model is {self.model.config.tts_model_type}"
+            )
+        x_vector = extract_xvector(self.model.speaker_encoder, wav24k).float().cpu()
+        codes = None
+        if with_codes:
+            if self.encoder is None:
+                self.encoder = CodecEncoder.from_pretrained(self.model.model_dir, device=self.device)
+            codes = self.encoder.encode(wav24k).cpu()
+        return codes, x_vector
+
+    def decode(self, codes: np.ndarray, ref_codes: torch.Tensor | None = None) -> np.ndarray:
+        """Whole-utterance waveform (float32, 24 kHz) of codes [T, 16]. With ICL reference codes, the official
+        wrapper decodes reference + generated codes together and cuts the reference's share; so do we."""
+        from omni.models.qwen3_tts.codec import load_codec_decoder
+
+        if self.decoder is None:
+            self.decoder = load_codec_decoder(self.model.model_dir, device=self.device)
+        generated = torch.as_tensor(codes, dtype=torch.int64)
+        if generated.shape[0] == 0:
+            return np.zeros(0, np.float32)
+        prefix = 0 if ref_codes is None else int(ref_codes.shape[0])
+        full = generated if ref_codes is None else torch.cat([ref_codes.to(torch.int64), generated])
+        with torch.no_grad():
+            wav = self.decoder.decode(full[None].to(self.device))[0]
+        return wav[prefix * self.decoder.samples_per_frame :].float().cpu().numpy()
 
     def sampling_params(self, options: SynthesisOptions) -> SamplingParams:
         overrides = dict(
