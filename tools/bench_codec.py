@@ -1,0 +1,424 @@
+"""Codec decode step on one GPU: our streaming decoder (eager, Triton SnakeBeta, CUDA graphs) vs the official module.
+
+    python tools/bench_codec.py --device cuda --dtype bfloat16 --out bench_codec.json
+    TRITON_INTERPRET=1 python tools/bench_codec.py --device cpu --tiny          # CPU smoke test, tiny widths
+
+Random weights at the released decoder config (no download). For each batch B and chunk length T it times one
+step of `decode_streams` (B streams, T new frames each, exact carried state) in each mode:
+
+  eager          CodecDecoder.decode_streams as the codec service calls it
+  graph          CodecGraphs.decode_streams: the same step replayed from a CUDA graph per (B, T)
+  triton         eager with every SnakeBeta through kernels/snakebeta.py
+  triton+graph   both
+  official       qwen-tts' Qwen3TTSTokenizerV2Decoder.forward (eager, sdpa attention) on T new frames plus
+                 --context frames of re-decoded left context, as chunked streaming with the official module does
+
+and prints new frames/s, step time, TFLOP/s (FLOPs counted by torch's FlopCounterMode) and TB/s (an op-level
+traffic model: every non-view op reads its tensor inputs and writes its outputs once), plus a split of the step by
+stage (CUDA events between stages of one eager step). On CUDA it also checks that chunked streaming equals the
+whole-utterance decode (fp32 and bf16), that graph replay equals eager, and the Triton kernel against its
+reference. The official module is imported from the qwen-tts wheel without running the package's __init__ (which
+pulls in librosa and the whole inference stack); it needs transformers 4.57.x first on the path.
+"""
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+import types
+from pathlib import Path
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import FlopCounterMode
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+try:
+    import omni.kernels  # noqa: F401  (installed: setuptools maps kernels/ to omni.kernels)
+except ModuleNotFoundError:  # a bare checkout (the GPU machine): map it by hand
+    import kernels
+
+    sys.modules["omni.kernels"] = kernels
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig  # noqa: E402
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state  # noqa: E402
+from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, fuse_snakebeta  # noqa: E402
+
+MODES = ["eager", "graph", "triton", "triton+graph", "official"]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Models
+
+
+def our_decoder(cfg: CodecDecoderConfig, dtype: torch.dtype, device: str, seed: int = 0) -> CodecDecoder:
+    decoder = CodecDecoder(cfg)
+    state = tiny_decoder_state(cfg, torch.Generator().manual_seed(seed))  # speech-like scales, any size
+    decoder.load_state_dict({k.removeprefix("decoder."): v for k, v in state.items()})
+    return decoder.to(device=device, dtype=dtype).eval()
+
+
+def official_decoder(ours: CodecDecoder, dtype: torch.dtype, device: str) -> torch.nn.Module:
+    """qwen-tts' Qwen3TTSTokenizerV2Decoder with the same config and weights as `ours`."""
+    spec = importlib.util.find_spec("qwen_tts")
+    if spec is None:
+        raise SystemExit("official mode needs qwen-tts==0.1.1 (and transformers 4.57.x) importable")
+    # Stub the parent packages so their __init__ (librosa, the inference stack) does not run.
+    for name, sub in (
+        ("qwen_tts", ""),
+        ("qwen_tts.core", "core"),
+        ("qwen_tts.core.tokenizer_12hz", "core/tokenizer_12hz"),
+    ):
+        package = types.ModuleType(name)
+        package.__path__ = [os.path.join(spec.submodule_search_locations[0], sub)]
+        sys.modules.setdefault(name, package)
+    cfg_mod = importlib.import_module("qwen_tts.core.tokenizer_12hz.configuration_qwen3_tts_tokenizer_v2")
+    model_mod = importlib.import_module("qwen_tts.core.tokenizer_12hz.modeling_qwen3_tts_tokenizer_v2")
+    config = cfg_mod.Qwen3TTSTokenizerV2DecoderConfig(
+        **ours.cfg.__dict__, layer_scale_initial_scale=0.01, max_position_embeddings=8000, attention_dropout=0.0
+    )
+    config._attn_implementation = "sdpa"
+    model = model_mod.Qwen3TTSTokenizerV2Decoder(config)
+    missing, unexpected = model.load_state_dict(ours.state_dict(), strict=False)
+    if unexpected or [k for k in missing if not k.endswith("inv_freq")]:
+        raise SystemExit(f"official decoder: missing {missing}, unexpected {unexpected}")
+    return model.to(device=device, dtype=dtype).eval()
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Measurement
+
+
+class TrafficCounter(TorchDispatchMode):
+    """Bytes an eager step moves if every non-view op reads its tensor inputs and writes its outputs once."""
+
+    def __init__(self):
+        super().__init__()
+        self.bytes = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not func.is_view:
+            tensors = {id(t): t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)}
+            self.bytes += sum(t.numel() * t.element_size() for t in tensors.values())
+        return out
+
+
+def count(step) -> tuple[float, float]:
+    """(FLOPs, bytes) of one call of `step`."""
+    flops = FlopCounterMode(display=False)
+    traffic = TrafficCounter()
+    try:
+        with torch.no_grad(), flops, traffic:
+            step()
+    except Exception:  # noqa: BLE001 - the timing stays valid without the counts
+        traceback.print_exc()
+        return float("nan"), float("nan")
+    return float(flops.get_total_flops()), float(traffic.bytes)
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_step(step, device: str, min_seconds: float, max_iters: int) -> float:
+    """Mean seconds per call after one warm-up; at least 3 calls, more until min_seconds or max_iters."""
+    step()
+    sync(device)
+    calls, start = 0, time.perf_counter()
+    while calls < 3 or (time.perf_counter() - start < min_seconds and calls < max_iters):
+        step()
+        calls += 1
+        if calls >= 3:
+            sync(device)
+    sync(device)
+    return (time.perf_counter() - start) / calls
+
+
+def stage_split(stages, device: str) -> dict[str, float]:
+    """Milliseconds per stage of one call of `stages(mark)`, from CUDA events recorded at each mark (CPU: clock)."""
+    marks: list[tuple[str, object]] = []
+
+    def mark(name: str) -> None:
+        if device == "cuda":
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            marks.append((name, event))
+        else:
+            marks.append((name, time.perf_counter()))
+
+    sync(device)
+    mark("start")
+    with torch.no_grad():
+        stages(mark)
+    sync(device)
+    split = {}
+    for (_, a), (name, b) in zip(marks, marks[1:], strict=False):
+        split[name] = a.elapsed_time(b) if device == "cuda" else (b - a) * 1e3
+    return split
+
+
+def official_stages(model, codes: torch.Tensor, mark) -> None:
+    """The official forward, stage by stage (same calls as Qwen3TTSTokenizerV2Decoder.forward)."""
+    hidden = model.quantizer.decode(codes)
+    mark("rvq")
+    hidden = model.pre_conv(hidden).transpose(1, 2)
+    hidden = model.pre_transformer(inputs_embeds=hidden).last_hidden_state.permute(0, 2, 1)
+    mark("transformer")
+    for blocks in model.upsample:
+        for block in blocks:
+            hidden = block(hidden)
+    mark("upsample")
+    hidden = model.decoder[0](hidden)
+    mark("vocoder.in_conv")
+    for i, block in enumerate(model.decoder[1:-2]):
+        hidden = block(hidden)
+        mark(f"vocoder.block{i}")
+    model.decoder[-1](model.decoder[-2](hidden)).clamp(-1, 1)
+    mark("vocoder.out")
+
+
+def random_chunks(batch: int, frames: int, device: str, seed: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 2048, (frames, 16), generator=gen).to(device) for _ in range(batch)]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Checks (CUDA)
+
+
+def check_chunked_equals_whole(cfg, device: str, frames: int = 47) -> dict:
+    """Whole-utterance decode vs chunks of 1, 15, 15, 16 over 4 streams, fp32 (TF32 off) and bf16."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    codes = torch.randint(0, 2048, (4, frames, 16), generator=torch.Generator().manual_seed(9)).to(device)
+    result = {}
+    whole = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        decoder = our_decoder(cfg, dtype, device)
+        whole[name] = decoder.decode(codes).float()
+        state = decoder.new_state(4)
+        pieces, start = [], 0
+        for n in (1, 15, 15, 16):
+            pieces.append(torch.stack(decoder.decode_streams(state, [0, 1, 2, 3], list(codes[:, start : start + n]))))
+            start += n
+        chunked = torch.cat(pieces, dim=1).float()
+        result[f"{name}_chunked_vs_whole_max_abs"] = float((chunked - whole[name]).abs().max())
+        del decoder
+    result["bf16_whole_vs_fp32_whole_max_abs"] = float((whole["bf16"] - whole["fp32"]).abs().max())
+    result["fp32_ok"] = result["fp32_chunked_vs_whole_max_abs"] <= 1e-4
+    # bf16: chunking changes matmul/conv shapes, hence rounding; it must add no more error than bf16 itself has.
+    result["bf16_ok"] = result["bf16_chunked_vs_whole_max_abs"] <= max(result["bf16_whole_vs_fp32_whole_max_abs"], 1e-2)
+    return result
+
+
+def check_graph_equals_eager(decoder: CodecDecoder, device: str) -> dict:
+    """Same 3 steps (chunks 1, 15, 15) through eager decode_streams and graph replay: full and padded buckets."""
+    out = {}
+    for streams, bucket in ((16, 16), (10, 16)):
+        eager_state = decoder.new_state(bucket + 1)
+        graphs = CodecGraphs(decoder, decoder.new_state(bucket + 1), buckets=(bucket,), chunk_lengths=(1, 15))
+        worst_wav = 0.0
+        for step, n in enumerate((1, 15, 15)):
+            chunks = random_chunks(streams, n, device, seed=100 + step)
+            want = torch.stack(decoder.decode_streams(eager_state, list(range(streams)), chunks)).float()
+            got = torch.stack(graphs.decode_streams(list(range(streams)), chunks)).float()
+            worst_wav = max(worst_wav, float((want - got).abs().max()))
+        worst_state = max(
+            float((a[:streams].float() - b[:streams].float()).abs().max())
+            for a, b in zip(eager_state.history, graphs.state.history, strict=True)
+        )
+        worst_state = max(
+            worst_state, float((eager_state.key[:, :streams] - graphs.state.key[:, :streams]).abs().max())
+        )
+        out[f"{streams}_in_{bucket}"] = {"wav_max_abs": worst_wav, "state_max_abs": worst_state}
+        del graphs
+    # Same batch shape, same kernels: bitwise. A padded bucket runs other shapes: bf16 rounding differences only.
+    out["ok"] = out["16_in_16"]["wav_max_abs"] == 0.0 and out["10_in_16"]["wav_max_abs"] <= 2e-2
+    return out
+
+
+def check_snakebeta_kernel(device: str) -> dict:
+    from omni.kernels.snakebeta import snakebeta, snakebeta_reference
+
+    worst = {"fp32": 0.0, "bf16_rel": 0.0}
+    gen = torch.Generator().manual_seed(3)
+    for shape in ((1, 1, 1), (3, 5, 129), (4, 2, 1025), (2, 96, 28801), (256, 96, 1920 * 15)):
+        x = (torch.randn(shape, generator=gen) * 3).to(device)
+        alpha, beta = (torch.randn(shape[1], generator=gen) * 0.5).to(device), (torch.randn(shape[1]) * 0.5).to(device)
+        worst["fp32"] = max(
+            worst["fp32"], float((snakebeta(x, alpha, beta) - snakebeta_reference(x, alpha, beta)).abs().max())
+        )
+        xb = x.bfloat16()
+        want = snakebeta_reference(xb.float(), alpha, beta)
+        rel = ((snakebeta(xb, alpha, beta).float() - want).abs() / want.abs().clamp(min=1e-3)).max()
+        worst["bf16_rel"] = max(worst["bf16_rel"], float(rel))
+    worst["ok"] = worst["fp32"] <= 1e-5 and worst["bf16_rel"] <= 2**-8 + 1e-6  # half a bf16 ulp: round to nearest
+    return worst
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    parser.add_argument("--batches", type=int, nargs="+", default=[16, 64, 256])
+    parser.add_argument("--chunks", type=int, nargs="+", default=[1, 15])
+    parser.add_argument("--context", type=int, default=12, help="left-context frames the official module re-decodes")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated subset of {MODES}")
+    parser.add_argument("--min-seconds", type=float, default=1.0, help="time each step at least this long")
+    parser.add_argument("--max-iters", type=int, default=20)
+    parser.add_argument("--tiny", action="store_true", help="tiny widths (CPU smoke test)")
+    parser.add_argument("--no-checks", action="store_true")
+    parser.add_argument("--out", help="write all results as JSON here")
+    args = parser.parse_args()
+    modes = args.modes.split(",")
+    if unknown := set(modes) - set(MODES):
+        parser.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
+    device, dtype = args.device, getattr(torch, args.dtype)
+    if device == "cpu" and {"graph", "triton+graph"} & set(modes):
+        modes = [m for m in modes if "graph" not in m]
+        print("cpu: no CUDA graphs, graph modes left out", flush=True)
+    cfg = CodecDecoderConfig(**TINY_DECODER) if args.tiny else CodecDecoderConfig()
+
+    env = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+        "dtype": args.dtype,
+        "config": "tiny" if args.tiny else "released",
+    }
+    try:
+        import triton
+
+        env["triton"] = triton.__version__
+    except ImportError:
+        pass
+    print(json.dumps(env), flush=True)
+    results: dict = {"env": env, "args": vars(args), "rows": [], "stages": {}, "checks": {}, "errors": {}}
+
+    decoder = our_decoder(cfg, dtype, device)
+    official = official_decoder(decoder, dtype, device) if "official" in modes else None
+    if official is not None:
+        import transformers
+
+        env["transformers"] = transformers.__version__
+    spf = cfg.samples_per_frame
+
+    def record(mode: str, batch: int, chunk: int, seconds: float, flops: float, nbytes: float) -> None:
+        row = {
+            "mode": mode,
+            "batch": batch,
+            "chunk": chunk,
+            "step_ms": round(seconds * 1e3, 3),
+            "new_frames_per_s": round(batch * chunk / seconds, 1),
+            "audio_s_per_s": round(batch * chunk * spf / 24000 / seconds, 1),
+            "gflop_per_new_frame": round(flops / (batch * chunk) / 1e9, 3),
+            "tflop_per_s": round(flops / seconds / 1e12, 2),
+            "tb_per_s": round(nbytes / seconds / 1e12, 3),
+        }
+        results["rows"].append(row)
+        print(json.dumps(row), flush=True)
+
+    def measure(mode: str, batch: int, chunk: int) -> None:
+        slots = list(range(batch))
+        chunks = random_chunks(batch, chunk, device, seed=batch + chunk)
+        if mode.endswith("graph"):
+            graphs = CodecGraphs(decoder, decoder.new_state(batch + 1), buckets=(batch,), chunk_lengths=(chunk,))
+            seconds = time_step(lambda: graphs.decode_streams(slots, chunks), device, args.min_seconds, args.max_iters)
+            del graphs
+        else:
+            state = decoder.new_state(batch)
+            seconds = time_step(
+                lambda: decoder.decode_streams(state, slots, chunks), device, args.min_seconds, args.max_iters
+            )
+        rows = torch.arange(batch, device=device)
+        frames = torch.full((batch,), chunk, device=device)
+        codes = torch.stack(chunks)
+        work_state = decoder.new_state(batch)
+        flops, nbytes = count(lambda: codec_step(decoder, work_state, codes, rows, frames))
+        record(mode, batch, chunk, seconds, flops, nbytes)
+        if not mode.endswith("graph"):
+            split = stage_split(lambda mark: codec_step(decoder, work_state, codes, rows, frames, mark), device)
+            results["stages"][f"{mode} b{batch} t{chunk}"] = split
+            print(json.dumps({"stages": f"{mode} b{batch} t{chunk}", **{k: round(v, 3) for k, v in split.items()}}))
+
+    def measure_official(batch: int) -> None:
+        codes = torch.stack(random_chunks(batch, 15 + args.context, device, seed=batch)).transpose(1, 2)
+        with torch.no_grad():
+            seconds = time_step(lambda: official(codes), device, args.min_seconds, args.max_iters)
+            flops, nbytes = count(lambda: official(codes))
+        record("official", batch, 15, seconds, flops, nbytes)
+        split = stage_split(lambda mark: official_stages(official, codes, mark), device)
+        name = f"official b{batch} t15+{args.context}"
+        results["stages"][name] = split
+        print(json.dumps({"stages": name, **{k: round(v, 3) for k, v in split.items()}}), flush=True)
+
+    def ours(mode: str) -> None:
+        for chunk in args.chunks:
+            for batch in args.batches:
+                measure(mode, batch, chunk)
+
+    def guarded(name: str, fn) -> None:
+        """Run one part; a failure is recorded and printed, and the rest of the benchmark still runs."""
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - a benchmark reports every part it could run
+            results["errors"][name] = repr(exc)
+            traceback.print_exc()
+            print(json.dumps({"error": name, "what": repr(exc)}), flush=True)
+
+    def check(name: str, fn) -> None:
+        def run() -> None:
+            results["checks"][name] = fn()
+            print(json.dumps({"check": name, **results["checks"][name]}), flush=True)
+
+        if not args.no_checks and device == "cuda":
+            guarded(f"check {name}", run)
+
+    def fuse() -> None:
+        codes = random_chunks(4, 15, device, seed=5)
+        before = torch.stack(decoder.decode_streams(decoder.new_state(4), [0, 1, 2, 3], codes)).float()
+        print(json.dumps({"fused_snakebeta_modules": fuse_snakebeta(decoder)}), flush=True)
+        after = torch.stack(decoder.decode_streams(decoder.new_state(4), [0, 1, 2, 3], codes)).float()
+        results["checks"]["triton_vs_eager"] = {"wav_max_abs": float((before - after).abs().max())}
+        print(json.dumps({"check": "triton_vs_eager", **results["checks"]["triton_vs_eager"]}), flush=True)
+
+    # The baseline first, then ours from the plainest path up (fusing SnakeBeta changes the decoder in place).
+    if official is not None:
+        for batch in args.batches:
+            guarded(f"official b{batch}", lambda b=batch: measure_official(b))
+    for mode in ("eager", "graph"):
+        if mode in modes:
+            guarded(mode, lambda m=mode: ours(m))
+    check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
+    check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
+    if "triton" in modes or "triton+graph" in modes:
+        check("snakebeta_kernel", lambda: check_snakebeta_kernel(device))
+        fuse()
+        check("triton_graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
+        for mode in ("triton", "triton+graph"):
+            if mode in modes:
+                guarded(mode, lambda m=mode: ours(m))
+
+    print("\nmode          batch chunk   step ms   new frames/s  audio-s/s  GFLOP/frame  TFLOP/s   TB/s")
+    for r in results["rows"]:
+        print(
+            f"{r['mode']:<13} {r['batch']:>5} {r['chunk']:>5} {r['step_ms']:>9.2f} {r['new_frames_per_s']:>14.0f}"
+            f" {r['audio_s_per_s']:>10.0f} {r['gflop_per_new_frame']:>12.2f} {r['tflop_per_s']:>8.1f}"
+            f" {r['tb_per_s']:>6.2f}"
+        )
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
