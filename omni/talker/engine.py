@@ -1,0 +1,362 @@
+"""The talker engine: continuous batching of many requests over the runner's slots.
+
+One asyncio task owns the runner; each step runs in a one-thread executor so the event loop keeps serving
+RPCs. Handlers `submit` a request (it waits in a bounded queue), read `request.outputs` (Chunk... then one
+Finished) and `cancel` it when the call ends early. They never touch tensors.
+
+A step:
+  1. drop requests whose deadline passed (waiting or in a slot),
+  2. admit waiting requests into free slots and give prefilling requests positions up to `prefill_budget`
+     (chunked prefill: a long prompt takes several steps and never stalls the decodes of the others),
+  3. one batched `decode_step` over every slot that finished its prefill, one [B, 18] tensor to the host,
+  4. hand each request its frame; a request emits a chunk once it holds as many frames as its plan says
+     (1, then the ramp, then 15 by default) and flushes the rest with `last` when it stops.
+
+Slot hygiene: a cancelled or finished request gives its slot back at once (in the event-loop thread). A new
+owner is admitted only between steps and `begin_prefill` rewrites every per-slot tensor, and a step's results
+go to the request objects captured when the step was planned, which drop them once done. So nothing of one
+request reaches another.
+
+KV memory: per-slot contiguous caches of `max_len` positions (the runner's KVCache). A stream's memory is
+fixed (layers x max_len x kv_heads x head_dim x 2), so admission never fails midway; paging would only pay
+off with many short streams on a long max_len.
+"""
+
+import asyncio
+import logging
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from omni.services.talker.metrics import TalkerMetrics
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import TalkerPrompt
+from omni.talker.sampling import SamplingParams
+
+log = logging.getLogger("omni.talker.engine")
+
+# Why a request stopped (the metrics' outcome label and the summary's reason).
+EOS, MAX_NEW_TOKENS, CANCELLED, DEADLINE, ABORTED = "eos", "max_new_tokens", "cancelled", "deadline", "aborted"
+
+
+class QueueFull(Exception):
+    """The wait queue is full; `retry_after_s` is the hint for the client."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class EngineClosed(Exception):
+    """The engine no longer admits requests (shutting down)."""
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """Chunk sizes in frames: `initial`, then each of `ramp`, then `steady` for the rest."""
+
+    initial: int = 1
+    steady: int = 15
+    ramp: tuple[int, ...] = ()
+
+    def size(self, index: int) -> int:
+        """Frames in chunk number `index` (0-based)."""
+        if index == 0:
+            return self.initial
+        if index - 1 < len(self.ramp):
+            return self.ramp[index - 1]
+        return self.steady
+
+
+@dataclass
+class Chunk:
+    """Frames [n, 16] (int64) starting at frame `first_frame`; `last` marks the final chunk."""
+
+    codes: np.ndarray
+    first_frame: int
+    last: bool
+    compute_ms: float  # duration of the step that completed the chunk
+
+
+@dataclass
+class Finished:
+    """The final item of a request's outputs."""
+
+    reason: str
+    num_frames: int
+    num_chunks: int
+    prompt_tokens: int
+    queue_ms: float
+    first_chunk_ms: float
+    total_ms: float
+
+
+@dataclass(eq=False)
+class Request:
+    """One generation: its inputs, its slot while it has one, and the queue its output arrives on."""
+
+    request_id: str
+    prompt: TalkerPrompt
+    params: SamplingParams
+    plan: ChunkPlan = ChunkPlan()
+    deadline: float | None = None  # time.monotonic() by which it must be done
+    outputs: asyncio.Queue = field(default_factory=asyncio.Queue)
+    arrived: float = field(default_factory=time.perf_counter)
+    slot: int | None = None
+    prefilled: int = 0  # prompt positions run so far
+    embeddings: torch.Tensor | None = None  # [L, H], between the first and the last prefill chunk
+    buffer: list[np.ndarray] = field(default_factory=list)  # frames not yet sent
+    frames_sent: int = 0
+    chunks_sent: int = 0
+    queue_ms: float = 0.0
+    first_chunk_ms: float = 0.0
+    done: bool = False
+
+    @property
+    def prompt_tokens(self) -> int:
+        return len(self.prompt)
+
+    @property
+    def decoding(self) -> bool:
+        return self.slot is not None and self.prefilled == len(self.prompt)
+
+
+@dataclass
+class _StepPlan:
+    prefills: list[tuple[Request, int, int]]  # (request, start, end) prompt positions to run
+    decodes: list[Request]  # requests in the batched decode step, in slot order of the batch
+
+
+class TalkerEngine:
+    def __init__(
+        self,
+        runner: TalkerRunner,
+        max_queue: int,
+        prefill_budget: int = 512,
+        retry_after_s: float = 1.0,
+        metrics: TalkerMetrics | None = None,
+    ) -> None:
+        if max_queue < 0 or prefill_budget < 1:
+            raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
+        self.runner = runner
+        self.max_streams = runner.num_slots
+        self.max_len = runner.max_len
+        self.max_queue = max_queue
+        self.prefill_budget = prefill_budget
+        self.retry_after_s = retry_after_s
+        self.metrics = metrics or TalkerMetrics()
+        self.free = list(reversed(range(runner.num_slots)))  # pop() takes the lowest slot first
+        self.waiting: deque[Request] = deque()
+        self.slots: dict[int, Request] = {}  # slot -> request (prefilling or decoding)
+        self.accepting = True
+        self.wake = asyncio.Event()
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="talker-engine")
+        self.task: asyncio.Task | None = None
+        self.metrics.capacity.set(self.max_streams)
+
+    # ---- handler side (event-loop thread) ----
+
+    def check_fits(self, prompt_tokens: int, max_new_tokens: int) -> None:
+        """A request that could never fit a slot is refused up front (ValueError)."""
+        if prompt_tokens + max_new_tokens > self.max_len:
+            raise ValueError(
+                f"prompt length {prompt_tokens} + max_new_tokens {max_new_tokens} exceeds the context limit "
+                f"{self.max_len}"
+            )
+
+    def submit(self, request: Request) -> Request:
+        """Queue a request; raises EngineClosed, QueueFull or ValueError (too long)."""
+        if not self.accepting:
+            raise EngineClosed("the talker is shutting down")
+        self.check_fits(request.prompt_tokens, request.params.max_new_tokens)
+        # Waiting requests take the free slots first; up to max_queue more may wait for one.
+        if len(self.waiting) >= len(self.free) + self.max_queue:
+            raise QueueFull(f"the wait queue is full ({len(self.waiting)} waiting)", self.retry_after_s)
+        self.waiting.append(request)
+        self._update_gauges()
+        self.idle.clear()
+        self.wake.set()
+        return request
+
+    def cancel(self, request: Request, reason: str = CANCELLED) -> None:
+        """End a request early (client gone, deadline, shutdown): its slot is free at once."""
+        if request.done:
+            return
+        if request.slot is None:
+            self.waiting.remove(request)
+        self._finish(request, reason)
+
+    # ---- engine task ----
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name="talker-engine")
+
+    async def drain(self, timeout_s: float) -> None:
+        """Stop admitting; let in-flight requests finish for up to `timeout_s`, then abort the rest."""
+        self.accepting = False
+        try:
+            await asyncio.wait_for(self.idle.wait(), timeout_s)
+        except TimeoutError:
+            pass
+        for request in [*self.waiting, *self.slots.values()]:
+            self.cancel(request, ABORTED)
+
+    async def stop(self) -> None:
+        self.accepting = False
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+        self.executor.shutdown(wait=True)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self._expire()
+            self._admit()
+            plan = self._plan()
+            if not plan.prefills and not plan.decodes:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            start = time.perf_counter()
+            try:
+                decoded, prefill_eos = await loop.run_in_executor(self.executor, self._step, plan)
+            except Exception:  # a failed step ends the requests in it, not the service
+                log.exception("talker step failed")
+                for request in [*(r for r, _, _ in plan.prefills), *plan.decodes]:
+                    if not request.done:
+                        request.outputs.put_nowait(RuntimeError("the talker step failed"))
+                        self._finish(request, "error", notify=False)
+                continue
+            step_ms = (time.perf_counter() - start) * 1000.0
+            self._deliver(plan, decoded, prefill_eos, step_ms)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for request in [*self.waiting, *self.slots.values()]:
+            if request.deadline is not None and now >= request.deadline:
+                self.cancel(request, DEADLINE)
+
+    def _admit(self) -> None:
+        while self.free and self.waiting:
+            request = self.waiting.popleft()
+            request.slot = self.free.pop()
+            request.queue_ms = (time.perf_counter() - request.arrived) * 1000.0
+            self.slots[request.slot] = request
+            self.metrics.queue_wait_ms.observe(request.queue_ms)
+        self._update_gauges()
+
+    def _plan(self) -> _StepPlan:
+        """Prefill chunks (oldest first, up to the token budget) and the decode batch."""
+        budget = self.prefill_budget
+        prefills = []
+        for request in sorted(self.slots.values(), key=lambda r: r.arrived):
+            if budget == 0:
+                break
+            if not request.decoding:
+                end = min(request.prefilled + budget, len(request.prompt))
+                prefills.append((request, request.prefilled, end))
+                budget -= end - request.prefilled
+        decodes = [r for r in self.slots.values() if r.decoding]
+        return _StepPlan(prefills, decodes)
+
+    def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool]]:
+        """Engine thread: prefill chunks, then one batched decode step; returns host arrays only."""
+        runner = self.runner
+        completed = []
+        for request, start, end in plan.prefills:
+            if start == 0:
+                request.embeddings = runner.begin_prefill(request.slot, request.prompt, request.params)
+            runner.prefill_chunk(request.slot, request.embeddings, start, end)
+            if end == len(request.prompt):
+                completed.append(request.slot)
+        # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
+        prefill_eos = runner.finished[completed].tolist() if completed else []
+        decoded = None
+        if plan.decodes:
+            slots = torch.tensor([r.slot for r in plan.decodes], device=runner.device)
+            codes, finished = runner.decode_step(slots)
+            eos = runner.pending[slots] == runner.eos_id
+            decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
+            decoded = decoded.cpu().numpy()
+        return decoded, prefill_eos
+
+    def _deliver(self, plan: _StepPlan, decoded: np.ndarray | None, prefill_eos: list[bool], step_ms: float) -> None:
+        """Event-loop thread: advance prefill counters, hand out frames, finish stopped requests."""
+        m = self.metrics
+        m.step_ms.observe(step_ms)
+        completed = []
+        for request, _, end in plan.prefills:
+            m.prefill_tokens.inc(end - request.prefilled)
+            if request.done:
+                continue
+            request.prefilled = end
+            if end == len(request.prompt):
+                request.embeddings = None
+                completed.append(request)
+        for request, eos in zip(completed, prefill_eos, strict=True):
+            if eos:
+                self._finish(request, EOS)
+        if decoded is None:
+            return
+        m.batch_size.observe(len(plan.decodes))
+        m.frames.inc(len(plan.decodes))
+        groups = self.runner.groups
+        for request, row in zip(plan.decodes, decoded, strict=True):
+            if request.done:
+                continue  # cancelled while the step ran: its frame is dropped
+            request.buffer.append(row[:groups])
+            if row[groups]:
+                self._flush(request, step_ms, last=True)
+                self._finish(request, EOS if row[groups + 1] else MAX_NEW_TOKENS)
+            elif len(request.buffer) >= request.plan.size(request.chunks_sent):
+                self._flush(request, step_ms, last=False)
+
+    def _flush(self, request: Request, step_ms: float, last: bool) -> None:
+        """Send the buffered frames as one chunk."""
+        codes = np.stack(request.buffer)
+        request.buffer = []
+        if request.chunks_sent == 0:
+            request.first_chunk_ms = (time.perf_counter() - request.arrived) * 1000.0
+            self.metrics.first_chunk_ms.observe(request.first_chunk_ms)
+        request.outputs.put_nowait(Chunk(codes, request.frames_sent, last, step_ms))
+        request.frames_sent += len(codes)
+        request.chunks_sent += 1
+
+    def _finish(self, request: Request, reason: str, notify: bool = True) -> None:
+        """Free the slot at once and end the request's output with a Finished."""
+        request.done = True
+        request.embeddings = None
+        if request.slot is not None:
+            del self.slots[request.slot]
+            self.free.append(request.slot)
+        if notify:
+            total_ms = (time.perf_counter() - request.arrived) * 1000.0
+            request.outputs.put_nowait(
+                Finished(
+                    reason,
+                    request.frames_sent,
+                    request.chunks_sent,
+                    request.prompt_tokens,
+                    request.queue_ms,
+                    request.first_chunk_ms,
+                    total_ms,
+                )
+            )
+        self.metrics.outcomes.labels(reason).inc()
+        self._update_gauges()
+
+    def _update_gauges(self) -> None:
+        self.metrics.active_slots.set(len(self.slots))
+        self.metrics.queue_depth.set(len(self.waiting))
+        if not self.slots and not self.waiting:
+            self.idle.set()

@@ -1,0 +1,1 @@
+"""The talker gRPC service (continuous-batching engine in omni.talker.engine)."""

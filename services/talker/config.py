@@ -1,0 +1,35 @@
+"""Settings of the talker service (flags, OMNI_TALKER_* env, the `talker:` section of a deploy profile)."""
+
+import dataclasses
+
+from omni.services.common.config import ServiceConfig, option
+
+
+@dataclasses.dataclass
+class TalkerConfig(ServiceConfig):
+    max_streams: int = option(32, "concurrent requests (slots with preallocated K/V); more wait in the queue")
+    max_queue: int = option(64, "requests that may wait for a slot; beyond it RESOURCE_EXHAUSTED")
+    max_context: int = option(2048, "positions per slot: prompt length + max_new_tokens must fit")
+    max_new_tokens: int = option(0, "default and largest max_new_tokens (0 = generation_config, capped by context)")
+    prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
+    initial_chunk_frames: int = option(1, "default frames in a stream's first chunk")
+    chunk_frames: int = option(15, "default frames in each steady-state chunk")
+    chunk_ramp: list[int] = option([], "default chunk sizes between the first and the steady ones, e.g. 4,8")
+    max_chunk_frames: int = option(100, "largest chunk size a request may ask for, frames")
+    retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
+
+    def validate(self) -> "TalkerConfig":
+        if self.max_streams < 1 or self.max_queue < 0:
+            raise ValueError(f"need max_streams >= 1 and max_queue >= 0, got {self.max_streams}, {self.max_queue}")
+        if self.max_context < 3 or self.max_new_tokens < 0 or self.prefill_budget < 1:
+            raise ValueError("need max_context >= 3, max_new_tokens >= 0 and prefill_budget >= 1")
+        if self.max_chunk_frames < 1:
+            raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
+        for name, size in [("initial_chunk_frames", self.initial_chunk_frames), ("chunk_frames", self.chunk_frames)]:
+            if not 1 <= size <= self.max_chunk_frames:
+                raise ValueError(f"{name} must be in [1, max_chunk_frames={self.max_chunk_frames}], got {size}")
+        if any(not 1 <= s <= self.max_chunk_frames for s in self.chunk_ramp):
+            raise ValueError(f"chunk_ramp sizes must be in [1, {self.max_chunk_frames}], got {self.chunk_ramp}")
+        if not self.retry_after_s >= 0:
+            raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
+        return self

@@ -1,0 +1,21 @@
+"""Prometheus series of the talker service."""
+
+from omni.services.common.metrics import BATCH_SIZE_BUCKETS, MetricsServer
+
+TOKEN_BUCKETS = (1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+class TalkerMetrics:
+    def __init__(self, server: MetricsServer | None = None) -> None:
+        self.server = server or MetricsServer("omni_talker")
+        m = self.server
+        self.active_slots = m.gauge("active_slots", "requests holding a slot (prefilling or decoding)")
+        self.capacity = m.gauge("capacity_slots", "slots (max_streams)")
+        self.queue_depth = m.gauge("queue_depth", "requests waiting for a slot")
+        self.queue_wait_ms = m.histogram("queue_wait_ms", "time from arrival to admission into a slot, ms")
+        self.step_ms = m.histogram("step_ms", "duration of one engine step (prefill chunks + batched decode), ms")
+        self.batch_size = m.histogram("batch_size", "slots in one batched decode step", BATCH_SIZE_BUCKETS)
+        self.prefill_tokens = m.counter("prefill_tokens", "prompt positions prefilled")
+        self.frames = m.counter("frames", "codec frames produced")
+        self.first_chunk_ms = m.histogram("time_to_first_chunk_ms", "time from arrival to the first chunk, ms")
+        self.outcomes = m.counter("requests", "finished requests by outcome", ("outcome",))

@@ -1,0 +1,191 @@
+"""The talker engine on its own (no gRPC): scheduling, chunked prefill, admission limits, deadlines, drain.
+
+Results are checked against the offline driver behind `omni synth` run on the request alone.
+"""
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from omni.talker.engine import (
+    ABORTED,
+    DEADLINE,
+    Chunk,
+    ChunkPlan,
+    EngineClosed,
+    Finished,
+    QueueFull,
+    Request,
+    TalkerEngine,
+)
+from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import SpeechRequest
+
+TEXT_LONG = "This sentence is long enough that its prompt takes several prefill chunks to run."
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def synth(tiny_model_dir):
+    return Synthesizer(tiny_model_dir("voice_design"))
+
+
+def speech(text: str) -> SpeechRequest:
+    return SpeechRequest(text=text, language="English", non_streaming_mode=True)
+
+
+def job(synth, text: str, seed: int, max_new: int, plan=None, deadline=None) -> Request:
+    params = synth.sampling_params(SynthesisOptions(seed=seed, max_new_tokens=max_new))
+    return Request(f"{seed}", synth.builder.build(speech(text)), params, plan or ChunkPlan(), deadline)
+
+
+def solo(synth, text: str, seed: int, max_new: int) -> np.ndarray:
+    return synth.synthesize([speech(text)], [SynthesisOptions(seed=seed, max_new_tokens=max_new)])[0]
+
+
+async def drain_outputs(request: Request) -> tuple[np.ndarray, list[Chunk], Finished]:
+    chunks = []
+    while not isinstance(item := await request.outputs.get(), Finished):
+        chunks.append(item)
+    codes = np.concatenate([c.codes for c in chunks]) if chunks else np.zeros((0, 16), np.int64)
+    return codes, chunks, item
+
+
+class RecordingEngine(TalkerEngine):
+    """Records what each step ran: {request id: prompt positions prefilled} and the ids decoded."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.steps: list[tuple[dict[str, int], list[str]]] = []
+
+    def _step(self, plan):
+        prefills = {r.request_id: end - start for r, start, end in plan.prefills}
+        self.steps.append((prefills, [r.request_id for r in plan.decodes]))
+        return super()._step(plan)
+
+
+def engine_for(synth, cls=TalkerEngine, slots=4, max_len=160, **kwargs) -> TalkerEngine:
+    runner = TalkerRunner(synth.model.talker, synth.model.config, slots, max_len)
+    return cls(runner, **{"max_queue": 8, **kwargs})
+
+
+def test_chunk_plan_sizes():
+    plan = ChunkPlan(initial=1, steady=15, ramp=(4, 8))
+    assert [plan.size(k) for k in range(5)] == [1, 4, 8, 15, 15]
+    assert [ChunkPlan().size(k) for k in range(3)] == [1, 15, 15]
+
+
+def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth):
+    budget = 6
+
+    async def scenario():
+        engine = engine_for(synth, RecordingEngine, prefill_budget=budget)
+        engine.start()
+        try:
+            short = engine.submit(job(synth, "Hi.", 1, 30))
+            first = await short.outputs.get()  # `short` is decoding now
+            assert isinstance(first, Chunk)
+            long = engine.submit(job(synth, TEXT_LONG, 2, 8, ChunkPlan(2, 3)))
+            results = await asyncio.gather(drain_outputs(short), drain_outputs(long))
+            return engine.steps, first, results, engine
+        finally:
+            await engine.stop()
+
+    steps, first, ((short_codes, _, _), (long_codes, long_chunks, long_done)), engine = asyncio.run(scenario())
+    long_prompt = len(synth.builder.build(speech(TEXT_LONG)))
+    assert long_prompt > 3 * budget
+    long_prefill_steps = [(p, d) for p, d in steps if "2" in p]
+    assert sum(p["2"] for p, _ in long_prefill_steps) == long_prompt
+    assert all(sum(p.values()) <= budget for p, _ in steps)
+    # Every step that prefilled part of the long prompt also decoded the short stream (until it ended).
+    assert len(long_prefill_steps) >= 4 and all("1" in d for _, d in long_prefill_steps[:-1])
+    np.testing.assert_array_equal(np.concatenate([first.codes, short_codes]), solo(synth, "Hi.", 1, 30))
+    np.testing.assert_array_equal(long_codes, solo(synth, TEXT_LONG, 2, 8))
+    assert [len(c.codes) for c in long_chunks] == [2, 3, len(long_codes) - 5]
+    assert long_done.prompt_tokens == long_prompt and long_done.num_frames == len(long_codes)
+    assert not engine.slots and sorted(engine.free) == list(range(4))
+
+
+def test_more_requests_than_slots_wait_and_each_equals_its_solo_run(synth):
+    texts = ["One.", "Two words.", "Three more words.", "Four.", "Five six.", "Seven."]
+
+    async def scenario():
+        engine = engine_for(synth, slots=2, prefill_budget=64)
+        engine.start()
+        try:
+            requests = [engine.submit(job(synth, t, 10 + i, 4 + i)) for i, t in enumerate(texts)]
+            assert len(engine.waiting) == len(texts)  # nothing admitted before the engine's next step
+            return await asyncio.gather(*(drain_outputs(r) for r in requests))
+        finally:
+            await engine.stop()
+
+    results = asyncio.run(scenario())
+    for i, (text, (codes, _, done)) in enumerate(zip(texts, results, strict=True)):
+        np.testing.assert_array_equal(codes, solo(synth, text, 10 + i, 4 + i))
+        assert done.reason in ("eos", "max_new_tokens")
+    assert max(done.queue_ms for _, _, done in results) > 0
+
+
+def test_admission_limits(synth):
+    async def scenario():
+        engine = engine_for(synth, slots=1, max_queue=1, max_len=40, retry_after_s=2.0)  # not started: nothing runs
+        with pytest.raises(ValueError, match="exceeds the context limit 40"):
+            engine.submit(job(synth, "Hi.", 0, 39))
+        engine.submit(job(synth, "Hi.", 0, 5))  # takes the free slot at the next step
+        engine.submit(job(synth, "Hi.", 1, 5))  # waits
+        with pytest.raises(QueueFull) as full:
+            engine.submit(job(synth, "Hi.", 2, 5))
+        assert full.value.retry_after_s == 2.0
+        await engine.drain(0)
+        with pytest.raises(EngineClosed):
+            engine.submit(job(synth, "Hi.", 3, 5))
+        await engine.stop()
+
+    asyncio.run(scenario())
+
+
+def test_deadline_while_waiting_and_while_decoding(synth):
+    async def scenario():
+        engine = engine_for(synth, slots=1)
+        engine.start()
+        try:
+            running = engine.submit(job(synth, "Hi.", 5, 150, deadline=time.monotonic() + 0.3))
+            expired = engine.submit(job(synth, "Hi.", 6, 5, deadline=time.monotonic() - 1))
+            return await asyncio.gather(drain_outputs(running), drain_outputs(expired)), engine
+        finally:
+            await engine.stop()
+
+    ((codes, _, running), (_, chunks, expired)), engine = asyncio.run(scenario())
+    assert expired.reason == DEADLINE and not chunks and expired.num_frames == 0
+    assert running.reason == DEADLINE and 0 < running.num_frames < 149
+    np.testing.assert_array_equal(codes, solo(synth, "Hi.", 5, 150)[: len(codes)])
+    assert not engine.slots and not engine.waiting
+
+
+def test_drain_aborts_what_is_left_after_the_grace_period(synth):
+    async def scenario():
+        engine = engine_for(synth, slots=1)
+        engine.start()
+        try:
+            running = engine.submit(job(synth, "Hi.", 5, 150))
+            waiting = engine.submit(job(synth, "Hi.", 6, 5))
+            await running.outputs.get()
+            await engine.drain(0.05)
+            return await drain_outputs(running), await drain_outputs(waiting), engine
+        finally:
+            await engine.stop()
+
+    (_, _, running), (_, _, waiting), engine = asyncio.run(scenario())
+    assert running.reason == ABORTED and waiting.reason == ABORTED
+    assert not engine.accepting and not engine.slots
