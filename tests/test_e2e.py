@@ -158,21 +158,6 @@ def test_every_response_format_decodes(stack, openai_client):
         assert abs(decoded.size / rate - reference.size / SAMPLE_RATE) < 0.1, fmt
 
 
-def test_raw_stream_sends_first_bytes_while_the_talker_still_generates(stack):
-    body = {"input": "Streaming.", **CLONE, "stream_format": "audio", "response_format": "pcm"}
-    body |= {"max_new_tokens": 40, "initial_codec_chunk_frames": 1, "seed": 3}
-    with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
-        assert response.status_code == 200
-        chunks = response.iter_bytes()
-        first = next(chunks)
-        assert first
-        # The talker still holds the request's slot: audio left before generation ended.
-        assert stack.talker_load().active_streams >= 1
-        rest = b"".join(chunks)
-    audio = pcm16(first + rest)
-    assert audio.size == 40 * SAMPLES_PER_FRAME or audio.size % SAMPLES_PER_FRAME == 0
-
-
 def test_sse_events_parse(stack):
     body = {"input": "Events.", **CLONE, "stream": True, "response_format": "pcm", "max_new_tokens": 8, "seed": 4}
     response = speech(stack, **body)
@@ -189,8 +174,8 @@ def test_sse_events_parse(stack):
 
 def test_seeded_requests_reproduce_byte_identical_pcm(stack):
     body = {**CLONE, "response_format": "pcm", "max_new_tokens": 8}
-    with ThreadPoolExecutor(3) as pool:
-        a, b, c = pool.map(lambda seed: speech(stack, **body, seed=seed), [11, 11, 12])
+    # One after the other: the codec's fp32 decode is not bit-identical across batch compositions (1 LSB).
+    a, b, c = (speech(stack, **body, seed=seed) for seed in (11, 11, 12))
     assert a.status_code == b.status_code == c.status_code == 200
     assert a.content == b.content
     assert a.content != c.content
@@ -284,10 +269,14 @@ def test_grpc_sdk_streams_audio(stack):
         assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT and "nobody" in error.value.message
 
 
-def test_client_disconnect_frees_the_talker_and_codec_slots(stack):
-    body = {"input": "A long one.", **CLONE, "stream_format": "audio", "response_format": "pcm", "max_new_tokens": 400}
+def test_raw_stream_first_bytes_arrive_during_generation_and_disconnect_frees_both_slots(stack):
+    body = {"input": "A long one.", **CLONE, "stream_format": "audio", "response_format": "pcm"}
+    body |= {"max_new_tokens": 1500, "initial_codec_chunk_frames": 1, "seed": 3}
     with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
-        assert next(response.iter_bytes())
+        assert response.status_code == 200
+        chunks = response.iter_bytes()  # kept referenced: a collected iterator closes the response
+        assert len(next(chunks)) > 0
+        # Audio left while the talker still generates and the codec still decodes this request.
         assert stack.talker_load().active_streams == 1 and stack.codec_load().active_streams == 1
     # The client went away mid-stream: both backend streams are cancelled and their slots freed.
     for _ in range(300):
@@ -310,7 +299,7 @@ def test_prometheus_scrapes_the_gateway(stack, tmp_path):
 
 def test_zz_a_talker_killed_mid_stream_ends_sse_with_an_error(stack):
     """Runs last: it kills the talker."""
-    body = {"input": "Doomed.", **CLONE, "stream": True, "response_format": "pcm", "max_new_tokens": 400}
+    body = {"input": "Doomed.", **CLONE, "stream": True, "response_format": "pcm", "max_new_tokens": 1500}
     with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
         lines = response.iter_lines()
         assert next(line for line in lines if line.startswith("data: "))
@@ -319,3 +308,6 @@ def test_zz_a_talker_killed_mid_stream_ends_sse_with_an_error(stack):
         events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
     assert events[-1]["type"] == "speech.audio.error"
     assert "talker" in events[-1]["error"]["message"]
+    # omni serve notices the dead service, stops the others and exits with an error naming it.
+    assert stack.process.wait(60) == 1
+    assert any("omni talker exited" in line for line in stack.lines)

@@ -55,6 +55,10 @@ CHANNEL_OPTIONS = (
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    # Reconnect quickly to a replica that was down (the default backoff grows to minutes).
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
 )
 
 
@@ -267,7 +271,10 @@ class GrpcBackend(Backend):
         return [self.model_info]
 
     async def ready(self) -> bool:
-        return bool(self.talkers.ranked()) and bool(self.codecs.ranked())
+        """A talker and a codec, plus a reference encoder for Base models (every request needs one)."""
+        needs_refenc = self.variant == "base" and bool(self.refencs.targets)
+        up = bool(self.talkers.ranked()) and bool(self.codecs.ranked())
+        return up and (bool(self.refencs.ranked()) or not needs_refenc)
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray | Usage]:
         prepared = await self._prepare(request)
