@@ -1,0 +1,455 @@
+"""The talker service over real gRPC on loopback with a tiny checkpoint.
+
+Every stream's codes must equal the same request run alone through the offline driver behind `omni synth`
+(seeded sampling is per-slot and counter-based, so batching cannot change a result), chunks must follow the
+request's plan, and cancellation, deadlines, a full queue and malformed requests must end the call with the
+right status while the slots come back.
+"""
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+import numpy as np
+import pytest
+import torch
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from omni.services.common.packing import pack_codes, unpack_codes
+from omni.services.talker.config import TalkerConfig
+from omni.services.talker.metrics import TalkerMetrics
+from omni.services.talker.requests import prompt_from_proto, prompt_to_proto
+from omni.services.talker.service import build_talker_service, warm_up
+
+from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
+from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.prompt import SpeechRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTEXT = 128
+TEXTS = ["Hello there.", "How are you today?", "A short one.", "The quick brown fox jumps.", "Yes."]
+SPEAKERS = ["Vivian", "Ryan", "Dylan", "Eric"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny ops on a shared 2-core machine: one intra-op thread is many times faster than two."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tiny_model_dir):
+    return tiny_model_dir("custom_voice")
+
+
+@pytest.fixture(scope="module")
+def synth(model_dir):
+    return Synthesizer(model_dir)
+
+
+def speech(i: int) -> SpeechRequest:
+    return SpeechRequest(text=TEXTS[i % len(TEXTS)], speaker=SPEAKERS[i % len(SPEAKERS)], language="English")
+
+
+def generate_request(synth, i: int, seed: int | None, max_new: int, plan=None, greedy=False):
+    request = talker_pb2.GenerateRequest(
+        request_id=f"r{i}", prompt=prompt_to_proto(synth.builder.build(speech(i))), max_new_tokens=max_new
+    )
+    if seed is not None:
+        request.seed = seed
+    if greedy:
+        request.sampling.do_sample = False
+        request.subtalker_sampling.do_sample = False
+    if plan is not None:
+        initial, steady, ramp = plan
+        request.chunk_plan.initial_chunk_frames = initial
+        request.chunk_plan.chunk_frames = steady
+        request.chunk_plan.ramp.extend(ramp)
+    return request
+
+
+def solo(synth, i: int, seed: int, max_new: int, greedy=False) -> np.ndarray:
+    """The request alone through the offline driver (what `omni synth` runs)."""
+    options = SynthesisOptions(greedy=greedy, seed=seed, max_new_tokens=max_new)
+    return synth.synthesize([speech(i)], [options])[0]
+
+
+def plan_sizes(total: int, initial: int, steady: int, ramp: list[int]) -> list[int]:
+    sizes = []
+    while sum(sizes) < total:
+        k = len(sizes)
+        size = initial if k == 0 else ramp[k - 1] if k - 1 < len(ramp) else steady
+        sizes.append(min(size, total - sum(sizes)))
+    return sizes
+
+
+async def collect(stub, request, **kwargs) -> tuple[np.ndarray, list, talker_pb2.GenerateSummary]:
+    """All chunks of one stream, checked for order and framing; returns (codes, chunks, summary)."""
+    messages = [m async for m in stub.Generate(request, **kwargs)]
+    kinds = [m.WhichOneof("kind") for m in messages]
+    assert kinds[-1] == "summary" and set(kinds[:-1]) <= {"chunk"}, kinds
+    chunks = [m.chunk for m in messages[:-1]]
+    starts = [c.first_frame_index for c in chunks]
+    assert starts == [sum(c.num_frames for c in chunks[:k]) for k in range(len(chunks))]
+    if chunks:
+        assert chunks[0].first and not any(c.first for c in chunks[1:])
+        assert chunks[-1].last and not any(c.last for c in chunks[:-1])
+    codes = [unpack_codes(c.codes, c.num_frames, c.num_codebooks) for c in chunks]
+    summary = messages[-1].summary
+    codes = np.concatenate(codes) if codes else np.zeros((0, 16), np.int64)
+    assert summary.num_frames == len(codes) and summary.num_chunks == len(chunks)
+    return codes, chunks, summary
+
+
+class Running:
+    """An in-process talker service on a loopback port, with a channel and stub to it."""
+
+    def __init__(self, model_dir: Path, **settings) -> None:
+        settings = {"max_context": CONTEXT, **settings}
+        self.config = TalkerConfig(model=str(model_dir), host="127.0.0.1", port=0, grace_s=1.0, **settings)
+
+    async def __aenter__(self):
+        self.metrics = TalkerMetrics()
+        self.service, self.parts = build_talker_service(self.config, self.metrics)
+        self.engine = self.parts.engine
+        await self.service.start()
+        self.engine.start()
+        await warm_up(self.engine)
+        await self.service.set_serving()
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.service.port}")
+        self.stub = talker_pb2_grpc.TalkerServiceStub(self.channel)
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.channel.close()
+        await self.service.stop(0.5)
+        await self.engine.stop()
+
+    async def load(self):
+        return (await self.stub.GetLoad(talker_pb2.GetLoadRequest())).load
+
+    async def wait_for(self, predicate, what: str) -> None:
+        for _ in range(1000):
+            if predicate(await self.load()):
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"never reached: {what}; load {await self.load()}")
+
+    async def wait_idle(self) -> None:
+        await self.wait_for(lambda load: load.active_streams == 0 and load.queue_depth == 0, "no active slots")
+
+    def outcome(self, reason: str) -> float:
+        value = self.metrics.server.registry.get_sample_value("omni_talker_requests_total", {"outcome": reason})
+        return value or 0.0
+
+
+def test_chunks_follow_the_plan_and_greedy_equals_synth(model_dir, synth):
+    plans = [None, (1, 15, []), (1, 4, [2, 3]), (3, 2, []), (2, 5, [1])]
+    max_new = 24
+
+    async def scenario():
+        async with Running(model_dir) as svc:
+            info = await svc.stub.GetModelInfo(talker_pb2.GetModelInfoRequest())
+            assert (info.model_type, info.num_codebooks, info.max_context) == ("custom_voice", 16, CONTEXT)
+            assert info.model.checkpoint_fingerprint == svc.parts.identity.checkpoint_fingerprint
+            results = []
+            for i, plan in enumerate(plans):
+                results.append(await collect(svc.stub, generate_request(synth, i, None, max_new, plan, greedy=True)))
+            await svc.wait_idle()
+            return results
+
+    results = asyncio.run(scenario())
+    for i, (plan, (codes, chunks, summary)) in enumerate(zip(plans, results, strict=True)):
+        want = solo(synth, i, 0, max_new, greedy=True)
+        np.testing.assert_array_equal(codes, want)
+        initial, steady, ramp = plan or (1, 15, [])  # None: the service defaults, 1 then 15
+        assert [c.num_frames for c in chunks] == plan_sizes(len(codes), initial, steady, ramp)
+        reason = talker_pb2.STOP_REASON_MAX_NEW_TOKENS if len(codes) == max_new - 1 else talker_pb2.STOP_REASON_EOS
+        assert summary.stop_reason == reason
+        assert summary.prompt_tokens == len(synth.builder.build(speech(i)))
+    assert sum(len(r[0]) for r in results) > 4 * len(plans)  # the streams were long enough to chunk
+
+
+def test_concurrent_streams_each_equal_their_solo_run(model_dir, synth):
+    n = 34
+    lengths = [3 + (i * 7) % 9 for i in range(n)]  # max_new_tokens 3..11
+    seeds = [1000 + 17 * i for i in range(n)]
+    plans = [(1, 15, []), (1, 2, [3]), (2, 3, [])]
+
+    async def scenario():
+        # A small prefill budget makes admissions take several steps while others decode.
+        async with Running(model_dir, max_streams=n, prefill_budget=24) as svc:
+            requests = [generate_request(synth, i, seeds[i], lengths[i], plans[i % 3]) for i in range(n)]
+            results = await asyncio.gather(*(collect(svc.stub, r) for r in requests))
+            await svc.wait_idle()
+            registry = svc.metrics.server.registry
+            batch_count = registry.get_sample_value("omni_talker_batch_size_count")
+            batch_sum = registry.get_sample_value("omni_talker_batch_size_sum")
+            return results, batch_sum / batch_count
+
+    results, mean_batch = asyncio.run(scenario())
+    assert mean_batch > 4  # the streams really ran together
+    for i, (codes, chunks, _) in enumerate(results):
+        np.testing.assert_array_equal(codes, solo(synth, i, seeds[i], lengths[i]), err_msg=f"stream {i}")
+        assert [c.num_frames for c in chunks] == plan_sizes(len(codes), *plans[i % 3])
+
+
+# A long-running request: seed and prompt chosen so it does not stop at EOS before 100 frames.
+LONG = dict(i=1, seed=5, max_new=100)
+
+
+def long_request(synth):
+    return generate_request(synth, LONG["i"], LONG["seed"], LONG["max_new"])
+
+
+def test_cancel_mid_stream_frees_the_slot_and_the_next_request_is_unaffected(model_dir, synth):
+    async def scenario():
+        async with Running(model_dir, max_streams=2) as svc:
+            call = svc.stub.Generate(long_request(synth))
+            received = 0
+            async for message in call:
+                received += message.chunk.num_frames
+                if received >= 3:
+                    break
+            assert (await svc.load()).active_streams == 1
+            call.cancel()
+            await svc.wait_idle()
+            after = await collect(svc.stub, generate_request(synth, 2, 77, 9))
+            await svc.wait_idle()
+            return after, svc.outcome("cancelled")
+
+    (codes, _, _), cancelled = asyncio.run(scenario())
+    assert cancelled == 1
+    np.testing.assert_array_equal(codes, solo(synth, 2, 77, 9))
+
+
+def test_deadline_ends_the_stream_and_frees_the_slot(model_dir, synth):
+    async def scenario():
+        async with Running(model_dir, max_streams=1) as svc:
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                await collect(svc.stub, long_request(synth), timeout=0.3)
+            await svc.wait_idle()
+            return error.value.code(), svc.outcome("deadline")
+
+    code, deadline = asyncio.run(scenario())
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert deadline == 1
+
+
+def test_full_queue_is_resource_exhausted_with_a_retry_hint(model_dir, synth):
+    async def scenario():
+        async with Running(model_dir, max_streams=1, max_queue=1, retry_after_s=0.25) as svc:
+            first = svc.stub.Generate(long_request(synth))
+            await first.read()  # the first chunk: it holds the only slot
+            queued = asyncio.ensure_future(collect(svc.stub, generate_request(synth, 3, 9, 6)))
+            await svc.wait_for(lambda load: load.queue_depth == 1, "one request queued")
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                await collect(svc.stub, generate_request(synth, 4, 9, 6))
+            load = await svc.load()
+            first.cancel()
+            codes, _, _ = await queued
+            await svc.wait_idle()
+            return error.value, load, codes
+
+    error, load, codes = asyncio.run(scenario())
+    assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "retry after 0.25 s" in error.details()
+    assert ("retry-after-ms", "250") in tuple(error.trailing_metadata())
+    assert (load.active_streams, load.capacity, load.queue_depth, load.queue_capacity) == (1, 1, 1, 1)
+    np.testing.assert_array_equal(codes, solo(synth, 3, 9, 6))  # the queued request ran once the slot freed
+
+
+def malformed_cases(synth) -> list[tuple[str, grpc.StatusCode, str, object]]:
+    """(name, status, words in the message, mutation of a valid request)."""
+
+    def set_ids(field, index, value):
+        def mutate(r):
+            getattr(r.prompt, field)[index] = value
+
+        return mutate
+
+    def sampling(head, field, value):
+        return lambda r: setattr(getattr(r, head), field, value)
+
+    def oversized(r):
+        r.prompt.text_ids.extend([1] * CONTEXT)
+        r.prompt.codec_ids.extend([1] * CONTEXT)
+
+    def unequal(r):
+        r.prompt.codec_ids.append(1)
+
+    def empty(r):
+        del r.prompt.text_ids[:]
+        del r.prompt.codec_ids[:]
+
+    def ref_codes_without_positions(r):
+        r.prompt.ref_codes = pack_codes(np.zeros((2, 16), np.int64))
+        r.prompt.ref_code_frames = 2
+
+    def wrong_model(r):
+        r.expected_model.protocol_version = common_pb2.PROTOCOL_VERSION_1
+        r.expected_model.model_family = "qwen3-tts-12hz"
+        r.expected_model.codec_id = "another codec"
+
+    invalid, unimplemented = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNIMPLEMENTED
+    return [
+        ("text id too large", invalid, "prompt.text_ids[0]", set_ids("text_ids", 0, 10**9)),
+        ("negative text id", invalid, "prompt.text_ids[2]", set_ids("text_ids", 2, -2)),
+        ("codec id too large", invalid, "prompt.codec_ids[1]", set_ids("codec_ids", 1, 3072)),
+        ("unknown sentinel", invalid, "prompt.codec_ids[0]", set_ids("codec_ids", 0, -4)),
+        ("trailing id", invalid, "trailing_text_ids", lambda r: r.prompt.trailing_text_ids.append(-1)),
+        ("unequal tracks", invalid, "codec_ids", unequal),
+        ("empty prompt", invalid, "empty", empty),
+        ("x-vector slot without vector", invalid, "x_vector", set_ids("codec_ids", 3, -2)),
+        ("ref codes without positions", invalid, "ref_code_frames", ref_codes_without_positions),
+        ("temperature 0", invalid, "temperature", sampling("sampling", "temperature", 0.0)),
+        ("temperature nan", invalid, "temperature", sampling("sampling", "temperature", float("nan"))),
+        ("top_p above 1", invalid, "top_p", sampling("sampling", "top_p", 1.5)),
+        ("subtalker top_p 0", invalid, "top_p", sampling("subtalker_sampling", "top_p", 0.0)),
+        ("negative penalty", invalid, "repetition_penalty", sampling("sampling", "repetition_penalty", -1.0)),
+        ("subtalker penalty", invalid, "code predictor", sampling("subtalker_sampling", "repetition_penalty", 1.2)),
+        ("max_new_tokens 1", invalid, "max_new_tokens", lambda r: setattr(r, "max_new_tokens", 1)),
+        ("over the context", invalid, "context limit", lambda r: setattr(r, "max_new_tokens", CONTEXT - 5)),
+        ("oversized prompt", invalid, "context limit", oversized),
+        ("huge chunk", invalid, "chunk_frames", lambda r: setattr(r.chunk_plan, "chunk_frames", 10**6)),
+        ("zero ramp size", invalid, "ramp", lambda r: r.chunk_plan.ramp.append(0)),
+        ("registered voice", unimplemented, "x_vector", lambda r: setattr(r.prompt.voice, "name", "alice")),
+        ("other model", grpc.StatusCode.FAILED_PRECONDITION, "codec id", wrong_model),
+    ]
+
+
+def test_malformed_requests_are_refused_with_clear_errors(model_dir, synth):
+    cases = malformed_cases(synth)
+
+    async def scenario():
+        async with Running(model_dir) as svc:
+            outcomes = []
+            for name, _, _, mutate in cases:
+                request = generate_request(synth, 0, 1, 6)
+                mutate(request)
+                try:
+                    await collect(svc.stub, request)
+                    outcomes.append((name, None, ""))
+                except grpc.aio.AioRpcError as e:
+                    outcomes.append((name, e.code(), e.details()))
+            good = await collect(svc.stub, generate_request(synth, 0, 1, 6))
+            load = await svc.load()
+            return outcomes, good, load, svc.outcome("invalid_argument")
+
+    outcomes, (codes, _, _), load, invalid = asyncio.run(scenario())
+    for (name, status, words, _), (_, code, details) in zip(cases, outcomes, strict=True):
+        assert code == status, f"{name}: {code} {details}"
+        assert words in details, f"{name}: {details!r} does not mention {words!r}"
+    assert invalid == sum(status == grpc.StatusCode.INVALID_ARGUMENT for _, status, _, _ in cases)
+    assert load.active_streams == 0 and load.queue_depth == 0
+    np.testing.assert_array_equal(codes, solo(synth, 0, 1, 6))
+
+
+def test_voice_clone_prompt_round_trips_the_wire_and_equals_synth(tiny_model_dir):
+    """Base ICL: the x-vector slot (-2) and ref-code rows (-3) survive the wire and give synth's codes."""
+    model_dir = tiny_model_dir("base")
+    synth = Synthesizer(model_dir)
+    rng = np.random.default_rng(3)
+    hidden = synth.model.config.talker.hidden_size
+    request = SpeechRequest(
+        text="Clone this voice.",
+        ref_text="A reference.",
+        ref_codes=torch.from_numpy(rng.integers(0, 2048, (5, 16))),
+        x_vector=torch.from_numpy(rng.standard_normal(hidden).astype(np.float32)),
+    )
+    prompt = synth.builder.build(request)
+    wire = prompt_to_proto(prompt)
+    assert list(wire.codec_ids).count(-3) == 5 and list(wire.codec_ids).count(-2) == 1
+    back = prompt_from_proto(wire, synth.model.config, CONTEXT)
+    torch.testing.assert_close(synth.runner_for(1, CONTEXT).embed_prompt(back), synth.runner.embed_prompt(prompt))
+
+    async def scenario():
+        async with Running(model_dir) as svc:
+            message = talker_pb2.GenerateRequest(prompt=wire, max_new_tokens=12, seed=4)
+            return await collect(svc.stub, message)
+
+    codes, _, _ = asyncio.run(scenario())
+    np.testing.assert_array_equal(codes, synth.synthesize([request], [SynthesisOptions(seed=4, max_new_tokens=12)])[0])
+
+
+def test_metrics_count_frames_prefill_and_first_chunks(model_dir, synth):
+    async def scenario():
+        async with Running(model_dir) as svc:
+            registry = svc.metrics.server.registry
+            before = {k: registry.get_sample_value(k) or 0.0 for k in ("omni_talker_frames_total",)}
+            results = await asyncio.gather(*(collect(svc.stub, generate_request(synth, i, i, 7)) for i in range(3)))
+            await svc.wait_idle()
+            values = {
+                name: registry.get_sample_value(name)
+                for name in (
+                    "omni_talker_frames_total",
+                    "omni_talker_prefill_tokens_total",
+                    "omni_talker_time_to_first_chunk_ms_count",
+                    "omni_talker_queue_wait_ms_count",
+                    "omni_talker_step_ms_count",
+                    "omni_talker_active_slots",
+                    "omni_talker_queue_depth",
+                    "omni_talker_capacity_slots",
+                )
+            }
+            return results, before, values
+
+    results, before, values = asyncio.run(scenario())
+    frames = sum(len(r[0]) for r in results)
+    assert values["omni_talker_frames_total"] - before["omni_talker_frames_total"] == frames
+    prompts = sum(len(synth.builder.build(speech(i))) for i in range(3))
+    assert values["omni_talker_prefill_tokens_total"] == prompts + 4  # + the 4-position warm-up prompt
+    assert values["omni_talker_time_to_first_chunk_ms_count"] == 3 + 1  # + warm-up
+    assert values["omni_talker_queue_wait_ms_count"] == 3 + 1
+    assert values["omni_talker_step_ms_count"] > 0
+    assert (values["omni_talker_active_slots"], values["omni_talker_queue_depth"]) == (0, 0)
+    assert values["omni_talker_capacity_slots"] == 32
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_omni_talker_command_serves_and_shuts_down_on_sigterm(model_dir):
+    port = free_port()
+    env = {**os.environ, "OMNI_TALKER_MAX_STREAMS": "3", "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "omni.cli", "talker", "--model", str(model_dir), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--max-context", "64", "--profile", "qwen3-tts-0.6b-cpu", "--metrics-port", "-1"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+
+        async def check():
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+                health = health_pb2_grpc.HealthStub(channel)
+                request = health_pb2.HealthCheckRequest(service="omni.talker.v1.TalkerService")
+                status = None
+                for _ in range(600):
+                    try:
+                        status = (await health.Check(request, timeout=1)).status
+                    except grpc.aio.AioRpcError:
+                        status = None
+                    if status == health_pb2.HealthCheckResponse.SERVING:
+                        break
+                    await asyncio.sleep(0.1)
+                assert status == health_pb2.HealthCheckResponse.SERVING
+                stub = talker_pb2_grpc.TalkerServiceStub(channel)
+                load = (await stub.GetLoad(talker_pb2.GetLoadRequest())).load
+                info = await stub.GetModelInfo(talker_pb2.GetModelInfoRequest())
+                return load.capacity, info.max_context
+
+        assert asyncio.run(check()) == (3, 64)  # capacity from the environment, context from the flag
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        assert '"msg": "talker stopped"' in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
