@@ -25,8 +25,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--ref-text", help="Base: transcript of the reference recording (ICL)")
     p.add_argument("--x-vector-only", action="store_true", help="Base: clone from the speaker x-vector only")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--non-streaming-text", dest="non_streaming", action="store_true", default=None)
-    mode.add_argument("--streaming-text", dest="non_streaming", action="store_false")
+    mode.add_argument(
+        "--non-streaming-text",
+        dest="non_streaming",
+        action="store_true",
+        default=None,
+        help="whole text in the prompt (official default for CustomVoice and VoiceDesign)",
+    )
+    mode.add_argument(
+        "--streaming-text",
+        dest="non_streaming",
+        action="store_false",
+        help="text fed one token per frame (official default for Base)",
+    )
     p.add_argument("--greedy", action="store_true", help="argmax decoding (the official do_sample=False)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--max-frames", type=int, help="at most this many 80 ms frames (default: generation_config)")
