@@ -14,8 +14,12 @@ import triton
 import triton.language as tl
 
 
-def snakebeta_reference(x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+def snakebeta_reference(
+    x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
     """The PyTorch definition (as the codec's SnakeBeta module): x [B, C, T], log-parameters alpha/beta [C]."""
+    if bias is not None:
+        x = x + bias[None, :, None]
     a = alpha.exp()[None, :, None]
     b = beta.exp()[None, :, None]
     return x + (1.0 / (b + 1e-9)) * torch.sin(x * a).pow(2)
@@ -27,12 +31,14 @@ def _snakebeta_kernel(
     out_ptr,
     alpha_ptr,
     beta_ptr,
+    bias_ptr,
     channels,
     length,
     x_stride_b,
     x_stride_c,
     out_stride_b,
     out_stride_c,
+    HAS_BIAS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0)  # one (batch, channel) row per program along axis 0
@@ -41,6 +47,8 @@ def _snakebeta_kernel(
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < length
     x = tl.load(x_ptr + b * x_stride_b + c * x_stride_c + offs, mask=inside, other=0.0).to(tl.float32)
+    if HAS_BIAS:  # the preceding conv's bias, added here instead of in a pass of its own
+        x += tl.load(bias_ptr + c).to(tl.float32)
     a = tl.exp(tl.load(alpha_ptr + c).to(tl.float32))
     inv_b = 1.0 / (tl.exp(tl.load(beta_ptr + c).to(tl.float32)) + 1e-9)
     s = tl.sin(x * a)
@@ -49,14 +57,21 @@ def _snakebeta_kernel(
 
 
 def snakebeta(
-    x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor, out: torch.Tensor | None = None, block: int = 1024
+    x: torch.Tensor,
+    alpha: torch.Tensor,
+    beta: torch.Tensor,
+    out: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    block: int = 1024,
 ) -> torch.Tensor:
-    """Fused SnakeBeta over x [B, C, T] (last dim contiguous); alpha/beta [C] are the log-parameters."""
+    """Fused SnakeBeta over x [B, C, T] (+ bias [C] first, if given); alpha/beta [C] are the log-parameters."""
     if x.dim() != 3:
         raise ValueError(f"snakebeta: x must be [B, C, T], got shape {list(x.shape)}")
     batch, channels, length = x.shape
     if alpha.shape != (channels,) or beta.shape != (channels,):
         raise ValueError(f"snakebeta: alpha/beta must be [{channels}], got {list(alpha.shape)} and {list(beta.shape)}")
+    if bias is not None and bias.shape != (channels,):
+        raise ValueError(f"snakebeta: bias must be [{channels}], got {list(bias.shape)}")
     if x.stride(-1) != 1:
         x = x.contiguous()
     if out is None:
@@ -72,12 +87,54 @@ def snakebeta(
         out,
         alpha.contiguous(),
         beta.contiguous(),
+        alpha if bias is None else bias.contiguous(),
         channels,
         length,
         x.stride(0),
         x.stride(1),
         out.stride(0),
         out.stride(1),
+        HAS_BIAS=bias is not None,
         BLOCK=block,
+    )
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The residual unit's tail: x + conv2(h) + bias, where the conv ran without its bias.
+
+
+def bias_residual_reference(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return x + (y + bias[None, :, None])
+
+
+@triton.jit
+def _bias_residual_kernel(x_ptr, y_ptr, bias_ptr, out_ptr, channels, length, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    c = row % channels
+    base = row.to(tl.int64) * length  # contiguous [B, C, T]
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < length
+    x = tl.load(x_ptr + base + offs, mask=inside, other=0.0).to(tl.float32)
+    y = tl.load(y_ptr + base + offs, mask=inside, other=0.0).to(tl.float32)
+    out = x + y + tl.load(bias_ptr + c).to(tl.float32)
+    tl.store(out_ptr + base + offs, out.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+def bias_residual(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, block: int = 1024) -> torch.Tensor:
+    """x + y + bias[c] in one pass (fp32 compute, one rounding); x, y [B, C, T], bias [C]."""
+    if x.dim() != 3 or y.shape != x.shape or bias.shape != (x.shape[1],):
+        raise ValueError(
+            f"bias_residual: x and y must be one [B, C, T] shape and bias [C], got {list(x.shape)}, "
+            f"{list(y.shape)}, {list(bias.shape)}"
+        )
+    x, y = x.contiguous(), y.contiguous()
+    out = torch.empty_like(x)
+    if x.numel() == 0:
+        return out
+    batch, channels, length = x.shape
+    block = min(block, triton.next_power_of_2(length))
+    _bias_residual_kernel[(batch * channels, triton.cdiv(length, block))](
+        x, y, bias.contiguous(), out, channels, length, BLOCK=block
     )
     return out

@@ -6,7 +6,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 
 import pytest
 import torch
-from omni.kernels.snakebeta import snakebeta, snakebeta_reference
+from omni.kernels.snakebeta import bias_residual, bias_residual_reference, snakebeta, snakebeta_reference
 
 DEVICE = "cuda" if torch.cuda.is_available() and os.environ["TRITON_INTERPRET"] != "1" else "cpu"
 
@@ -80,3 +80,28 @@ def test_snakebeta_bad_input_is_a_clear_error():
         snakebeta(x, alpha[:2], beta)
     with pytest.raises(ValueError, match="out must be"):
         snakebeta(x, alpha, beta, out=torch.empty(2, 3, 9, device=DEVICE))
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 3, 7), (4, 2, 1025)])
+def test_snakebeta_with_bias(shape):
+    x, alpha, beta = _inputs(shape, torch.float32, seed=5)
+    bias = torch.randn(shape[1], generator=torch.Generator().manual_seed(6)).to(DEVICE)
+    got = snakebeta(x, alpha, beta, bias=bias)
+    torch.testing.assert_close(got, snakebeta_reference(x, alpha, beta, bias), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="bias must be"):
+        snakebeta(x, alpha, beta, bias=bias[:0])
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 3, 7), (3, 5, 129), (4, 2, 1025)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bias_residual(shape, dtype):
+    x, bias, _ = _inputs(shape, dtype, seed=7)
+    y, _, _ = _inputs(shape, dtype, seed=8)
+    got = bias_residual(x, y, bias)
+    assert got.dtype == dtype
+    want = bias_residual_reference(x.float(), y.float(), bias)
+    # fp32 compute, one rounding on store: within one bf16 ulp (see the SnakeBeta bf16 test).
+    rtol = 1e-6 if dtype == torch.float32 else 2**-7
+    torch.testing.assert_close(got.float(), want, rtol=rtol, atol=1e-5)
+    with pytest.raises(ValueError, match="bias_residual"):
+        bias_residual(x, y[:, :, :0], bias)

@@ -14,9 +14,10 @@ values. A call whose chunks are shorter than the graph's chunk length is right-p
 from collections.abc import Callable, Sequence
 
 import torch
+import torch.nn.functional as F
 from torch.nn.utils.rnn import pad_sequence
 
-from omni.models.qwen3_tts.codec import CodecDecoder, CodecState, SnakeBeta, _Batch
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecState, ResidualUnit, SnakeBeta, _Batch
 
 
 def codec_step(
@@ -71,6 +72,39 @@ def fuse_snakebeta(decoder: CodecDecoder) -> int:
             module.forward = lambda x, m=module: snakebeta(x, m.alpha, m.beta)
             count += 1
     return count
+
+
+def fuse_residual_units(decoder: CodecDecoder) -> int:
+    """Run every vocoder ResidualUnit through `fused_residual_unit` (CUDA only); returns how many."""
+    count = 0
+    for module in decoder.modules():
+        if isinstance(module, ResidualUnit):
+            module.forward = lambda x, batch, m=module: fused_residual_unit(m, x, batch)
+            count += 1
+    return count
+
+
+def fused_residual_unit(unit: ResidualUnit, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+    """ResidualUnit.forward with its element-wise work in two Triton kernels instead of six passes.
+
+    Eager: snake(x); cat([history, .]); conv1 + bias; snake; conv2 + bias; + x. Here the first SnakeBeta writes
+    straight into the [history ‖ new] buffer (no cat), conv1's bias is added inside the second SnakeBeta, and
+    conv2's bias with the residual add in one pass.
+    """
+    from omni.kernels.snakebeta import bias_residual, snakebeta
+
+    conv1, conv2 = unit.conv1, unit.conv2
+    past = batch.history[conv1.state_index]
+    context = past.shape[-1]
+    full = torch.empty(*x.shape[:2], context + x.shape[-1], dtype=x.dtype, device=x.device)
+    full[..., :context] = past
+    snakebeta(x, unit.act1.alpha, unit.act1.beta, out=full[..., context:])
+    # As _Batch.step: the new history is the `context` samples just before each row's valid end.
+    idx = (batch.frames * conv1.per_frame)[:, None] + torch.arange(context, device=x.device)[None, :]
+    batch.history[conv1.state_index] = full.gather(2, idx[:, None, :].expand(-1, full.shape[1], -1))
+    h = F.conv1d(full, conv1.conv.weight, None, dilation=conv1.conv.dilation)
+    h = snakebeta(h, unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias)
+    return bias_residual(x, F.conv1d(h, conv2.conv.weight), conv2.conv.bias)
 
 
 class CodecGraphs:
