@@ -5,7 +5,7 @@ REF_VENV ?= .venv-ref
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.omni-setup-stamp
 
-.PHONY: setup test demo lint proto clean
+.PHONY: setup test demo lint proto clean images
 
 # The stamp depends on the files that define the environment, so a second `make setup` is a no-op.
 $(STAMP): pyproject.toml tools/reference/make_venv.sh
@@ -29,6 +29,10 @@ test: setup
 
 demo: setup
 	$(BIN)/python tools/demo.py
+
+# Smoke build of the gateway image with podman on a debootstrap base (no Docker engine or registry needed).
+images:
+	bash tools/build_images.sh
 
 clean:
 	rm -rf $(VENV) $(REF_VENV) .pytest_cache

@@ -143,3 +143,10 @@ def test_image_commands_exist() -> None:
     (sub,) = [a for a in build_parser()._actions if a.dest == "command"]
     for component in ("talker", "codec", "refenc"):
         assert component in sub.choices
+
+
+def test_gateway_image_has_the_tools_the_gateway_shells_out_to() -> None:
+    """services/gateway/tempo.py runs ffmpeg for `speed`; without it the image would refuse every speed != 1."""
+    assert 'shutil.which("ffmpeg")' in (ROOT / "services" / "gateway" / "tempo.py").read_text()
+    final = final_stage(instructions(ROOT / "Dockerfile.gateway"))
+    assert any(op == "RUN" and "ffmpeg" in a.split("apt-get install", 1)[-1] for op, a in final)
