@@ -22,7 +22,6 @@ import httpx
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 from openai import OpenAI
 
 from omni.client import SpeechClient, SpeechError
@@ -217,39 +216,42 @@ def test_thirty_concurrent_streams_all_complete(stack):
     assert all(size > 0 and size % (2 * SAMPLES_PER_FRAME) == 0 for _, size in results), results
 
 
-def test_greedy_end_to_end_equals_offline_synthesis(stack):
-    """The gateway's greedy PCM equals the offline path (prompt builder + runner + whole-utterance codec decode),
-    which is what `omni synth` runs, sample for sample (int16)."""
+def test_greedy_end_to_end_equals_omni_synth(stack, tmp_path):
+    """Voice cloning with ICL, greedy: the served PCM (reference encoder, prompt ids over gRPC, talker engine,
+    codec primed with the reference codes, streamed in chunks) equals `omni synth` (one process, whole-utterance
+    decode with the reference as left context) sample for sample in int16."""
     from omni.services.common.packing import float_to_int16
 
-    from omni.models.qwen3_tts.codec import load_codec_decoder
-    from omni.talker.generate import SynthesisOptions, Synthesizer
-    from omni.talker.prompt import SpeechRequest
-
-    synth = Synthesizer(stack.model_dir)
-    x_vector = torch.linspace(-0.5, 0.5, synth.model.config.talker.hidden_size)
-    text = "Greedy, end to end."
-    request = SpeechRequest(text=text, language="english", x_vector=x_vector, x_vector_only=True)
-    (codes,) = synth.synthesize([request], [SynthesisOptions(greedy=True, max_new_tokens=12)])
-    decoder = load_codec_decoder(stack.model_dir)
-    with torch.no_grad():
-        offline = decoder.decode(torch.from_numpy(codes)[None])[0].numpy()
+    text, ref_text, frames = "Greedy, end to end.", "A reference sentence.", 12
+    ref = tmp_path / "ref.wav"
+    ref.write_bytes(REF_WAV)
+    out = tmp_path / "synth.wav"
+    subprocess.run(
+        [sys.executable, "-m", "omni.cli", "synth", "--model", str(stack.model_dir), "--text", text]
+        + ["--language", "english", "--ref-audio", str(ref), "--ref-text", ref_text, "--greedy"]
+        + ["--max-frames", str(frames), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    offline, rate = sf.read(out, dtype="float32")
+    assert rate == SAMPLE_RATE
 
     response = speech(
         stack,
         input=text,
         language="English",
-        speaker_embedding=x_vector.tolist(),
+        ref_audio=REF_URI,
+        ref_text=ref_text,
         response_format="pcm",
-        max_new_tokens=12,
+        max_new_tokens=frames + 1,  # N frames take N + 1 draws (the last codebook-0 id is EOS or dropped)
         extra_params={"temperature": 0.0},
     )
     assert response.status_code == 200, response.text
-    served = np.frombuffer(response.content, dtype="<i2")
-    expected = float_to_int16(offline)
-    assert served.size == expected.size == codes.shape[0] * SAMPLES_PER_FRAME
-    # Streaming decode equals whole decode to ~1e-6 in fp32; at most a rounding step apart in int16.
-    assert np.abs(served.astype(np.int32) - expected.astype(np.int32)).max() <= 1
+    served = np.frombuffer(response.content, dtype="<i2").astype(np.int32)
+    expected = float_to_int16(offline).astype(np.int32)
+    assert served.size == expected.size == frames * SAMPLES_PER_FRAME
+    # Streaming decode equals whole decode to ~1e-6 in fp32: at most one rounding step apart in int16.
+    assert np.abs(served - expected).max() <= 1
 
 
 def test_grpc_sdk_streams_audio(stack):
