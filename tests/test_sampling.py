@@ -297,3 +297,23 @@ def test_different_seeds_give_different_codes(synth):
         for s in (1, 2)
     ]
     assert not np.array_equal(codes[0], codes[1])
+
+
+@pytest.mark.parametrize(("min_new", "greedy"), [(2, True), (5, False)])
+def test_generation_stops_at_eos_once_allowed_and_never_emits_it(synth, min_new, greedy):
+    eos = synth.model.config.talker.codec_eos_token_id
+
+    def favour_eos(_module, _inputs, logits):
+        return logits + 1e4 * torch.nn.functional.one_hot(torch.tensor(eos), logits.shape[-1])
+
+    prompt, _ = sampled(synth, 3)
+    params = synth.sampling_params(SynthesisOptions(greedy=greedy, seed=3, max_new_tokens=FRAMES + 1))
+    hook = synth.model.talker.codec_head.register_forward_hook(favour_eos)
+    try:
+        codes = generate_codes(
+            synth.runner_for(1, 200), [prompt], [dataclasses.replace(params, min_new_tokens=min_new)]
+        )
+    finally:
+        hook.remove()
+    # Draws 0..min_new-1 cannot be EOS; draw min_new is EOS, so min_new frames come out, none of them EOS.
+    assert codes[0].shape == (min_new, 16) and (codes[0][:, 0] != eos).all()
