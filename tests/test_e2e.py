@@ -299,6 +299,78 @@ def test_prometheus_scrapes_the_gateway(stack, tmp_path):
         assert float(prom.wait_for("omni_gateway_time_to_first_audio_seconds_count")[0]["value"][1]) >= 1
 
 
+def test_routing_skips_a_dead_replica_and_all_talkers_full_answers_429(tiny_model_dir):
+    """In-process talker (1 slot, no queue) and codec behind a GrpcBackend that also lists dead addresses."""
+    import asyncio
+
+    from omni.services.codec.config import CodecConfig
+    from omni.services.codec.service import build_codec_service
+    from omni.services.codec.service import warm_up as codec_warm_up
+    from omni.services.gateway.app import create_app
+    from omni.services.gateway.backend import Overloaded, SynthesisRequest
+    from omni.services.gateway.grpc_backend import GrpcBackend
+    from omni.services.talker.config import TalkerConfig
+    from omni.services.talker.service import build_talker_service
+    from omni.services.talker.service import warm_up as talker_warm_up
+
+    from tests.redis_server import free_port
+
+    model_dir = tiny_model_dir("base")
+    hidden = json.loads((model_dir / "config.json").read_text())["talker_config"]["hidden_size"]
+
+    def request(max_new_tokens: int) -> SynthesisRequest:
+        return SynthesisRequest(
+            model=model_dir.name, text="Routing.", task_type="Base", speaker_embedding=[0.1] * hidden,
+            x_vector_only_mode=True, max_new_tokens=max_new_tokens, seed=1,
+        )  # fmt: skip
+
+    async def scenario():
+        common = {"model": str(model_dir), "host": "127.0.0.1", "port": 0, "grace_s": 0.5}
+        talker, parts = build_talker_service(TalkerConfig(**common, max_streams=1, max_queue=0, max_context=1200))
+        codec, engine = build_codec_service(CodecConfig(**common, max_streams=2))
+        await talker.start()
+        await codec.start()
+        parts.engine.start()
+        engine.start()
+        await talker_warm_up(parts.engine)
+        await codec_warm_up(engine)
+        dead = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+        backend = GrpcBackend(
+            model_dir, [dead[0], f"127.0.0.1:{talker.port}"], [f"localhost:{codec.port}", dead[1]], [], down_s=60
+        )
+        try:
+            await backend.start()
+            assert await backend.ready()
+            assert [r.address for r in backend.talkers.ranked()] == [f"127.0.0.1:{talker.port}"]
+            long = backend.synthesize(request(1000))
+            assert (await anext(long)).size > 0  # holds the only talker slot
+            with pytest.raises(Overloaded) as full:
+                await anext(backend.synthesize(request(4)))
+            transport = httpx.ASGITransport(app=create_app(backend))
+            async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+                body = {"input": "Routing.", "speaker_embedding": [0.1] * hidden, "max_new_tokens": 4}
+                refused = await client.post("/v1/audio/speech", json=body)
+            await long.aclose()  # frees the slot at once
+            for _ in range(500):
+                if len(parts.engine.slots) == 0:
+                    break
+                await asyncio.sleep(0.01)
+            chunks = [item async for item in backend.synthesize(request(4))]
+            return full.value, refused, chunks
+        finally:
+            await backend.close()
+            await talker.stop(0.5)
+            await codec.stop(0.5)
+            await parts.engine.stop()
+            await engine.stop()
+
+    full, refused, chunks = asyncio.run(scenario())
+    assert full.retry_after == pytest.approx(1.0)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert refused.json()["error"]["type"] == "rate_limit_error"
+    assert sum(c.size for c in chunks[:-1]) == 3 * SAMPLES_PER_FRAME and chunks[-1].output_tokens == 3
+
+
 def test_zz_a_talker_killed_mid_stream_ends_sse_with_an_error(stack):
     """Runs last: it kills the talker."""
     body = {"input": "Doomed.", **CLONE, "stream": True, "response_format": "pcm", "max_new_tokens": 1500}
