@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,7 +210,8 @@ def test_omni_refenc_command_serves_metrics_and_shuts_down_on_sigterm(model_dir:
                 health = health_pb2_grpc.HealthStub(channel)
                 request = health_pb2.HealthCheckRequest(service="omni.refenc.v1.ReferenceEncoderService")
                 status = None
-                for _ in range(600):  # startup (imports, model load), bounded
+                deadline = time.monotonic() + 240  # startup (imports, model load) on a loaded 2-core machine, bounded
+                while time.monotonic() < deadline:
                     try:
                         status = (await health.Check(request, timeout=1)).status
                     except grpc.aio.AioRpcError:
