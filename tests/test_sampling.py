@@ -317,3 +317,12 @@ def test_generation_stops_at_eos_once_allowed_and_never_emits_it(synth, min_new,
         hook.remove()
     # Draws 0..min_new-1 cannot be EOS; draw min_new is EOS, so min_new frames come out, none of them EOS.
     assert codes[0].shape == (min_new, 16) and (codes[0][:, 0] != eos).all()
+
+
+def test_chunked_prefill_gives_the_same_codes(synth):
+    prompt, params = sampled(synth, 8, text="A prompt long enough to be cut into several chunks.")
+    runner = synth.runner_for(2, 200)
+    whole = generate_codes(runner, [prompt], [params])[0]
+    runner.prefill(1, prompt, params, chunk_size=4)
+    frames = [runner.decode_step(torch.tensor([1]))[0][0].numpy() for _ in range(FRAMES)]
+    np.testing.assert_array_equal(np.stack(frames), whole)
