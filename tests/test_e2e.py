@@ -222,17 +222,16 @@ def test_greedy_end_to_end_equals_omni_synth(stack, tmp_path):
     decode with the reference as left context) sample for sample in int16."""
     from omni.services.common.packing import float_to_int16
 
+    from omni.cli import main as omni_cli
+
     text, ref_text, frames = "Greedy, end to end.", "A reference sentence.", 12
     ref = tmp_path / "ref.wav"
     ref.write_bytes(REF_WAV)
     out = tmp_path / "synth.wav"
-    subprocess.run(
-        [sys.executable, "-m", "omni.cli", "synth", "--model", str(stack.model_dir), "--text", text]
-        + ["--language", "english", "--ref-audio", str(ref), "--ref-text", ref_text, "--greedy"]
-        + ["--max-frames", str(frames), "--out", str(out)],
-        check=True,
-        capture_output=True,
-    )
+    omni_cli(
+        ["synth", "--model", str(stack.model_dir), "--text", text, "--language", "english"]
+        + ["--ref-audio", str(ref), "--ref-text", ref_text, "--greedy", "--max-frames", str(frames), "--out", str(out)]
+    )  # the command's own code, in this process (no second interpreter start)
     offline, rate = sf.read(out, dtype="float32")
     assert rate == SAMPLE_RATE
 
@@ -263,6 +262,7 @@ def test_grpc_sdk_streams_audio(stack):
         audio = np.concatenate(chunks)
         assert stream.summary.num_frames * SAMPLES_PER_FRAME == audio.size
         assert stream.summary.audio_seconds == pytest.approx(audio.size / SAMPLE_RATE)
+        assert stream.summary.stop_reason == "max_new_tokens" and stream.summary.input_tokens > 0
         # The same request over HTTP gives the same samples (float32 over gRPC, int16 over HTTP).
         http = speech(stack, input="Over gRPC.", **CLONE, response_format="pcm", max_new_tokens=8, seed=9)
         np.testing.assert_allclose(audio, pcm16(http.content), atol=1.01 / 32767)

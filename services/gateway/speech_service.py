@@ -99,7 +99,8 @@ class SpeechServicer(speech_pb2_grpc.SpeechServiceServicer):
                     samples += len(item)
                     pcm = encode_pcm(item, sample_format)
                     yield speech_pb2.SynthesizeResponse(audio=speech_pb2.SynthesisAudio(pcm=pcm, num_samples=len(item)))
-            max_tokens = synthesis.max_new_tokens
+            # N frames take N + 1 draws, so a request that ran into its limit has max_new_tokens - 1 frames.
+            limit = synthesis.max_new_tokens
             yield speech_pb2.SynthesizeResponse(
                 summary=speech_pb2.SynthesisSummary(
                     audio_seconds=samples / model.sample_rate,
@@ -107,7 +108,7 @@ class SpeechServicer(speech_pb2_grpc.SpeechServiceServicer):
                     input_tokens=usage.input_text_tokens,
                     time_to_first_audio_ms=first_audio_ms,
                     total_ms=(time.perf_counter() - start) * 1000,
-                    stop_reason=STOP_REASONS[max_tokens is not None and usage.output_tokens >= max_tokens],
+                    stop_reason=STOP_REASONS[limit is not None and usage.output_tokens >= limit - 1],
                 )
             )
         except (APIError, BackendError, TimeoutError) as e:
