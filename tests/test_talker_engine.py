@@ -169,7 +169,8 @@ def test_deadline_while_waiting_and_while_decoding(synth):
     ((codes, _, running), (_, chunks, expired)), engine = asyncio.run(scenario())
     assert expired.reason == DEADLINE and not chunks and expired.num_frames == 0
     assert running.reason == DEADLINE and running.num_frames < 139
-    np.testing.assert_array_equal(codes, solo(synth, "Hi.", 5, len(codes) + 1))
+    if len(codes):  # what it sent before the deadline is the start of its solo run
+        np.testing.assert_array_equal(codes, solo(synth, "Hi.", 5, len(codes) + 1))
     assert not engine.slots and not engine.waiting
 
 
