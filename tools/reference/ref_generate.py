@@ -8,10 +8,11 @@ entry point (generate_custom_voice / generate_voice_design /
 generate_voice_clone), so its templates, validation and defaults apply. Only the final waveform decode is
 skipped (the codec has its own parity tests). Outputs are named "<task index>/<name>".
 
-Task fields: "variant" (custom_voice | voice_design | base), "text", "language" (default "Auto"),
-"speaker", "instruct", "ref_text", "ref_codes" [[16]...], "x_vector" [H], "x_vector_only",
-"non_streaming_mode", "greedy" (do_sample=False, subtalker_dosample=False), "seed", "max_new_tokens";
-or "ref_audio" (a file path) instead of ref_codes / x_vector, which the wrapper then encodes itself.
+Task fields: "variant" (custom_voice | voice_design | base), "non_streaming_mode", "greedy" (do_sample=False,
+subtalker_dosample=False), "seed", "max_new_tokens", and the request: "text", "language" (default "Auto"),
+"speaker", "instruct", "ref_text", "ref_codes" [[16]...], "x_vector" [H], "x_vector_only", or "ref_audio"
+(a file path) instead of ref_codes / x_vector, which the wrapper then encodes itself. A task may instead
+hold several requests in "items": they run as one official (left-padded) batch, outputs "<task>/<item>/<name>".
 
 Outputs per task:
   codes [frames, 16] int64     the returned codes (trimmed at EOS, as the official generate does)
@@ -43,26 +44,52 @@ def load(model_dir: str) -> Qwen3TTSModel:
     return tts
 
 
+def voice_clone_voice(items: list[dict]) -> dict:
+    """generate_voice_clone's voice arguments: reference audio files, or ready codes + x-vectors."""
+    xvec_only = [bool(it.get("x_vector_only", False)) for it in items]
+    if items[0].get("ref_audio"):
+        return dict(
+            ref_audio=[it["ref_audio"] for it in items],
+            ref_text=[it.get("ref_text") for it in items],
+            x_vector_only_mode=xvec_only,
+        )
+    prompt = [
+        VoiceClonePromptItem(
+            ref_code=None if only else torch.tensor(it["ref_codes"], dtype=torch.long),
+            ref_spk_embedding=torch.tensor(it["x_vector"], dtype=torch.float32),
+            x_vector_only_mode=only,
+            icl_mode=not only,
+            ref_text=it.get("ref_text"),
+        )
+        for it, only in zip(items, xvec_only, strict=True)
+    ]
+    return dict(voice_clone_prompt=prompt)
+
+
 def run_task(tts: Qwen3TTSModel, task: dict) -> dict[str, np.ndarray]:
+    """One wrapper call. The task's "items" (default: the task itself) run as one official batch (left-padded);
+    outputs are per item, named "<item>/<name>" when there are items."""
     model = tts.model
     talker = model.talker
-    captured: dict[str, list] = {"logits": [], "prompt": [], "trailing": []}
+    items = task.get("items") or [task]
+    captured: dict[str, list] = {"logits": [], "prompt": [], "mask": [], "trailing": []}
     codes_out: list = []
 
     def on_logits(_module, _inputs, output):
-        captured["logits"].append(output[0, -1].detach().clone())
+        captured["logits"].append(output[:, -1].detach().clone())
 
     def on_talker(_module, _args, kwargs):
         embeds = kwargs.get("inputs_embeds")
         if embeds is not None and embeds.shape[1] > 1:
-            captured["prompt"].append(embeds[0].detach().clone())
-            captured["trailing"].append(kwargs["trailing_text_hidden"][0].detach().clone())
+            captured["prompt"].append(embeds.detach().clone())
+            captured["mask"].append(kwargs["attention_mask"].detach().clone())
+            captured["trailing"].append(kwargs["trailing_text_hidden"].detach().clone())
 
     original_generate = model.generate
 
     def recording_generate(*args, **kwargs):
         result = original_generate(*args, **kwargs)
-        codes_out.append(result[0][0].detach().clone())
+        codes_out.append([c.detach().clone() for c in result[0]])
         return result
 
     hooks = [
@@ -78,28 +105,18 @@ def run_task(tts: Qwen3TTSModel, task: dict) -> dict[str, np.ndarray]:
             gen.update(do_sample=False, subtalker_dosample=False)
         if task.get("non_streaming_mode") is not None:
             gen["non_streaming_mode"] = bool(task["non_streaming_mode"])
-        language = task.get("language") or "Auto"
+        texts = [it["text"] for it in items]
+        languages = [it.get("language") or "Auto" for it in items]
         variant = task["variant"]
         if variant == "custom_voice":
-            tts.generate_custom_voice(
-                text=task["text"], speaker=task.get("speaker"), language=language, instruct=task.get("instruct"), **gen
-            )
+            speakers = [it.get("speaker") for it in items]
+            instructs = [it.get("instruct") for it in items]
+            tts.generate_custom_voice(text=texts, speaker=speakers, language=languages, instruct=instructs, **gen)
         elif variant == "voice_design":
-            tts.generate_voice_design(text=task["text"], instruct=task.get("instruct") or "", language=language, **gen)
+            instructs = [it.get("instruct") or "" for it in items]
+            tts.generate_voice_design(text=texts, instruct=instructs, language=languages, **gen)
         elif variant == "base":
-            xvec_only = bool(task.get("x_vector_only", False))
-            if task.get("ref_audio"):
-                voice = dict(ref_audio=task["ref_audio"], ref_text=task.get("ref_text"), x_vector_only_mode=xvec_only)
-            else:
-                item = VoiceClonePromptItem(
-                    ref_code=None if xvec_only else torch.tensor(task["ref_codes"], dtype=torch.long),
-                    ref_spk_embedding=torch.tensor(task["x_vector"], dtype=torch.float32),
-                    x_vector_only_mode=xvec_only,
-                    icl_mode=not xvec_only,
-                    ref_text=task.get("ref_text"),
-                )
-                voice = dict(voice_clone_prompt=[item])
-            tts.generate_voice_clone(text=task["text"], language=language, **voice, **gen)
+            tts.generate_voice_clone(text=texts, language=languages, **voice_clone_voice(items), **gen)
         else:
             raise ValueError(f"unknown variant {variant!r}")
     except (ValueError, NotImplementedError, KeyError) as e:
@@ -108,12 +125,16 @@ def run_task(tts: Qwen3TTSModel, task: dict) -> dict[str, np.ndarray]:
         for h in hooks:
             h.remove()
         model.generate = original_generate
-    return {
-        "codes": codes_out[0].to(torch.int64).numpy(),
-        "logits": torch.stack(captured["logits"]).float().numpy(),
-        "prompt_embeds": captured["prompt"][0].float().numpy(),
-        "trailing": captured["trailing"][0].float().numpy(),
-    }
+    logits = torch.stack(captured["logits"], dim=1)  # [B, steps, V]
+    prompt, mask, trailing = captured["prompt"][0], captured["mask"][0], captured["trailing"][0]
+    outputs = {}
+    for b in range(len(items)):
+        name = f"{b}/" if "items" in task else ""
+        outputs[f"{name}codes"] = codes_out[0][b].to(torch.int64).numpy()
+        outputs[f"{name}logits"] = logits[b].float().numpy()
+        outputs[f"{name}prompt_embeds"] = prompt[b, mask[b].bool()].float().numpy()  # left padding removed
+        outputs[f"{name}trailing"] = trailing[b].float().numpy()  # padded with tts_pad to the batch's longest
+    return outputs
 
 
 def main() -> None:
