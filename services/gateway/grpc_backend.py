@@ -62,6 +62,10 @@ CHANNEL_OPTIONS = (
 )
 
 
+# Status codes that say "this replica is broken", not "this request was refused".
+REPLICA_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
+
+
 @dataclass
 class Replica:
     """One backend address with its channel, its last reported load and its health."""
@@ -278,14 +282,14 @@ class GrpcBackend(Backend):
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray | Usage]:
         prepared = await self._prepare(request)
-        talker_call, first = await self._open_talker(prepared.generate)
+        talker_call, first, talker = await self._open_talker(prepared.generate)
         codec_call: grpc.aio.StreamStreamCall | None = None
         pump: asyncio.Task | None = None
         read: asyncio.Task | None = None
         try:
             codec_call, codec = await self._open_codec(request.request_id, prepared)
             summary: list[talker_pb2.GenerateSummary] = []
-            pump = asyncio.create_task(self._pump(talker_call, first, codec_call, summary))
+            pump = asyncio.create_task(self._pump(talker_call, first, talker, codec_call, summary))
             while True:
                 read = asyncio.ensure_future(codec_call.read())
                 waiting = {read} if pump.done() else {read, pump}
@@ -293,7 +297,7 @@ class GrpcBackend(Backend):
                 if pump.done() and pump.exception() is not None:
                     raise pump.exception()
                 if not read.done():
-                    await read  # the pump finished cleanly: the codec still owes audio and its summary
+                    await asyncio.wait({read})  # the pump finished cleanly: the codec still owes audio
                 message = self._codec_result(read, codec)
                 if message is grpc.aio.EOF:
                     raise BackendError(f"codec replica {codec.address} closed the stream without a summary")
@@ -318,11 +322,11 @@ class GrpcBackend(Backend):
         try:
             return read.result()
         except grpc.aio.AioRpcError as e:
-            if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+            if e.code() in REPLICA_FAILURES:
                 self.codecs.mark_down(codec, e.details() or e.code().name)
             raise BackendError(f"codec failed mid-stream: {e.code().name}: {e.details()}") from None
 
-    async def _pump(self, talker_call, first, codec_call, summary: list) -> None:
+    async def _pump(self, talker_call, first, talker: Replica, codec_call, summary: list) -> None:
         """Talker chunks -> codec writes; the talker's summary ends the codec's input."""
         message = first
         try:
@@ -338,10 +342,12 @@ class GrpcBackend(Backend):
                 raise BackendError("talker closed the stream without a summary")
             await codec_call.done_writing()
         except grpc.aio.AioRpcError as e:
+            if e.code() in REPLICA_FAILURES:
+                self.talkers.mark_down(talker, e.details() or e.code().name)
             raise BackendError(f"talker failed mid-stream: {e.code().name}: {e.details()}") from None
 
     async def _open_talker(self, generate: talker_pb2.GenerateRequest):
-        """Open Generate on the least-loaded talker that admits it; returns (call, first message)."""
+        """Open Generate on the least-loaded talker that admits it; returns (call, first message, replica)."""
         retry_after: float | None = None
         tried = 0
         for replica in self.talkers.ranked():
@@ -349,7 +355,7 @@ class GrpcBackend(Backend):
             replica.picked += 1
             call = replica.stub.Generate(generate)
             try:
-                return call, await call.read()
+                return call, await call.read(), replica
             except grpc.aio.AioRpcError as e:
                 code = e.code()
                 if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
