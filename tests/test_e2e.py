@@ -290,6 +290,26 @@ def test_raw_stream_first_bytes_arrive_during_generation_and_disconnect_frees_bo
     assert speech(stack, **CLONE, response_format="pcm", max_new_tokens=2).status_code == 200
 
 
+def test_bad_requests_get_openai_style_4xx_and_the_stack_stays_healthy(stack):
+    noise = "data:audio/wav;base64," + base64.b64encode(b"RIFF not really audio" * 50).decode()
+    cases = [
+        ({"model": "no-such-model"}, 404, "model"),
+        ({"ref_audio": "data:audio/wav;base64,%%%", "x_vector_only_mode": True}, 400, "ref_audio"),
+        ({"ref_audio": noise, "x_vector_only_mode": True}, 400, "ref_audio"),
+        ({"ref_audio": REF_URI}, 400, "ref_text"),  # ICL needs the transcript
+        ({"voice": "nobody", **CLONE}, 400, "voice"),
+        ({**CLONE, "response_format": "mp3", "stream": True}, 400, "response_format"),
+        ({**CLONE, "max_new_tokens": 5000}, 400, "max_new_tokens"),
+    ]
+    for body, status, param in cases:
+        response = speech(stack, **body)
+        assert response.status_code == status, (body, response.text)
+        error = response.json()["error"]
+        assert error["code"] == status and param in (error["param"] or error["message"]), (body, error)
+    assert httpx.get(stack.http + "/ready").status_code == 200
+    assert speech(stack, **CLONE, response_format="pcm", max_new_tokens=2).status_code == 200
+
+
 def test_prometheus_scrapes_the_gateway(stack, tmp_path):
     target = stack.http.removeprefix("http://")
     with PrometheusServer(tmp_path, [target], job="gateway") as prom:
