@@ -4,6 +4,8 @@ import dataclasses
 
 from omni.services.common.config import ServiceConfig, option
 
+FUSED_KERNELS = ("off", "snakebeta", "all")
+
 
 @dataclasses.dataclass
 class CodecConfig(ServiceConfig):
@@ -13,6 +15,19 @@ class CodecConfig(ServiceConfig):
     max_chunk_frames: int = option(250, "largest chunk a client may send, frames")
     max_ref_frames: int = option(375, "largest reference (priming) code sequence, frames (375 = 30 s)")
     max_backlog_frames: int = option(500, "undecoded frames a stream may queue before its reads pause")
+    cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
+    graph_batch_buckets: list[int] = option(
+        [1, 2, 4, 8, 16, 32, 64, 128, 256],
+        "batch sizes to capture a graph for; those >= max_streams are replaced by max_streams (one graph fits all)",
+    )
+    graph_chunk_lengths: list[int] = option(
+        [1, 15],
+        "chunk lengths to capture a graph for (frames, capped at max_chunk_frames); shorter chunks are padded up, "
+        "longer ones run eagerly",
+    )
+    fused_kernels: str = option(
+        "all", "Triton kernels on CUDA in bf16/fp16: off, snakebeta, all (snakebeta + fused residual units)"
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:
@@ -25,4 +40,10 @@ class CodecConfig(ServiceConfig):
             raise ValueError("max_chunk_frames must be >= 1 and max_ref_frames >= 0")
         if self.max_backlog_frames < self.max_chunk_frames:
             raise ValueError("max_backlog_frames must be >= max_chunk_frames")
+        if not self.graph_batch_buckets or min(self.graph_batch_buckets) < 1:
+            raise ValueError(f"graph_batch_buckets must be non-empty sizes >= 1, got {self.graph_batch_buckets}")
+        if not self.graph_chunk_lengths or min(self.graph_chunk_lengths) < 1:
+            raise ValueError(f"graph_chunk_lengths must be non-empty lengths >= 1, got {self.graph_chunk_lengths}")
+        if self.fused_kernels not in FUSED_KERNELS:
+            raise ValueError(f"fused_kernels must be one of {FUSED_KERNELS}, got {self.fused_kernels!r}")
         return self

@@ -14,6 +14,12 @@ drops it once released. So no state or output of one stream can reach another.
 Coalescing (off by default): with `min_batch > 1` and `max_wait_ms > 0`, a tick waits up to `max_wait_ms`
 after the oldest pending chunk for `min_batch` streams to be ready, unless a stream's first chunk is waiting
 (time to first audio beats batch size).
+
+On a CUDA device (`engine_from_config`) the decode runs through `CodecGraphs`: one CUDA graph per (batch bucket,
+chunk length), captured when the engine is built, i.e. before the service reports SERVING. A batch replays the
+smallest graph that holds it (spare rows use a scratch slot past `max_streams`, short chunks are right-padded);
+a batch no graph holds (a chunk longer than the longest captured length, a reference priming) runs eagerly. The
+`decode_calls{path}` counter says which path each decode took.
 """
 
 import asyncio
@@ -24,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import torch
+from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.packing import encode_pcm
 
@@ -93,6 +100,8 @@ class CodecEngine:
         max_wait_ms: float = 0.0,
         metrics: CodecMetrics | None = None,
         sample_rate: int = 24000,
+        graph_buckets: Sequence[int] = (),
+        graph_chunk_lengths: Sequence[int] = (1, 15),
     ) -> None:
         self.decoder = decoder
         self.max_streams = max_streams
@@ -101,7 +110,21 @@ class CodecEngine:
         self.metrics = metrics or CodecMetrics()
         self.samples_per_frame = decoder.samples_per_frame
         self.sample_rate = sample_rate
-        self.state = decoder.new_state(max_streams)
+        # With graphs the state has one more slot than streams: CodecGraphs' scratch row for padding.
+        self.state = decoder.new_state(max_streams + (1 if graph_buckets else 0))
+        self.graphs = None
+        if graph_buckets:
+            from omni.models.qwen3_tts.codec_graphs import CodecGraphs
+
+            start = time.perf_counter()
+            self.graphs = CodecGraphs(decoder, self.state, graph_buckets, graph_chunk_lengths)
+            log.info(
+                "codec: captured %d CUDA graphs (batch buckets %s x chunk lengths %s) in %.1f s",
+                len(self.graphs.graphs),
+                self.graphs.buckets,
+                self.graphs.chunk_lengths,
+                time.perf_counter() - start,
+            )
         self.free = list(reversed(range(max_streams)))  # pop() leases the lowest slot first
         self.streams: dict[int, Stream] = {}
         self.accepting = True
@@ -223,10 +246,10 @@ class CodecEngine:
         primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
         if primes:
             # Priming is a decode whose audio is dropped: the reference is left context only.
-            self.decoder.decode_streams(self.state, [s.slot for s in primes], [s.ref_codes for s in primes])
+            self._decode([s.slot for s in primes], [s.ref_codes for s in primes])
         # _take_chunk gives each stream one chunk, maybe followed by the end marker, or the marker alone.
         batch = [(s, chunks[0].codes) for s, chunks in work if chunks[0].codes is not None]
-        waves = self.decoder.decode_streams(self.state, [s.slot for s, _ in batch], [c for _, c in batch])
+        waves = self._decode([s.slot for s, _ in batch], [c for _, c in batch]) if batch else []
         pcm_of, offset = {}, 0
         if waves:
             host = torch.cat([w.float() for w in waves]).cpu().numpy()  # one device-to-host copy per step
@@ -234,6 +257,15 @@ class CodecEngine:
                 pcm_of[s.slot] = encode_pcm(host[offset : offset + wave.shape[0]], s.sample_format)
                 offset += wave.shape[0]
         return [[pcm_of[s.slot] if p.codes is not None else None for p in chunks] for s, chunks in work]
+
+    def _decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
+        """One batched decode: a graph replay when a captured (bucket, chunk length) holds it, else eager."""
+        if self.graphs is None:
+            self.metrics.decode_calls.labels("eager").inc()
+            return self.decoder.decode_streams(self.state, slots, chunks)
+        fits = self.graphs.pick(len(slots), max(c.shape[0] for c in chunks)) is not None
+        self.metrics.decode_calls.labels("graph" if fits else "eager").inc()
+        return self.graphs.decode_streams(slots, chunks)
 
     def _deliver(self, stream: Stream, chunks: list[_Pending], pcm: list, step_start: float, tick_ms: float) -> None:
         """Event-loop thread: hand a stream the audio of its chunks, in order (dropped if it was released)."""
@@ -256,3 +288,36 @@ class CodecEngine:
             self.metrics.frames_decoded.inc(frames)
             self.metrics.audio_seconds.inc(samples / self.sample_rate)
         stream.decoded.set()
+
+
+def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | None, sample_rate: int) -> CodecEngine:
+    """The engine the service runs: on CUDA with the configured Triton kernels and CUDA graphs, eager on CPU."""
+    on_cuda = torch.device(config.device).type == "cuda"
+    if on_cuda and config.dtype == "float32":
+        # fp32 is the exact path (chunked = whole within 1e-4): no TF32 in the convs either.
+        torch.backends.cudnn.allow_tf32 = False
+    # The Triton kernels are for bf16/fp16 (their fp32 sin is less exact than PyTorch's); fp32 keeps PyTorch's.
+    if on_cuda and config.dtype != "float32" and config.fused_kernels != "off":
+        from omni.models.qwen3_tts.codec_graphs import fuse_residual_units, fuse_snakebeta
+
+        fused = fuse_snakebeta(decoder)
+        units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
+        log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
+    buckets: list[int] = []
+    lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
+    if on_cuda and config.cuda_graphs:
+        # No batch exceeds max_streams, so a bucket of max_streams is the largest one needed and holds every batch
+        # (and no chunk exceeds max_chunk_frames).
+        buckets = sorted({b for b in config.graph_batch_buckets if b < config.max_streams} | {config.max_streams})
+    else:
+        log.info("codec: eager decode (device %s, cuda_graphs=%s)", config.device, config.cuda_graphs)
+    return CodecEngine(
+        decoder,
+        config.max_streams,
+        config.min_batch,
+        config.max_wait_ms,
+        metrics,
+        sample_rate=sample_rate,
+        graph_buckets=buckets,
+        graph_chunk_lengths=lengths,
+    )

@@ -15,4 +15,5 @@ class CodecMetrics:
         self.chunk_queue_ms = m.histogram("chunk_queue_ms", "time a chunk waited before its decode step, ms")
         self.frames_decoded = m.counter("frames_decoded", "codec frames decoded")
         self.audio_seconds = m.counter("audio_seconds", "seconds of audio produced")
+        self.decode_calls = m.counter("decode_calls", "batched decode calls by path (graph, eager)", ("path",))
         self.streams = m.counter("streams", "finished streams by outcome", ("outcome",))

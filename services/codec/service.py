@@ -16,6 +16,7 @@ from omni.services.codec.engine import (
     EngineClosed,
     EngineFull,
     Stream,
+    engine_from_config,
 )
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.identity import codec_mismatch, model_identity
@@ -217,9 +218,7 @@ def build_codec_service(config: CodecConfig, metrics: CodecMetrics | None = None
     model_dir = Path(config.model)
     identity = model_identity(model_dir, config.revision)
     decoder = load_codec_decoder(model_dir, dtype=DTYPES[config.dtype], device=config.device)
-    engine = CodecEngine(
-        decoder, config.max_streams, config.min_batch, config.max_wait_ms, metrics, sample_rate=SAMPLE_RATE
-    )
+    engine = engine_from_config(decoder, config, metrics, SAMPLE_RATE)  # CUDA graphs are captured here
     service = GrpcService("codec", f"{config.host}:{config.port}", grace_s=config.grace_s)
     servicer = CodecServicer(engine, identity, config)
     service.add(codec_pb2_grpc.add_CodecServiceServicer_to_server, servicer, SERVICE_NAME)
