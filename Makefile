@@ -25,7 +25,9 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 test: setup
-	OMNI_REF_PYTHON=$(abspath $(REF_VENV))/bin/python $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	# One torch thread per process: xdist already runs two workers on two cores, and the tests start services.
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OMNI_REF_PYTHON=$(abspath $(REF_VENV))/bin/python \
+		$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=25
 
 demo: setup
 	$(BIN)/python tools/demo.py
