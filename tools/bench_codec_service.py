@@ -1,23 +1,29 @@
 """Codec service load test: N concurrent streams over loopback gRPC against `omni codec` in a subprocess.
 
-    python tools/bench_codec_service.py --device cuda --dtype bfloat16 --streams 32 128 --frames 125
+    python tools/bench_codec_service.py --device cuda --dtype bfloat16 --streams 64 256 --modes eager graphs --check 16
 
 Without --model it writes a random-weight codec at the released size (config.json + speech_tokenizer/) to a
-temp dir. Every stream sends its whole utterance as a 1-frame chunk then 15-frame chunks as fast as the
-service accepts them (a throughput test: the service's backlog bound paces the senders). Prints one JSON line
-per concurrency level: audio seconds per second, time to first audio (p50/p99), chunk latency. With --check,
-the PCM of a few streams is compared with a whole-utterance decode in this process.
+temp dir (--tiny: small widths, for a CPU smoke test). Every stream sends its whole utterance as a 1-frame chunk
+then 15-frame chunks as fast as the service accepts them (a throughput test: the service's backlog bound paces
+the senders). Each mode starts its own server: `eager` = `--cuda-graphs false --fused-kernels off`, `graphs` = the
+service defaults (CUDA graphs and Triton kernels on CUDA). Prints one JSON line per (mode, concurrency level):
+audio seconds per second, time to first audio (p50/p99), chunk latency, and the server's decode calls by path
+(graph / eager, from its /metrics). With --check N, the PCM of N streams is compared with a whole-utterance decode
+in this process, with the same kernels as the server: fp32 must agree within 1e-4; bf16/fp16 within the bf16
+tolerance of docs/benchmarks.md, max(max abs of that whole decode vs an fp32 whole decode, 1e-2).
 """
 
 import argparse
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import grpc
@@ -40,7 +46,11 @@ RELEASED_DECODER = {
 }
 
 
-def write_model(out: Path) -> Path:
+TINY_DECODER = {"decoder_decoder_dim": 16, "decoder_latent_dim": 16, "decoder_sliding_window": 4}
+MODES = {"eager": ["--cuda-graphs", "false", "--fused-kernels", "off"], "graphs": []}
+
+
+def write_model(out: Path, sizes: dict) -> Path:
     from omni.models.qwen3_tts import codec_checkpoint
     from omni.models.qwen3_tts.tiny import tiny_config
 
@@ -49,7 +59,7 @@ def write_model(out: Path) -> Path:
     # The codec service reads only the `decoder.` weights; leaving the encoder out keeps this script independent
     # of the installed transformers' Mimi key names (the GPU image has another version).
     codec_checkpoint.tiny_encoder_state = lambda config, gen: {}
-    codec_checkpoint.write_tiny_speech_tokenizer(out / "speech_tokenizer", seed=0, **RELEASED_DECODER)
+    codec_checkpoint.write_tiny_speech_tokenizer(out / "speech_tokenizer", seed=0, **sizes)
     return out
 
 
@@ -127,35 +137,65 @@ async def run_level(port: int, streams: int, frames: int, first: int, steady: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, help="checkpoint dir (default: a random-weight released-size codec)")
+    parser.add_argument("--tiny", action="store_true", help="random codec at tiny widths (CPU smoke test)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--modes", nargs="+", default=["graphs"], choices=sorted(MODES), help="server setups")
     parser.add_argument("--streams", type=int, nargs="+", default=[1, 32, 128])
     parser.add_argument("--frames", type=int, default=125, help="frames per utterance (125 = 10 s)")
     parser.add_argument("--first", type=int, default=1, help="frames in the first chunk")
     parser.add_argument("--steady", type=int, default=15, help="frames in later chunks")
     parser.add_argument("--extra", default="", help="more `omni codec` flags, e.g. '--min-batch 32'")
     parser.add_argument("--check", type=int, default=0, help="compare this many streams with a whole decode")
+    parser.add_argument("--server-logs", type=Path, help="write each server's log to DIR/server-<mode>.log")
     args = parser.parse_args()
 
     tmp = tempfile.TemporaryDirectory()
-    model = args.model or write_model(Path(tmp.name) / "codec-random")
-    port = free_port()
+    model = args.model or write_model(Path(tmp.name) / "codec-random", TINY_DECODER if args.tiny else RELEASED_DECODER)
+    try:
+        for mode in args.modes:
+            run_mode(args, model, mode)
+    finally:
+        tmp.cleanup()
+
+
+def run_mode(args, model: Path, mode: str) -> None:
+    port, metrics_port = free_port(), free_port()
     cmd = [sys.executable, "-m", "omni.cli", "codec", "--model", str(model), "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--device", args.device, "--dtype", args.dtype, "--log-level", "warning"]
-    cmd += ["--max-streams", str(max(args.streams)), *args.extra.split()]
-    server = subprocess.Popen(cmd, cwd=ROOT, env=os.environ.copy())
+    cmd += ["--port", str(port), "--metrics-port", str(metrics_port), "--device", args.device, "--dtype", args.dtype]
+    cmd += ["--max-streams", str(max(args.streams)), "--log-level", "info", *MODES[mode], *args.extra.split()]
+    started = time.perf_counter()
+    log_file = None
+    if args.server_logs:
+        args.server_logs.mkdir(parents=True, exist_ok=True)
+        log_file = open(args.server_logs / f"server-{mode}.log", "w")  # noqa: SIM115 (closed below)
+    server = subprocess.Popen(cmd, cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=log_file)
     try:
         wait_serving(port)
+        print(json.dumps({"mode": mode, "server_ready_s": round(time.perf_counter() - started, 1)}), flush=True)
+        checker = Checker(model, args.device, args.dtype, fused=mode == "graphs") if args.check else None
         for i, n in enumerate(args.streams):
             asyncio.run(run_level(port, n, min(args.frames, 8), args.first, args.steady, seed=99))  # warm shapes
+            before = decode_calls(metrics_port)
             row, outputs = asyncio.run(run_level(port, n, args.frames, args.first, args.steady, seed=i))
-            if args.check:
-                row["check_max_abs_diff"] = check(model, args.device, args.dtype, outputs[: args.check])
+            after = decode_calls(metrics_port)
+            row = {"mode": mode, **row}
+            row.update({f"decode_calls_{path}": after.get(path, 0) - before.get(path, 0) for path in after})
+            if checker is not None:
+                row.update(checker.check(outputs[: args.check]))
             print(json.dumps(row), flush=True)
     finally:
         server.terminate()
         server.wait(timeout=60)
-        tmp.cleanup()
+        if log_file is not None:
+            log_file.close()
+
+
+def decode_calls(metrics_port: int) -> dict[str, int]:
+    """The server's decode_calls counter by path (graph, eager)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {m[1]: int(float(m[2])) for m in re.finditer(r'decode_calls_total\{path="(\w+)"\} (\S+)', text)}
 
 
 def wait_serving(port: int) -> None:
@@ -176,17 +216,46 @@ def wait_serving(port: int) -> None:
     raise SystemExit("codec service did not become ready")
 
 
-def check(model: Path, device: str, dtype: str, outputs: list) -> float:
-    import torch
+class Checker:
+    """Whole-utterance decodes in this process, with the server's kernels, to compare streamed PCM with."""
 
-    from omni.models.qwen3_tts.codec import load_codec_decoder
+    def __init__(self, model: Path, device: str, dtype: str, fused: bool) -> None:
+        import torch
 
-    decoder = load_codec_decoder(model, dtype=getattr(torch, dtype), device=device)
-    worst = 0.0
-    for codes, pcm in outputs:
-        want = decoder.decode(torch.from_numpy(codes)[None].to(device))[0].float().cpu().numpy()
-        worst = max(worst, float(np.abs(want - pcm).max()))
-    return worst
+        from omni.models.qwen3_tts.codec import load_codec_decoder
+        from omni.models.qwen3_tts.codec_graphs import fuse_residual_units, fuse_snakebeta
+
+        torch.backends.cudnn.allow_tf32 = False  # as the service does for fp32
+        self.torch = torch
+        self.device = device
+        self.dtype = dtype
+        self.decoder = load_codec_decoder(model, dtype=getattr(torch, dtype), device=device)
+        # The service's Triton kernels (CUDA, bf16/fp16 only): the whole decode runs the same kernels.
+        self.fused = fused and device.startswith("cuda") and dtype != "float32"
+        if self.fused:
+            fuse_snakebeta(self.decoder)
+            fuse_residual_units(self.decoder)
+        self.fp32 = None if dtype == "float32" else load_codec_decoder(model, dtype=torch.float32, device=device)
+
+    def check(self, outputs: list) -> dict:
+        torch = self.torch
+        codes = torch.from_numpy(np.stack([c for c, _ in outputs])).to(self.device)
+        got = np.stack([pcm for _, pcm in outputs])
+        with torch.no_grad():
+            want = self.decoder.decode(codes).float().cpu().numpy()
+            if self.fp32 is None:
+                tolerance = 1e-4
+            else:
+                exact = self.fp32.decode(codes).cpu().numpy()
+                tolerance = max(float(np.abs(want - exact).max()), 1e-2)
+        worst = float(np.abs(want - got).max())
+        return {
+            "check_streams": len(outputs),
+            "check_fused_kernels": self.fused,
+            "check_max_abs_diff": worst,
+            "check_tolerance": tolerance,
+            "check_ok": worst <= tolerance,
+        }
 
 
 if __name__ == "__main__":
