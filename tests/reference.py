@@ -21,7 +21,9 @@ REF_DIR = REPO / "tools" / "reference"
 def ref_python() -> str:
     path = os.environ.get("OMNI_REF_PYTHON") or str(REPO / ".venv-ref" / "bin" / "python")
     if not Path(path).exists():
-        raise RuntimeError(f"reference venv python not found at {path}; run `make setup` (tools/reference/make_venv.sh)")
+        raise RuntimeError(
+            f"reference venv python not found at {path}; run `make setup` (tools/reference/make_venv.sh)"
+        )
     return path
 
 

@@ -68,7 +68,9 @@ def load_state_strict(
         problems.append(f"unknown keys: {', '.join(unexpected[:10])}{' ...' if len(unexpected) > 10 else ''}")
     for key in sorted(set(expected) & set(state)):
         if tuple(expected[key].shape) != tuple(state[key].shape):
-            problems.append(f"wrong shape for {key}: checkpoint {tuple(state[key].shape)}, model {tuple(expected[key].shape)}")
+            problems.append(
+                f"wrong shape for {key}: checkpoint {tuple(state[key].shape)}, model {tuple(expected[key].shape)}"
+            )
     if problems:
         raise CheckpointError(f"{where}: " + "; ".join(problems))
     with torch.no_grad():
