@@ -170,6 +170,34 @@ def test_dead_lock_holder_is_taken_over(url: str) -> None:
     asyncio.run(body())
 
 
+def test_lock_is_renewed_while_a_slow_encode_runs(url: str) -> None:
+    """An encode that takes several lock TTLs: the holder keeps renewing its lock, so the other replica waits
+    for the result instead of taking the expired lock and encoding the same audio again."""
+    pcm = prepare_reference_audio(_audio("WAV"))
+
+    class SlowEncoder(CountingEncoder):
+        async def __call__(self, pcm: np.ndarray) -> ReferenceEncoding:
+            await asyncio.sleep(1.2)  # four lock TTLs
+            return await super().__call__(pcm)
+
+    async def body() -> None:
+        a, b = (RedisReferenceCache(redis_client(url), FP, lock_ttl_s=0.3, lock_poll_s=0.01) for _ in range(2))
+        encode = SlowEncoder()
+        first = asyncio.ensure_future(a.get_or_encode(pcm, encode))
+        lock = f"omni:refenc:lock:{a.key(pcm)}"
+        while not await a.client.exists(lock):
+            await asyncio.sleep(0.01)
+        second = await b.get_or_encode(pcm, encode)
+        assert (await first).hit is False and second.hit
+        assert encode.calls == 1
+        np.testing.assert_array_equal(second.encoding.codes, (await first).encoding.codes)
+        assert not await a.client.exists(lock)
+        await a.close()
+        await b.close()
+
+    asyncio.run(body())
+
+
 def test_holder_storing_then_releasing_between_waiter_polls(url: str) -> None:
     """The holder stores its result and releases the lock right after the waiter saw no result but before it
     checks the lock: the waiter then takes the lock, and must find the stored result instead of encoding."""

@@ -240,6 +240,10 @@ _DOWN = object()  # result of a Redis call that failed or was skipped while Redi
 
 # Deletes the lock only if we still hold it (it may have expired and been taken by another replica).
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
+# Extends the lock only if we still hold it.
+_RENEW = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
+)
 
 
 class RedisReferenceCache(ReferenceCache):
@@ -271,6 +275,7 @@ class RedisReferenceCache(ReferenceCache):
         self._up = self.metrics.gauge("cache_redis_up", "1 while the last Redis call succeeded, else 0")
         self._up.set(1)
         self._release = client.register_script(_RELEASE)
+        self._renew = client.register_script(_RENEW)
 
     @property
     def available(self) -> bool:
@@ -333,12 +338,26 @@ class RedisReferenceCache(ReferenceCache):
             stored = await self.get(key) if holding else None
             if stored is not None:
                 return stored, False
-            encoding = await encode(pcm24k)
+            renewal = asyncio.ensure_future(self._keep_lock(lock, token)) if holding else None
+            try:
+                encoding = await encode(pcm24k)
+            finally:
+                if renewal is not None:
+                    renewal.cancel()
             await self.put(key, encoding)
             return encoding, True
         finally:
             if holding:
                 await self._call("unlock", lambda: self._release(keys=[lock], args=[token]))
+
+    async def _keep_lock(self, lock: str, token: str) -> None:
+        """Renew our lock every third of its TTL until cancelled (the encode finished) or lost."""
+        while True:
+            await asyncio.sleep(self.lock_ttl_ms / 3000.0)
+            renewed = await self._call("lock_renew", lambda: self._renew(keys=[lock], args=[token, self.lock_ttl_ms]))
+            if renewed is not _DOWN and not renewed:
+                log.warning("encode lock %s was lost while encoding; another replica may encode the same audio", lock)
+                return
 
     async def _wait_for_holder(self, key: str, lock: str) -> ReferenceEncoding | object | None:
         """Another replica holds the lock: its stored result, or None once the lock is gone (released
