@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from omni.services.talker.metrics import TalkerMetrics
+from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import TalkerPrompt
 from omni.talker.sampling import SamplingParams
@@ -139,10 +140,13 @@ class TalkerEngine:
         prefill_budget: int = 512,
         retry_after_s: float = 1.0,
         metrics: TalkerMetrics | None = None,
+        graphs: TalkerGraphs | None = None,
     ) -> None:
+        """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
+        self.decode_step = graphs.decode_step if graphs is not None else runner.decode_step
         self.max_streams = runner.num_slots
         self.max_len = runner.max_len
         self.max_queue = max_queue
@@ -284,7 +288,7 @@ class TalkerEngine:
         decoded = None
         if plan.decodes:
             slots = torch.tensor([r.slot for r in plan.decodes], device=runner.device)
-            codes, finished = runner.decode_step(slots)
+            codes, finished = self.decode_step(slots)
             eos = runner.pending[slots] == runner.eos_id
             decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
             decoded = decoded.cpu().numpy()

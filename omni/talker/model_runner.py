@@ -26,8 +26,13 @@ class TalkerRunner:
         num_slots: int,
         max_len: int,
         device: torch.device | str | None = None,
+        scratch_slot: bool = False,
     ):
-        """`max_len` bounds prompt length + generated frames per slot (the talker K/V length)."""
+        """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
+
+        `scratch_slot` adds one slot past `num_slots` for the padding rows of fixed-size batches
+        (`decode_step_padded`, used by the CUDA graphs); requests never get it.
+        """
         self.talker = talker
         self.config = config
         weight = talker.codec_head.weight
@@ -40,24 +45,30 @@ class TalkerRunner:
         self.eos_id = t.codec_eos_token_id
         self.tts_pad_id = config.tts_pad_token_id
         dev, hidden = self.device, t.hidden_size
+        self.scratch_slot = num_slots if scratch_slot else None
+        rows = num_slots + int(scratch_slot)
 
-        self.cache = talker.new_cache(num_slots, max_len, self.dtype, dev)
-        self.predictor_cache = talker.code_predictor.new_cache(num_slots, self.dtype, dev)
-        self.sampling = SlotSampling(num_slots, dev)
+        self.cache = talker.new_cache(rows, max_len, self.dtype, dev)
+        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev)
+        self.sampling = SlotSampling(rows, dev)
         # As the official generate: the top 1024 codec ids are suppressed, except EOS.
         self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)
         self.suppressed[t.vocab_size - 1024 :] = True
         self.suppressed[self.eos_id] = False
 
-        self.seen = torch.zeros(num_slots, t.vocab_size, dtype=torch.bool, device=dev)  # repetition history
-        self.next_pos = torch.zeros(num_slots, dtype=torch.int64, device=dev)  # next talker position
-        self.last_hidden = torch.zeros(num_slots, hidden, dtype=self.dtype, device=dev)  # "past_hidden"
-        self.pending = torch.zeros(num_slots, dtype=torch.int64, device=dev)  # last drawn codebook-0 id
-        self.drawn = torch.zeros(num_slots, dtype=torch.int64, device=dev)  # codebook-0 ids drawn so far
-        self.trailing = torch.full((num_slots, max_len), self.tts_pad_id, dtype=torch.int64, device=dev)
-        self.trailing_len = torch.zeros(num_slots, dtype=torch.int64, device=dev)
-        self.finished = torch.ones(num_slots, dtype=torch.bool, device=dev)
+        self.seen = torch.zeros(rows, t.vocab_size, dtype=torch.bool, device=dev)  # repetition history
+        self.next_pos = torch.zeros(rows, dtype=torch.int64, device=dev)  # next talker position
+        self.last_hidden = torch.zeros(rows, hidden, dtype=self.dtype, device=dev)  # "past_hidden"
+        self.pending = torch.zeros(rows, dtype=torch.int64, device=dev)  # last drawn codebook-0 id
+        self.drawn = torch.zeros(rows, dtype=torch.int64, device=dev)  # codebook-0 ids drawn so far
+        self.trailing = torch.full((rows, max_len), self.tts_pad_id, dtype=torch.int64, device=dev)
+        self.trailing_len = torch.zeros(rows, dtype=torch.int64, device=dev)
+        self.finished = torch.ones(rows, dtype=torch.bool, device=dev)
         self._predictor_pos = torch.arange(self.groups, device=dev)
+        if self.scratch_slot is not None:
+            # Greedy defaults keep the scratch rows' arithmetic finite (all-zero parameters would divide by 0).
+            self.sampling.set(self.scratch_slot, SamplingParams(do_sample=False, subtalker_dosample=False))
+            self._reset_scratch()
 
     # ---- admission ----
 
@@ -174,3 +185,25 @@ class TalkerRunner:
         self.next_pos[slots] += 1
         self._draw_talker(slots, hidden)
         return codes, self.finished[slots]
+
+    @torch.no_grad()
+    def decode_step_padded(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """`decode_step` over a fixed-size batch whose spare rows are the scratch slot; CUDA-graph capturable.
+
+        The rows of real slots get exactly what `decode_step` gives them: every row reads and writes only its own
+        slot's state. The padding rows all step the scratch slot, which is then reset to frame 0 at position 0 so
+        that its writes stay inside its K/V however many steps run. Rows past the real ones are to be ignored.
+        """
+        if self.scratch_slot is None:
+            raise ValueError("decode_step_padded needs a runner built with scratch_slot=True")
+        codes, finished = self.decode_step(slots)
+        self._reset_scratch()
+        return codes, finished
+
+    def _reset_scratch(self) -> None:
+        """The scratch slot back to its first frame: position 0, one id drawn, no history (in-place, capturable)."""
+        s = self.scratch_slot
+        self.next_pos[s] = 0
+        self.drawn[s] = 1
+        self.seen[s] = False
+        self.finished[s] = False

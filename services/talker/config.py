@@ -17,6 +17,11 @@ class TalkerConfig(ServiceConfig):
     chunk_ramp: list[int] = option([], "default chunk sizes between the first and the steady ones, e.g. 4,8")
     max_chunk_frames: int = option(100, "largest chunk size a request may ask for, frames")
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
+    cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
+    graph_batch_buckets: list[int] = option(
+        [1, 2, 4, 8, 16, 32, 64, 128, 256],
+        "batch sizes to capture a graph for; those >= max_streams are replaced by max_streams (one graph fits all)",
+    )
 
     def validate(self) -> "TalkerConfig":
         if self.max_streams < 1 or self.max_queue < 0:
@@ -30,6 +35,8 @@ class TalkerConfig(ServiceConfig):
                 raise ValueError(f"{name} must be in [1, max_chunk_frames={self.max_chunk_frames}], got {size}")
         if any(not 1 <= s <= self.max_chunk_frames for s in self.chunk_ramp):
             raise ValueError(f"chunk_ramp sizes must be in [1, {self.max_chunk_frames}], got {self.chunk_ramp}")
+        if not self.graph_batch_buckets or min(self.graph_batch_buckets) < 1:
+            raise ValueError(f"graph_batch_buckets must be non-empty sizes >= 1, got {self.graph_batch_buckets}")
         if not self.retry_after_s >= 0:
             raise ValueError(f"retry_after_s must be >= 0, got {self.retry_after_s}")
         return self

@@ -25,6 +25,7 @@ from omni.services.talker.requests import (
 )
 
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
+from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.engine import (
     ABORTED,
     CANCELLED,
@@ -239,8 +240,12 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         max_chunk_frames=config.max_chunk_frames,
         default_plan=ChunkPlan(config.initial_chunk_frames, config.chunk_frames, tuple(config.chunk_ramp)),
     )
-    runner = TalkerRunner(model.talker, model.config, config.max_streams, config.max_context, config.device)
-    engine = TalkerEngine(runner, config.max_queue, config.prefill_budget, config.retry_after_s, metrics)
+    use_graphs = config.cuda_graphs and torch.device(config.device).type == "cuda"
+    runner = TalkerRunner(
+        model.talker, model.config, config.max_streams, config.max_context, config.device, scratch_slot=use_graphs
+    )
+    graphs = TalkerGraphs(runner, config.graph_batch_buckets) if use_graphs else None
+    engine = TalkerEngine(runner, config.max_queue, config.prefill_budget, config.retry_after_s, metrics, graphs)
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
     service.add(talker_pb2_grpc.add_TalkerServiceServicer_to_server, TalkerServicer(parts), SERVICE_NAME)
