@@ -47,6 +47,11 @@ RELEASED_DECODER = {
 
 
 TINY_DECODER = {"decoder_decoder_dim": 16, "decoder_latent_dim": 16, "decoder_sliding_window": 4}
+# `omni codec` without the other subcommands' imports (the GPU image lacks the gateway's and audio's packages).
+SERVER = (
+    "import argparse, sys; from omni.commands import codec; parser = argparse.ArgumentParser(); "
+    "codec.register(parser.add_subparsers()); args = parser.parse_args(sys.argv[1:]); sys.exit(args.func(args))"
+)
 MODES = {"eager": ["--cuda-graphs", "false", "--fused-kernels", "off"], "graphs": []}
 
 
@@ -161,7 +166,7 @@ def main() -> None:
 
 def run_mode(args, model: Path, mode: str) -> None:
     port, metrics_port = free_port(), free_port()
-    cmd = [sys.executable, "-m", "omni.cli", "codec", "--model", str(model), "--host", "127.0.0.1"]
+    cmd = [sys.executable, "-c", SERVER, "codec", "--model", str(model), "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--metrics-port", str(metrics_port), "--device", args.device, "--dtype", args.dtype]
     cmd += ["--max-streams", str(max(args.streams)), "--log-level", "info", *MODES[mode], *args.extra.split()]
     started = time.perf_counter()
@@ -171,7 +176,7 @@ def run_mode(args, model: Path, mode: str) -> None:
         log_file = open(args.server_logs / f"server-{mode}.log", "w")  # noqa: SIM115 (closed below)
     server = subprocess.Popen(cmd, cwd=ROOT, env=os.environ.copy(), stdout=log_file, stderr=log_file)
     try:
-        wait_serving(port)
+        wait_serving(port, server)
         print(json.dumps({"mode": mode, "server_ready_s": round(time.perf_counter() - started, 1)}), flush=True)
         checker = Checker(model, args.device, args.dtype, fused=mode == "graphs") if args.check else None
         for i, n in enumerate(args.streams):
@@ -198,7 +203,7 @@ def decode_calls(metrics_port: int) -> dict[str, int]:
     return {m[1]: int(float(m[2])) for m in re.finditer(r'decode_calls_total\{path="(\w+)"\} (\S+)', text)}
 
 
-def wait_serving(port: int) -> None:
+def wait_serving(port: int, server: subprocess.Popen) -> None:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -212,6 +217,8 @@ def wait_serving(port: int) -> None:
                     return
             except grpc.RpcError:
                 pass
+            if server.poll() is not None:
+                raise SystemExit(f"codec service exited with {server.returncode} before it was ready")
             time.sleep(0.25)
     raise SystemExit("codec service did not become ready")
 
