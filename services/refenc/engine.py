@@ -2,11 +2,12 @@
 
 `ReferenceModel` turns 24 kHz PCM into reference codes (the codec's Mimi encoder) and, for Base models, an
 x-vector (the speaker encoder). `EncodeBatcher` queues encode requests; one worker takes what arrived within
-`max_wait_ms` (up to `max_batch`), orders it by length and runs it as one model call in a worker thread, so
-the event loop keeps serving while the model computes and only one thread ever touches the model.
+`max_wait_ms` (up to `max_batch`), buckets it by length and runs each bucket as one batched model call in a worker
+thread, so the event loop keeps serving while the model computes and only one thread ever touches the model.
 
-The model call encodes the items of a batch one after another: the speaker encoder pools over the whole
-utterance with reflect padding, so padding items to a common length would change their x-vectors.
+Batching is exact: a request's codes and x-vector are byte-identical whether it is encoded alone or with others
+of its bucket (the Mimi encoder rewrites each clip's padding before its strided convolutions; the speaker encoder
+masks its padding and runs on the bucket's padded length, see `extract_xvectors`).
 """
 
 import asyncio
@@ -43,22 +44,26 @@ class ReferenceModel:
         speaker_encoder = load_speaker_encoder(model_dir, dtype=dtype).to(device) if base else None
         return cls(codec_encoder, speaker_encoder, codec_encoder.valid_quantizers)
 
+    def bucket(self, num_samples: int) -> int:
+        """Requests of one bucket run together: the speaker encoder's padded mel length (0.68 s steps)."""
+        from omni.models.qwen3_tts.speaker_encoder import xvector_bucket
+
+        return xvector_bucket(num_samples)
+
     @torch.inference_mode()
     def encode_batch(self, pcms: list[np.ndarray]) -> list[ReferenceEncoding]:
-        from omni.models.qwen3_tts.speaker_encoder import extract_xvector
+        """One batched pass of each model over `pcms` (best all of one `bucket`, for byte-exact x-vectors)."""
+        from omni.models.qwen3_tts.speaker_encoder import extract_xvectors
 
-        out = []
-        for pcm in pcms:
-            codes = self.codec_encoder.encode(pcm).cpu().numpy()
-            xvector = None
-            if self.speaker_encoder is not None:
-                xvector = extract_xvector(self.speaker_encoder, pcm).float().cpu().numpy()
-            out.append(ReferenceEncoding(codes, xvector))
-        return out
+        codes = [c.cpu().numpy() for c in self.codec_encoder.encode_batch(pcms)]
+        if self.speaker_encoder is None:
+            return [ReferenceEncoding(c) for c in codes]
+        xvectors = extract_xvectors(self.speaker_encoder, pcms).float().cpu().numpy()
+        return [ReferenceEncoding(c, x) for c, x in zip(codes, xvectors, strict=True)]
 
 
 class EncodeBatcher:
-    """Queue + one worker that runs `model.encode_batch` on what arrived together."""
+    """Queue + one worker that runs `model.encode_batch` on what arrived together, one call per length bucket."""
 
     def __init__(
         self, model: ReferenceModel, max_batch: int = 8, max_wait_ms: float = 5.0, metrics: MetricsServer | None = None
@@ -121,19 +126,26 @@ class EncodeBatcher:
             batch = [item for item in batch if not item[1].done()]  # callers that gave up
             if not batch:
                 continue
-            batch.sort(key=lambda item: len(item[0]))
-            start = time.perf_counter()
-            try:
-                results = await loop.run_in_executor(self._executor, self.model.encode_batch, [p for p, _ in batch])
-            except Exception as e:  # one bad batch fails its requests, never the worker
-                log.exception("encode batch of %d failed", len(batch))
-                results = [e] * len(batch)
-            self._latency.observe((time.perf_counter() - start) * 1000.0)
-            self._batch_size.observe(len(batch))
-            for (_, future), result in zip(batch, results, strict=True):
-                if future.done():
-                    continue
-                if isinstance(result, Exception):
-                    future.set_exception(result)
-                else:
-                    future.set_result(result)
+            buckets: dict[int, list[tuple[np.ndarray, asyncio.Future]]] = {}
+            for item in batch:
+                buckets.setdefault(self.model.bucket(len(item[0])), []).append(item)
+            for _, bucket in sorted(buckets.items()):
+                await self._encode_bucket(bucket)
+
+    async def _encode_bucket(self, bucket: list[tuple[np.ndarray, asyncio.Future]]) -> None:
+        start = time.perf_counter()
+        try:
+            pcms = [pcm for pcm, _ in bucket]
+            results = await asyncio.get_running_loop().run_in_executor(self._executor, self.model.encode_batch, pcms)
+        except Exception as e:  # one bad batch fails its requests, never the worker
+            log.exception("encode batch of %d failed", len(bucket))
+            results = [e] * len(bucket)
+        self._latency.observe((time.perf_counter() - start) * 1000.0)
+        self._batch_size.observe(len(bucket))
+        for (_, future), result in zip(bucket, results, strict=True):
+            if future.done():
+                continue
+            if isinstance(result, Exception):
+                future.set_exception(result)
+            else:
+                future.set_result(result)

@@ -6,6 +6,12 @@ file names them as transformers 4 did (`encoder.layers.*`, `encoder_transformer.
 transformers 5 nests the first three under the encoder half, so the names are mapped on load. Of the split RVQ's
 codebooks only the first `encoder_valid_num_quantizers` (16) are kept, and the frames are trimmed to
 ceil(samples / 1920), as the official `encode` does.
+
+`encode_batch` runs several clips of different lengths in one call. Mimi's encoder is causal (causal convolutions,
+causal attention), so right padding never reaches a clip's valid steps except through the strided convolutions:
+alone, a clip's strided conv pads its input's end (zeros, or the last value for the replicate-padded downsample);
+in a batch it would read the batch's padding instead. So before each strided conv every clip's steps past its own
+length are rewritten to what it would have been padded with alone.
 """
 
 import json
@@ -81,3 +87,45 @@ class CodecEncoder:
         codes = self.mimi.encode(x, num_quantizers=self.valid_quantizers).audio_codes  # [1, 16, frames]
         frames = -(-wav.numel() // self.samples_per_frame)
         return codes[0, : self.valid_quantizers, :frames].transpose(0, 1).long().contiguous()
+
+    @torch.no_grad()
+    def encode_batch(self, wavs: list[np.ndarray | torch.Tensor]) -> list[torch.Tensor]:
+        """Several mono 24 kHz clips of any lengths, in one batched pass -> codes int64 [ceil(N_i/1920), 16] each,
+        the same as `encode` of each clip alone."""
+        from transformers.models.mimi.modeling_mimi import MimiConv1d
+
+        wavs = [torch.as_tensor(w) for w in wavs]
+        for w in wavs:
+            if w.dim() != 1 or w.numel() == 0 or not w.is_floating_point():
+                raise ValueError(f"encode expects non-empty mono float audio [N], got {w.dtype} {list(w.shape)}")
+            if not torch.isfinite(w).all():
+                raise ValueError("encode: audio contains NaN or infinite samples")
+        p = next(self.mimi.parameters())
+        x = torch.nn.utils.rnn.pad_sequence(wavs, batch_first=True).to(device=p.device, dtype=p.dtype)[:, None, :]
+        lengths = torch.tensor([w.numel() for w in wavs], device=p.device)
+        encoder = self.mimi.encoder
+        for layer in encoder.encoder_seanet.layers:
+            if isinstance(layer, MimiConv1d):
+                if layer.conv.stride[0] > 1:
+                    x = _pad_past_lengths(x, lengths, layer.pad_mode)
+                lengths = layer._get_output_length(lengths)
+            x = layer(x)
+        x = encoder.encoder_transformer(x.transpose(1, 2)).last_hidden_state.transpose(1, 2)
+        x = encoder.downsample(_pad_past_lengths(x, lengths, encoder.downsample.pad_mode))
+        codes = self.mimi.quantizer.encode(x, self.valid_quantizers)  # [16, B, frames]
+        return [
+            codes[: self.valid_quantizers, i, : -(-w.numel() // self.samples_per_frame)].transpose(0, 1).long()
+            for i, w in enumerate(wavs)
+        ]
+
+
+def _pad_past_lengths(x: torch.Tensor, lengths: torch.Tensor, mode: str) -> torch.Tensor:
+    """[B, C, T]: each item's steps from its length on become its own end padding (zeros, or its last step)."""
+    steps = torch.arange(x.shape[2], device=x.device)[None, None, :]
+    valid = steps < lengths[:, None, None]
+    if mode == "replicate":
+        last = torch.gather(x, 2, (lengths - 1)[:, None, None].expand(-1, x.shape[1], 1))
+        return torch.where(valid, x, last)
+    if mode == "constant":
+        return x * valid
+    raise ValueError(f"unsupported Mimi pad mode {mode!r}")

@@ -258,3 +258,122 @@ def load_speaker_encoder(model_dir: str | Path, dtype: torch.dtype = torch.float
     state = split_prefix(read_safetensors(model_dir), "speaker_encoder.")
     load_state_strict(encoder, state, f"{model_dir} speaker_encoder", dtype=dtype)
     return encoder.to(dtype).eval()
+
+
+# Batched x-vectors of different-length waveforms. Every step is the single-waveform computation with the padding
+# made invisible: "same" reflect padding is gathered per item at its own end, and the time means and the attention
+# softmax only see each item's valid frames. For byte-identical rows whatever the batch, the time axis is padded to
+# a multiple of XVECTOR_BUCKET_FRAMES (so an item alone and in a batch runs on the same shape; the batcher groups
+# requests by that padded length), convolutions run as one matmul over gathered columns (oneDNN's conv kernels
+# round differently with the batch size; a matmul of the same shape per item does not).
+XVECTOR_BUCKET_FRAMES = 64  # 0.68 s of audio
+_MIN_COLUMNS = 8
+
+
+def xvector_bucket(num_samples: int) -> int:
+    """Padded mel frame count of a waveform of `num_samples` samples: its batching bucket."""
+    frames = (num_samples - HOP_SIZE) // HOP_SIZE + 1
+    return -(-frames // XVECTOR_BUCKET_FRAMES) * XVECTOR_BUCKET_FRAMES
+
+
+def _valid_mask(lengths: torch.Tensor, total: int) -> torch.Tensor:
+    """[B, 1, total] True on each item's first `lengths[b]` steps."""
+    return (torch.arange(total, device=lengths.device)[None, :] < lengths[:, None]).unsqueeze(1)
+
+
+def _reflect_pad(x: torch.Tensor, lengths: torch.Tensor, left: int, total: int) -> torch.Tensor:
+    """[B, C, T] -> [B, C, total]: each item reflect-padded by `left` at its start and at its own valid end
+    (what F.pad reflect does to it alone), then whatever fills the rest."""
+    steps = torch.arange(-left, total - left, device=x.device)[None, :]
+    last = (lengths - 1)[:, None]
+    index = steps.abs()
+    index = torch.where(index > last, 2 * last - index, index).clamp(0, x.shape[2] - 1)
+    return torch.gather(x, 2, index.unsqueeze(1).expand(-1, x.shape[1], -1))
+
+
+def _conv_masked(conv: nn.Conv1d, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The "same" reflect conv of each item, as a matmul over gathered columns [B, C_in * kernel, T]."""
+    kernel, dilation, steps = conv.kernel_size[0], conv.dilation[0], x.shape[2]
+    span = dilation * (kernel - 1)
+    x = _reflect_pad(x, lengths, span // 2, steps + span) if span else x  # torch's "same" split
+    columns = torch.stack([x[:, :, k * dilation : k * dilation + steps] for k in range(kernel)], dim=2)
+    # bmm: one product of the same shape per item (a 2-D @ 3-D matmul folds the batch into one GEMM whose
+    # kernel, and so its rounding, depends on the batch size).
+    # Fewer than 8 columns (the pooled vector) would take a matrix-vector kernel that rounds differently with the
+    # batch size, so those are padded with zero columns.
+    columns = columns.reshape(x.shape[0], -1, steps)
+    if steps < _MIN_COLUMNS:
+        columns = nn.functional.pad(columns, (0, _MIN_COLUMNS - steps))
+    weight = conv.weight.reshape(1, conv.out_channels, -1).expand(x.shape[0], -1, -1)
+    return torch.bmm(weight, columns)[:, :, :steps] + conv.bias[:, None]
+
+
+def _tdnn_masked(block: TimeDelayNetBlock, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    return torch.relu(_conv_masked(block.conv, x, lengths))
+
+
+def _se_res2net_masked(block: SqueezeExcitationRes2NetBlock, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    residual = x
+    x = _tdnn_masked(block.tdnn1, x, lengths)
+    parts = list(torch.chunk(x, block.res2net_block.scale, dim=1))
+    outputs, previous = [parts[0]], None
+    for tdnn, part in zip(block.res2net_block.blocks, parts[1:], strict=True):
+        previous = _tdnn_masked(tdnn, part if previous is None else part + previous, lengths)
+        outputs.append(previous)
+    x = _tdnn_masked(block.tdnn2, torch.cat(outputs, dim=1), lengths)
+    mask = _valid_mask(lengths, x.shape[2])
+    mean = (x * mask).sum(dim=2, keepdim=True) / lengths[:, None, None].to(x.dtype)
+    se = block.se_block
+    gate = torch.sigmoid(_conv_masked(se.conv2, torch.relu(_conv_masked(se.conv1, mean, lengths)), lengths))
+    return x * gate + residual
+
+
+def _pool_masked(asp: AttentiveStatisticsPooling, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    mask = _valid_mask(lengths, x.shape[2])
+    x = x * mask  # padded frames hold finite leftovers; zero them so that weight 0 means contribution 0
+    mean, std = _weighted_stats(x, mask / lengths[:, None, None].to(x.dtype))
+    context = torch.cat([x, mean.unsqueeze(2).expand_as(x), std.unsqueeze(2).expand_as(x)], dim=1)
+    logits = _conv_masked(asp.conv, torch.tanh(_tdnn_masked(asp.tdnn, context, lengths)), lengths)
+    attention = torch.softmax(logits.masked_fill(~mask, float("-inf")), dim=2)
+    mean, std = _weighted_stats(x, attention)
+    return torch.cat([mean, std], dim=1).unsqueeze(2)
+
+
+def mel_spectrogram_batch(wavs: list[torch.Tensor], frames: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-mels of several 24 kHz waveforms, right-padded to `frames`: ([B, 128, frames], frame counts [B])."""
+    lengths = torch.tensor([len(w) for w in wavs])
+    pad = (N_FFT - HOP_SIZE) // 2
+    if int(lengths.min()) <= pad:
+        raise ValueError(f"audio of {int(lengths.min())} samples is too short for the mel front end")
+    counts = (lengths - HOP_SIZE) // HOP_SIZE + 1
+    if int(counts.max()) > frames:
+        raise ValueError(f"audio of {int(lengths.max())} samples has more than {frames} mel frames")
+    audio = torch.nn.utils.rnn.pad_sequence(list(wavs), batch_first=True)
+    padded = _reflect_pad(audio.unsqueeze(1), lengths, pad, (frames - 1) * HOP_SIZE + N_FFT).squeeze(1)
+    window = torch.hann_window(WIN_SIZE, dtype=audio.dtype, device=audio.device)
+    spec = torch.stft(padded, N_FFT, HOP_SIZE, WIN_SIZE, window, center=False, onesided=True, return_complex=True)
+    magnitude = torch.sqrt(torch.view_as_real(spec).pow(2).sum(-1) + 1e-9)
+    mel = torch.matmul(_FILTERBANK.to(device=audio.device, dtype=audio.dtype), magnitude)
+    return torch.log(torch.clamp(mel, min=1e-5)), counts
+
+
+@torch.inference_mode()
+def extract_xvectors(encoder: SpeakerEncoder, wavs: list[np.ndarray | torch.Tensor]) -> torch.Tensor:
+    """x-vectors [B, enc_dim] of several mono 24 kHz waveforms of any lengths, in one batched pass.
+
+    Each row equals `extract_xvector` of that waveform alone up to float rounding, and is byte-identical to this
+    function's row for the waveform alone whenever the waveform's `xvector_bucket` is the batch's largest.
+    """
+    wavs = [torch.as_tensor(w).float() for w in wavs]
+    if not wavs or any(w.dim() != 1 for w in wavs):
+        raise ValueError(f"expected a non-empty list of mono audio [N], got {[tuple(w.shape) for w in wavs]}")
+    param = next(encoder.parameters())
+    mels, lengths = mel_spectrogram_batch(wavs, max(xvector_bucket(len(w)) for w in wavs))
+    lengths = lengths.to(param.device)
+    x = mels.to(device=param.device, dtype=param.dtype)
+    outputs = []
+    for i, block in enumerate(encoder.blocks):
+        x = _tdnn_masked(block, x, lengths) if i == 0 else _se_res2net_masked(block, x, lengths)
+        outputs.append(x)
+    x = _tdnn_masked(encoder.mfa, torch.cat(outputs[1:], dim=1), lengths)
+    return _conv_masked(encoder.fc, _pool_masked(encoder.asp, x, lengths), lengths).squeeze(-1)
