@@ -141,7 +141,7 @@ class TalkerRunner:
         ids = sample_talker(
             logits, self.sampling, slots, self.seen[slots], self.drawn[slots], self.suppressed, self.eos_id
         )
-        self.seen[slots, ids] = True
+        self.seen.index_put_((slots, ids), torch.ones_like(ids, dtype=torch.bool))  # no host scalar: capturable
         self.pending[slots] = ids
         self.last_hidden[slots] = hidden
         self.drawn[slots] += 1
@@ -202,8 +202,8 @@ class TalkerRunner:
 
     def _reset_scratch(self) -> None:
         """The scratch slot back to its first frame: position 0, one id drawn, no history (in-place, capturable)."""
-        s = self.scratch_slot
-        self.next_pos[s] = 0
-        self.drawn[s] = 1
-        self.seen[s] = False
-        self.finished[s] = False
+        s = slice(self.scratch_slot, self.scratch_slot + 1)  # fill_ on views: no host scalar copy under capture
+        self.next_pos[s].fill_(0)
+        self.drawn[s].fill_(1)
+        self.seen[s].fill_(False)
+        self.finished[s].fill_(False)

@@ -147,7 +147,7 @@ def apply_top_p(logits: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
     sorted_logits, order = logits.sort(dim=-1, descending=False)
     cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
     remove_sorted = cumulative <= (1 - top_p)[:, None]
-    remove_sorted[:, -1] = False
+    remove_sorted[:, -1].fill_(False)  # fill_, not a host scalar copy: CUDA-graph capturable
     remove = remove_sorted.scatter(-1, order, remove_sorted)
     return logits.masked_fill(remove, -float("inf"))
 
