@@ -180,7 +180,9 @@ def run_mode(args, model: Path, mode: str) -> None:
         print(json.dumps({"mode": mode, "server_ready_s": round(time.perf_counter() - started, 1)}), flush=True)
         checker = Checker(model, args.device, args.dtype, fused=mode == "graphs") if args.check else None
         for i, n in enumerate(args.streams):
-            asyncio.run(run_level(port, n, min(args.frames, 8), args.first, args.steady, seed=99))  # warm shapes
+            # Warm-up: one first chunk and one steady chunk per stream, so eager mode has met every timed shape.
+            warm = min(args.frames, args.first + args.steady)
+            asyncio.run(run_level(port, n, warm, args.first, args.steady, seed=99))
             before = decode_calls(metrics_port)
             row, outputs = asyncio.run(run_level(port, n, args.frames, args.first, args.steady, seed=i))
             after = decode_calls(metrics_port)
