@@ -91,3 +91,14 @@ def test_batcher_runs_one_call_per_bucket(model: ReferenceModel) -> None:
     sample = metrics.registry.get_sample_value
     assert sample("omni_refenc_encode_batch_size_count") == 2  # two buckets, one model call each
     assert sample("omni_refenc_encode_batch_size_sum") == len(CLIPS)
+
+
+def test_bad_clip_in_a_batch_is_a_clear_error(model: ReferenceModel) -> None:
+    nan_clip = CLIPS[0].copy()
+    nan_clip[5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        model.codec_encoder.encode_batch([CLIPS[1], nan_clip])
+    with pytest.raises(ValueError, match="mono"):
+        model.codec_encoder.encode_batch([CLIPS[1], np.zeros((2, 100), np.float32)])
+    with pytest.raises(ValueError, match="too short"):
+        model.encode_batch([CLIPS[1], CLIPS[0][:300]])

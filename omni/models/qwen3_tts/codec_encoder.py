@@ -77,11 +77,7 @@ class CodecEncoder:
     @torch.no_grad()
     def encode(self, wav: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Mono float audio at 24 kHz [N] -> codes int64 [ceil(N/1920), 16]."""
-        wav = torch.as_tensor(wav)
-        if wav.dim() != 1 or wav.numel() == 0 or not wav.is_floating_point():
-            raise ValueError(f"encode expects non-empty mono float audio [N], got {wav.dtype} {list(wav.shape)}")
-        if not torch.isfinite(wav).all():
-            raise ValueError("encode: audio contains NaN or infinite samples")
+        wav = _checked_audio(wav)
         p = next(self.mimi.parameters())
         x = wav.to(device=p.device, dtype=p.dtype)[None, None, :]
         codes = self.mimi.encode(x, num_quantizers=self.valid_quantizers).audio_codes  # [1, 16, frames]
@@ -94,14 +90,12 @@ class CodecEncoder:
         the same as `encode` of each clip alone."""
         from transformers.models.mimi.modeling_mimi import MimiConv1d
 
-        wavs = [torch.as_tensor(w) for w in wavs]
-        for w in wavs:
-            if w.dim() != 1 or w.numel() == 0 or not w.is_floating_point():
-                raise ValueError(f"encode expects non-empty mono float audio [N], got {w.dtype} {list(w.shape)}")
-            if not torch.isfinite(w).all():
-                raise ValueError("encode: audio contains NaN or infinite samples")
+        wavs = [_checked_audio(w) for w in wavs]
+        if not wavs:
+            raise ValueError("encode_batch expects at least one clip")
         p = next(self.mimi.parameters())
-        x = torch.nn.utils.rnn.pad_sequence(wavs, batch_first=True).to(device=p.device, dtype=p.dtype)[:, None, :]
+        x = torch.nn.utils.rnn.pad_sequence([w.to(device=p.device, dtype=p.dtype) for w in wavs], batch_first=True)
+        x = x[:, None, :]
         lengths = torch.tensor([w.numel() for w in wavs], device=p.device)
         encoder = self.mimi.encoder
         for layer in encoder.encoder_seanet.layers:
@@ -117,6 +111,15 @@ class CodecEncoder:
             codes[: self.valid_quantizers, i, : -(-w.numel() // self.samples_per_frame)].transpose(0, 1).long()
             for i, w in enumerate(wavs)
         ]
+
+
+def _checked_audio(wav: np.ndarray | torch.Tensor) -> torch.Tensor:
+    wav = torch.as_tensor(wav)
+    if wav.dim() != 1 or wav.numel() == 0 or not wav.is_floating_point():
+        raise ValueError(f"encode expects non-empty mono float audio [N], got {wav.dtype} {list(wav.shape)}")
+    if not torch.isfinite(wav).all():
+        raise ValueError("encode: audio contains NaN or infinite samples")
+    return wav
 
 
 def _pad_past_lengths(x: torch.Tensor, lengths: torch.Tensor, mode: str) -> torch.Tensor:
