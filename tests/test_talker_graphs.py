@@ -149,3 +149,12 @@ def test_bad_setups_fail_clearly(synth):
         plain.decode_step_padded(torch.tensor([0]))
     with pytest.raises(ValueError, match="CUDA"):
         TalkerGraphs(runner_for(synth, scratch_slot=True))
+
+
+def test_config_rejects_empty_or_nonpositive_buckets():
+    from omni.services.talker.config import TalkerConfig
+
+    assert TalkerConfig().cuda_graphs and TalkerConfig().graph_batch_buckets[-1] == 256
+    for buckets in ([], [0, 4]):
+        with pytest.raises(ValueError, match="graph_batch_buckets"):
+            TalkerConfig(graph_batch_buckets=buckets).validate()
