@@ -177,11 +177,12 @@ def test_lock_is_renewed_while_a_slow_encode_runs(url: str) -> None:
 
     class SlowEncoder(CountingEncoder):
         async def __call__(self, pcm: np.ndarray) -> ReferenceEncoding:
-            await asyncio.sleep(1.2)  # four lock TTLs
+            await asyncio.sleep(4.5)  # three lock TTLs
             return await super().__call__(pcm)
 
     async def body() -> None:
-        a, b = (RedisReferenceCache(redis_client(url), FP, lock_ttl_s=0.3, lock_poll_s=0.01) for _ in range(2))
+        # TTL 1.5 s, renewed every 0.5 s: wide enough that a loaded 2-core CI machine cannot starve the renewal.
+        a, b = (RedisReferenceCache(redis_client(url), FP, lock_ttl_s=1.5, lock_poll_s=0.01) for _ in range(2))
         encode = SlowEncoder()
         first = asyncio.ensure_future(a.get_or_encode(pcm, encode))
         lock = f"omni:refenc:lock:{a.key(pcm)}"
