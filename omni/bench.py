@@ -1,0 +1,372 @@
+"""Load generator for a running gateway: streaming `POST /v1/audio/speech` (raw s16le PCM) from async httpx clients.
+
+Closed loop keeps `concurrency` requests in flight; open loop starts requests at Poisson arrival times of a given
+rate, however many are still running. Per request it records the time to first audio byte, the total time, the
+audio length and the underrun a real-time player would suffer; per level it aggregates those into the figures of
+`summarize`. The statistics are pure functions so they can be tested by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib.resources
+import math
+import random
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+SAMPLE_RATE = 24000
+BYTES_PER_SECOND = 2 * SAMPLE_RATE  # s16le mono
+
+
+# --- statistics (pure) ----------------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between closest ranks (numpy's default); nan if empty."""
+    if not 0.0 <= q <= 100.0:
+        raise ValueError(f"percentile q must be in [0, 100], got {q}")
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def underrun_seconds(arrivals_s: list[float], durations_s: list[float]) -> float:
+    """Total time a real-time player starves: playback starts when the first chunk arrives and plays chunks back to
+    back; whenever a chunk arrives after the audio before it has finished playing, the gap counts as underrun."""
+    if len(arrivals_s) != len(durations_s):
+        raise ValueError("arrivals_s and durations_s must have the same length")
+    if not arrivals_s:
+        return 0.0
+    play_end = arrivals_s[0] + durations_s[0]
+    starved = 0.0
+    for arrival, duration in zip(arrivals_s[1:], durations_s[1:], strict=True):
+        if arrival > play_end:
+            starved += arrival - play_end
+            play_end = arrival
+        play_end += duration
+    return starved
+
+
+@dataclass
+class RequestResult:
+    index: int
+    status: str  # "200", another HTTP status, or "error:<exception type>"
+    ok: bool
+    start_s: float  # since the level started
+    ttfa_s: float | None = None  # time to the first audio byte
+    total_s: float | None = None
+    audio_s: float = 0.0
+    rtf: float | None = None  # total time / audio seconds
+    underrun_s: float = 0.0
+    error: str = ""
+
+
+def summarize(results: list[RequestResult], elapsed_s: float) -> dict:
+    """Aggregate one level's requests; throughput figures are over `elapsed_s`, the level's wall time."""
+    ok = [r for r in results if r.ok]
+    ttfa = [r.ttfa_s for r in ok if r.ttfa_s is not None]
+    rtf = [r.rtf for r in ok if r.rtf is not None]
+    audio = sum(r.audio_s for r in ok)
+    failures: dict[str, int] = {}
+    for r in results:
+        if not r.ok:
+            failures[r.status] = failures.get(r.status, 0) + 1
+    return {
+        "requests": len(results),
+        "succeeded": len(ok),
+        "failed": len(results) - len(ok),
+        "failures": failures,
+        "elapsed_s": elapsed_s,
+        "requests_per_s": len(ok) / elapsed_s if elapsed_s > 0 else math.nan,
+        "audio_s_per_s": audio / elapsed_s if elapsed_s > 0 else math.nan,
+        "audio_s": audio,
+        "ttfa_p50_s": percentile(ttfa, 50),
+        "ttfa_p90_s": percentile(ttfa, 90),
+        "ttfa_p99_s": percentile(ttfa, 99),
+        "rtf_p50": percentile(rtf, 50),
+        "rtf_p90": percentile(rtf, 90),
+        "underrun_total_s": sum(r.underrun_s for r in ok),
+        "requests_with_underrun": sum(1 for r in ok if r.underrun_s > 0),
+    }
+
+
+# --- inputs ---------------------------------------------------------------------------------------------------------
+
+
+def default_texts() -> list[str]:
+    return parse_texts((importlib.resources.files("omni") / "bench_texts.txt").read_text(encoding="utf-8"))
+
+
+def parse_texts(content: str) -> list[str]:
+    """One text per non-empty line."""
+    return [line.strip() for line in content.splitlines() if line.strip()]
+
+
+def parse_meta_lst(content: str) -> list[str]:
+    """Seed-TTS style `id|prompt_text|prompt_wav|text` lines: the text to speak is the last field."""
+    texts = []
+    for number, line in enumerate(content.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) < 4 or not fields[-1].strip():
+            raise ValueError(f"meta.lst line {number}: expected id|prompt_text|prompt_wav|text, got {line!r}")
+        texts.append(fields[-1].strip())
+    return texts
+
+
+def wav_data_uri(path: Path) -> str:
+    return "data:audio/wav;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+@dataclass
+class BenchConfig:
+    url: str  # the gateway's base URL, e.g. http://127.0.0.1:8000
+    texts: list[str]
+    concurrency: list[int] = field(default_factory=lambda: [1])
+    rates: list[float] = field(default_factory=list)  # open loop when non-empty: one level per rate
+    requests: int = 0  # per level; 0: 4 x concurrency (at least 8) unless duration_s is set
+    duration_s: float = 0.0  # per level: stop starting requests after this long
+    voice: str | None = None
+    model: str | None = None
+    max_new_tokens: int | None = None
+    seed: int | None = None  # shuffles the text order and gives request i the server seed seed + i
+    ref_audio: str | None = None  # data: URI for Base models (x-vector-only cloning)
+    timeout_s: float = 600.0
+    progress: bool = True
+
+
+def request_body(config: BenchConfig, index: int, texts: list[str]) -> dict:
+    body: dict = {
+        "input": texts[index % len(texts)],
+        "stream": True,
+        "stream_format": "audio",
+        "response_format": "pcm",
+    }
+    optional = {"voice": config.voice, "model": config.model, "max_new_tokens": config.max_new_tokens}
+    body.update({k: v for k, v in optional.items() if v is not None})
+    if config.seed is not None:
+        body["seed"] = config.seed + index
+    if config.ref_audio is not None:
+        body.update(ref_audio=config.ref_audio, x_vector_only_mode=True)
+    return body
+
+
+# --- running --------------------------------------------------------------------------------------------------------
+
+
+async def one_request(client: httpx.AsyncClient, url: str, body: dict, index: int, level_start: float) -> RequestResult:
+    start = time.perf_counter()
+    result = RequestResult(index=index, status="", ok=False, start_s=start - level_start)
+    arrivals: list[float] = []
+    durations: list[float] = []
+    try:
+        async with client.stream("POST", url, json=body) as response:
+            result.status = str(response.status_code)
+            if response.status_code != 200:
+                result.error = (await response.aread()).decode(errors="replace")[:500]
+                return result
+            async for data in response.aiter_raw():
+                if data:
+                    arrivals.append(time.perf_counter() - start)
+                    durations.append(len(data) / BYTES_PER_SECOND)
+    except httpx.HTTPError as exc:  # connection refused, truncated stream, timeout
+        result.status = f"error:{type(exc).__name__}"
+        result.error = str(exc)[:500]
+        return result
+    result.total_s = time.perf_counter() - start
+    result.audio_s = sum(durations)
+    if not arrivals:
+        result.status, result.error = "empty", "the stream carried no audio"
+        return result
+    result.ok = True
+    result.ttfa_s = arrivals[0]
+    result.rtf = result.total_s / result.audio_s
+    result.underrun_s = underrun_seconds(arrivals, durations)
+    return result
+
+
+class Progress:
+    """A one-line stderr progress report, rewritten in place."""
+
+    def __init__(self, label: str, total: int | None, enabled: bool) -> None:
+        self.label, self.total, self.enabled = label, total, enabled
+        self.done = self.failed = 0
+        self.start = time.perf_counter()
+
+    def update(self, result: RequestResult) -> None:
+        self.done += 1
+        self.failed += not result.ok
+        if not self.enabled:
+            return
+        elapsed = time.perf_counter() - self.start
+        if self.total:
+            width = 30
+            filled = int(width * self.done / self.total)
+            bar = f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
+        else:
+            bar = f"{self.done} done"
+        print(f"\r{self.label} {bar} failed {self.failed} {elapsed:6.1f}s", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled:
+            print(file=sys.stderr, flush=True)
+
+
+def level_request_count(config: BenchConfig, concurrency: int) -> int | None:
+    if config.requests > 0:
+        return config.requests
+    if config.duration_s > 0:
+        return None  # as many as fit in the duration
+    return max(8, 4 * concurrency)
+
+
+async def run_closed_loop(config: BenchConfig, concurrency: int, texts: list[str]) -> tuple[list[RequestResult], float]:
+    total = level_request_count(config, concurrency)
+    url = config.url.rstrip("/") + "/v1/audio/speech"
+    progress = Progress(f"concurrency {concurrency}", total, config.progress)
+    results: list[RequestResult] = []
+    next_index = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(timeout=config.timeout_s, limits=limits) as client:
+        level_start = time.perf_counter()
+
+        async def worker() -> None:
+            nonlocal next_index
+            while True:
+                if total is not None and next_index >= total:
+                    return
+                if config.duration_s > 0 and time.perf_counter() - level_start >= config.duration_s:
+                    return
+                index = next_index
+                next_index += 1
+                result = await one_request(client, url, request_body(config, index, texts), index, level_start)
+                results.append(result)
+                progress.update(result)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - level_start
+    progress.close()
+    return sorted(results, key=lambda r: r.index), elapsed
+
+
+async def run_open_loop(config: BenchConfig, rate: float, texts: list[str]) -> tuple[list[RequestResult], float]:
+    """Requests start at Poisson arrival times (exponential gaps of mean 1/rate), whatever is still in flight."""
+    total = config.requests if config.requests > 0 else (None if config.duration_s > 0 else max(8, math.ceil(4 * rate)))
+    url = config.url.rstrip("/") + "/v1/audio/speech"
+    progress = Progress(f"rate {rate:g}/s", total, config.progress)
+    gaps = random.Random(config.seed)
+    results: list[RequestResult] = []
+    tasks: list[asyncio.Task] = []
+    async with httpx.AsyncClient(timeout=config.timeout_s, limits=httpx.Limits(max_connections=None)) as client:
+        level_start = time.perf_counter()
+
+        async def tracked(index: int) -> None:
+            result = await one_request(client, url, request_body(config, index, texts), index, level_start)
+            results.append(result)
+            progress.update(result)
+
+        index, arrival = 0, 0.0
+        while total is None or index < total:
+            if config.duration_s > 0 and arrival >= config.duration_s:
+                break
+            await asyncio.sleep(max(0.0, level_start + arrival - time.perf_counter()))
+            tasks.append(asyncio.create_task(tracked(index)))
+            index += 1
+            arrival += gaps.expovariate(rate)
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - level_start
+    progress.close()
+    return sorted(results, key=lambda r: r.index), elapsed
+
+
+async def run_bench(config: BenchConfig) -> dict:
+    """Every level in turn; returns the JSON-ready report."""
+    if not config.texts:
+        raise ValueError("no texts to send")
+    texts = list(config.texts)
+    if config.seed is not None:
+        random.Random(config.seed).shuffle(texts)
+    open_loop = bool(config.rates)
+    levels = []
+    for value in config.rates if open_loop else config.concurrency:
+        if open_loop:
+            results, elapsed = await run_open_loop(config, float(value), texts)
+        else:
+            results, elapsed = await run_closed_loop(config, int(value), texts)
+        summary = summarize(results, elapsed)
+        summary["rate" if open_loop else "concurrency"] = value
+        summary["results"] = [asdict(r) for r in results]
+        levels.append(summary)
+    settings = asdict(config)
+    settings.pop("texts")
+    settings["ref_audio"] = config.ref_audio is not None
+    settings["text_count"] = len(config.texts)
+    return {"url": config.url, "mode": "open" if open_loop else "closed", "settings": settings, "levels": levels}
+
+
+# --- reporting ------------------------------------------------------------------------------------------------------
+
+
+def format_table(report: dict) -> str:
+    key = "rate" if report["mode"] == "open" else "concurrency"
+    header = (
+        f"{key:>11} {'ok':>5} {'fail':>5} {'req/s':>7} {'audio-s/s':>9} {'ttfa p50':>9} {'p90':>7} {'p99':>7} "
+        f"{'rtf p50':>8} {'p90':>6} {'underrun s':>10} {'n underrun':>10}"
+    )
+    rows = [header, "-" * len(header)]
+    for level in report["levels"]:
+        rows.append(
+            f"{level[key]:>11g} {level['succeeded']:>5} {level['failed']:>5} {level['requests_per_s']:>7.2f} "
+            f"{level['audio_s_per_s']:>9.2f} {level['ttfa_p50_s']:>9.3f} {level['ttfa_p90_s']:>7.3f} "
+            f"{level['ttfa_p99_s']:>7.3f} {level['rtf_p50']:>8.3f} {level['rtf_p90']:>6.3f} "
+            f"{level['underrun_total_s']:>10.2f} {level['requests_with_underrun']:>10}"
+        )
+        if level["failures"]:
+            rows.append(f"{'':>11} failures: {level['failures']}")
+    return "\n".join(rows)
+
+
+def write_plot(report: dict, path: Path) -> None:
+    """Left: CDF of time to first audio per level; right: throughput against concurrency (or offered rate)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    key = "rate" if report["mode"] == "open" else "concurrency"
+    figure, (cdf, throughput) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for level in report["levels"]:
+        ttfa = sorted(r["ttfa_s"] for r in level["results"] if r["ok"])
+        if ttfa:
+            fractions = [(i + 1) / len(ttfa) for i in range(len(ttfa))]
+            cdf.step(ttfa, fractions, where="post", label=f"{key} {level[key]:g}")
+    cdf.set_xlabel("time to first audio (s)")
+    cdf.set_ylabel("fraction of requests")
+    cdf.set_title("Time to first audio, CDF")
+    cdf.grid(alpha=0.3)
+    cdf.legend()
+
+    xs = [level[key] for level in report["levels"]]
+    throughput.plot(xs, [level["audio_s_per_s"] for level in report["levels"]], "o-", label="audio-s/s")
+    throughput.set_xlabel("concurrency" if key == "concurrency" else "offered rate (req/s)")
+    throughput.set_ylabel("audio seconds per second")
+    requests = throughput.twinx()
+    requests.plot(xs, [level["requests_per_s"] for level in report["levels"]], "s--", color="tab:orange")
+    requests.set_ylabel("requests per second", color="tab:orange")
+    throughput.set_title("Throughput")
+    throughput.grid(alpha=0.3)
+    throughput.legend(loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, format="png", dpi=100)
+    plt.close(figure)

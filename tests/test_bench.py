@@ -1,0 +1,171 @@
+"""`omni bench`: the statistics by hand, the inputs, and one real run against an `omni serve` tiny stack."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from omni.bench import (
+    BenchConfig,
+    RequestResult,
+    default_texts,
+    format_table,
+    parse_meta_lst,
+    percentile,
+    request_body,
+    summarize,
+    underrun_seconds,
+)
+from omni.cli import main
+
+READY_TIMEOUT_S = 300
+
+
+def test_percentile_interpolates_between_ranks():
+    values = [4.0, 1.0, 3.0, 2.0]  # unsorted on purpose
+    assert percentile(values, 0) == 1.0
+    assert percentile(values, 100) == 4.0
+    assert percentile(values, 50) == pytest.approx(2.5)  # halfway between 2 and 3
+    assert percentile(values, 90) == pytest.approx(3.7)  # position 2.7: 3 + 0.7 * (4 - 3)
+    assert percentile([10.0, 20.0, 30.0, 40.0, 50.0], 25) == pytest.approx(20.0)  # position exactly 1
+    assert percentile([7.0], 99) == 7.0
+    assert math.isnan(percentile([], 50))
+    with pytest.raises(ValueError, match="percentile q"):
+        percentile([1.0], 101)
+
+
+def test_underrun_counts_only_gaps_after_playback_starts():
+    # Chunks of 1 s arriving every 0.5 s: the player never starves, however late the first chunk is.
+    assert underrun_seconds([3.0, 3.5, 4.0], [1.0, 1.0, 1.0]) == 0.0
+    # 1 s chunks at t=0, 2.5, 3.0: playback ends at 1.0, the second chunk comes 1.5 s late; then it plays until
+    # 3.5 and the third chunk (3.0) is early.
+    assert underrun_seconds([0.0, 2.5, 3.0], [1.0, 1.0, 1.0]) == pytest.approx(1.5)
+    # Two gaps: 0.5 s chunks at 0, 1, 2 -> starves 0.5 s before each later chunk.
+    assert underrun_seconds([0.0, 1.0, 2.0], [0.5, 0.5, 0.5]) == pytest.approx(1.0)
+    # A buffer built up earlier absorbs a later late chunk: 2 s, then 0.1 s at 1.5, then at 2.05 (plays till 2.1).
+    assert underrun_seconds([0.0, 1.5, 2.05], [2.0, 0.1, 0.1]) == 0.0
+    assert underrun_seconds([], []) == 0.0
+    with pytest.raises(ValueError, match="same length"):
+        underrun_seconds([0.0], [])
+
+
+def test_summarize_aggregates_successes_and_counts_failures_by_status():
+    def ok(index: int, ttfa: float, total: float, audio: float, underrun: float) -> RequestResult:
+        return RequestResult(index, "200", True, 0.0, ttfa, total, audio, total / audio, underrun)
+
+    results = [
+        ok(0, 0.1, 1.0, 2.0, 0.0),
+        ok(1, 0.3, 2.0, 2.0, 0.25),
+        RequestResult(2, "503", False, 0.0),
+        RequestResult(3, "503", False, 0.0),
+        RequestResult(4, "error:ConnectError", False, 0.0),
+    ]
+    s = summarize(results, elapsed_s=4.0)
+    assert (s["requests"], s["succeeded"], s["failed"]) == (5, 2, 3)
+    assert s["failures"] == {"503": 2, "error:ConnectError": 1}
+    assert s["requests_per_s"] == pytest.approx(0.5)
+    assert s["audio_s_per_s"] == pytest.approx(1.0)  # 4 audio seconds in 4 s
+    assert s["ttfa_p50_s"] == pytest.approx(0.2)
+    assert s["ttfa_p99_s"] == pytest.approx(0.298)
+    assert s["rtf_p50"] == pytest.approx(0.75)  # rtf 0.5 and 1.0
+    assert s["underrun_total_s"] == pytest.approx(0.25)
+    assert s["requests_with_underrun"] == 1
+    table = format_table({"mode": "closed", "levels": [{**s, "concurrency": 4}]})
+    assert "503" in table and "concurrency" in table
+
+
+def test_texts_meta_lst_and_request_body():
+    texts = default_texts()
+    assert 30 <= len(texts) <= 60 and all(t.strip() == t and t for t in texts)
+    assert max(map(len, texts)) > 4 * min(map(len, texts))  # varied lengths
+    meta = "utt1|prompt one|wavs/a.wav|First text.\n\nutt2|prompt|wavs/b.wav| Second text, spaced. \n"
+    assert parse_meta_lst(meta) == ["First text.", "Second text, spaced."]
+    with pytest.raises(ValueError, match="line 1"):
+        parse_meta_lst("only|three|fields\n")
+    config = BenchConfig(url="http://x", texts=["a", "b"], voice="vivian", max_new_tokens=9, seed=5)
+    body = request_body(config, 3, config.texts)
+    assert body == {
+        "input": "b",
+        "stream": True,
+        "stream_format": "audio",
+        "response_format": "pcm",
+        "voice": "vivian",
+        "max_new_tokens": 9,
+        "seed": 8,
+    }
+
+
+def omni(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "omni.cli", *args], capture_output=True, text=True, **kwargs)
+
+
+def test_bench_rejects_bad_arguments(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--url", "http://127.0.0.1:9", "--concurrency", "0,2"])
+    assert exit_.value.code == 2 and "positive" in capsys.readouterr().err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--url", "http://127.0.0.1:9", "--texts", str(empty)])
+    assert exit_.value.code == 2 and "empty" in capsys.readouterr().err
+
+
+def test_bench_against_a_tiny_stack(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "omni.cli", "serve", "--tiny-variant", "custom_voice", "--port", "0"]
+        + ["--grpc-port", "0", "--work-dir", str(tmp_path / "serve"), "--max-streams", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in serve.stdout:
+            lines.append(line.rstrip())
+            if line.startswith("Press Ctrl-C"):
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert ready.wait(READY_TIMEOUT_S) and serve.poll() is None, "omni serve failed:\n" + "\n".join(lines)
+        url = re.search(r"HTTP API: (http://\S+)/v1", "\n".join(lines)).group(1)
+        out, plot = tmp_path / "results.json", tmp_path / "results.png"
+        result = omni(
+            "bench", "--url", url, "--concurrency", "1,2", "--requests", "3", "--voice", "vivian",
+            "--max-new-tokens", "6", "--seed", "1", "--out", str(out), "--plot", str(plot),
+            env=env, timeout=300,
+        )  # fmt: skip
+    finally:
+        serve.send_signal(signal.SIGINT)
+        try:
+            serve.wait(60)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            raise
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "concurrency 2" in result.stderr  # the progress line
+    report = json.loads(out.read_text())
+    assert report["mode"] == "closed"
+    assert [level["concurrency"] for level in report["levels"]] == [1, 2]
+    for level in report["levels"]:
+        assert (level["requests"], level["succeeded"], level["failures"]) == (3, 3, {})
+        assert level["audio_s"] > 0 and level["audio_s_per_s"] > 0
+        for r in level["results"]:
+            assert r["ok"] and r["status"] == "200"
+            assert 0 < r["ttfa_s"] <= r["total_s"]
+            assert 0 < r["audio_s"] <= 6 * 1920 / 24000  # at most max_new_tokens frames of audio
+            assert r["underrun_s"] >= 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
