@@ -78,14 +78,17 @@ def summarize(results: list[RequestResult], elapsed_s: float) -> dict:
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
     failures: dict[str, int] = {}
+    failure_examples: dict[str, str] = {}  # the first error message per status, to say why
     for r in results:
         if not r.ok:
             failures[r.status] = failures.get(r.status, 0) + 1
+            failure_examples.setdefault(r.status, r.error)
     return {
         "requests": len(results),
         "succeeded": len(ok),
         "failed": len(results) - len(ok),
         "failures": failures,
+        "failure_examples": failure_examples,
         "elapsed_s": elapsed_s,
         "requests_per_s": len(ok) / elapsed_s if elapsed_s > 0 else math.nan,
         "audio_s_per_s": audio / elapsed_s if elapsed_s > 0 else math.nan,
@@ -334,6 +337,8 @@ def format_table(report: dict) -> str:
         )
         if level["failures"]:
             rows.append(f"{'':>11} failures: {level['failures']}")
+            for status, message in level["failure_examples"].items():
+                rows.append(f"{'':>11} {status}: {message[:200]}")
     return "\n".join(rows)
 
 
@@ -349,11 +354,12 @@ def write_plot(report: dict, path: Path) -> None:
     for level in report["levels"]:
         ttfa = sorted(r["ttfa_s"] for r in level["results"] if r["ok"])
         if ttfa:
-            fractions = [(i + 1) / len(ttfa) for i in range(len(ttfa))]
-            cdf.step(ttfa, fractions, where="post", label=f"{key} {level[key]:g}")
+            fractions = [0.0] + [(i + 1) / len(ttfa) for i in range(len(ttfa))]
+            cdf.step([ttfa[0], *ttfa], fractions, where="post", label=f"{key} {level[key]:g}")
     cdf.set_xlabel("time to first audio (s)")
     cdf.set_ylabel("fraction of requests")
     cdf.set_title("Time to first audio, CDF")
+    cdf.set_ylim(0, 1.02)
     cdf.grid(alpha=0.3)
     cdf.legend()
 
@@ -362,11 +368,15 @@ def write_plot(report: dict, path: Path) -> None:
     throughput.set_xlabel("concurrency" if key == "concurrency" else "offered rate (req/s)")
     throughput.set_ylabel("audio seconds per second")
     requests = throughput.twinx()
-    requests.plot(xs, [level["requests_per_s"] for level in report["levels"]], "s--", color="tab:orange")
+    requests.plot(xs, [level["requests_per_s"] for level in report["levels"]], "s--", color="tab:orange", label="req/s")
     requests.set_ylabel("requests per second", color="tab:orange")
+    if len(xs) > 1 and min(xs) > 0 and max(xs) / min(xs) >= 8:  # sweeps like 1, 16, 64, 256
+        throughput.set_xscale("log", base=2)
+    throughput.set_xticks(xs, [f"{x:g}" for x in xs])
     throughput.set_title("Throughput")
     throughput.grid(alpha=0.3)
-    throughput.legend(loc="upper left")
+    lines = throughput.get_lines() + requests.get_lines()
+    throughput.legend(lines, [line.get_label() for line in lines], loc="upper left")
     figure.tight_layout()
     figure.savefig(path, format="png", dpi=100)
     plt.close(figure)

@@ -64,13 +64,14 @@ def test_summarize_aggregates_successes_and_counts_failures_by_status():
     results = [
         ok(0, 0.1, 1.0, 2.0, 0.0),
         ok(1, 0.3, 2.0, 2.0, 0.25),
-        RequestResult(2, "503", False, 0.0),
+        RequestResult(2, "503", False, 0.0, error="talker overloaded"),
         RequestResult(3, "503", False, 0.0),
         RequestResult(4, "error:ConnectError", False, 0.0),
     ]
     s = summarize(results, elapsed_s=4.0)
     assert (s["requests"], s["succeeded"], s["failed"]) == (5, 2, 3)
     assert s["failures"] == {"503": 2, "error:ConnectError": 1}
+    assert s["failure_examples"]["503"] == "talker overloaded"
     assert s["requests_per_s"] == pytest.approx(0.5)
     assert s["audio_s_per_s"] == pytest.approx(1.0)  # 4 audio seconds in 4 s
     assert s["ttfa_p50_s"] == pytest.approx(0.2)
@@ -79,7 +80,7 @@ def test_summarize_aggregates_successes_and_counts_failures_by_status():
     assert s["underrun_total_s"] == pytest.approx(0.25)
     assert s["requests_with_underrun"] == 1
     table = format_table({"mode": "closed", "levels": [{**s, "concurrency": 4}]})
-    assert "503" in table and "concurrency" in table
+    assert "503: talker overloaded" in table and "concurrency" in table
 
 
 def test_texts_meta_lst_and_request_body():
