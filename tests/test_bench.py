@@ -112,6 +112,9 @@ def test_bench_rejects_bad_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "--url", "http://127.0.0.1:9", "--concurrency", "0,2"])
     assert exit_.value.code == 2 and "positive" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--url", "http://127.0.0.1:9", "--concurrency", "2", "--rate", "1.5"])
+    assert exit_.value.code == 2 and "not allowed with" in capsys.readouterr().err
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
     with pytest.raises(SystemExit) as exit_:

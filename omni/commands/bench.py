@@ -27,10 +27,11 @@ def register(subparsers) -> None:
         "open loop at Poisson arrivals of --rate; print a table and optionally write JSON and a PNG plot.",
     )
     parser.add_argument("--url", required=True, help="gateway base URL, e.g. http://127.0.0.1:8000")
-    parser.add_argument(
+    loop = parser.add_mutually_exclusive_group()
+    loop.add_argument(
         "--concurrency", type=comma_list(int), default=[1], help="closed-loop levels, e.g. 1,16,64 (default 1)"
     )
-    parser.add_argument("--rate", type=comma_list(float), default=[], help="open loop: requests/s, e.g. 2 or 1,2,4")
+    loop.add_argument("--rate", type=comma_list(float), default=[], help="open loop: requests/s, e.g. 2 or 1,2,4")
     amount = parser.add_mutually_exclusive_group()
     amount.add_argument("--requests", type=int, default=0, help="requests per level (default 4 x concurrency, >= 8)")
     amount.add_argument("--duration", type=float, default=0.0, help="seconds per level to keep starting requests")
