@@ -12,7 +12,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -20,7 +19,6 @@ import grpc
 import numpy as np
 import pytest
 import torch
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.codec.service import build_codec_service, warm_up
@@ -28,6 +26,7 @@ from omni.services.common.identity import model_identity
 from omni.services.common.packing import decode_pcm, pack_codes
 
 from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2
+from tests.grpc_health import wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 S16, F32 = common_pb2.SAMPLE_FORMAT_PCM_S16LE, common_pb2.SAMPLE_FORMAT_PCM_F32LE
@@ -409,19 +408,7 @@ def test_omni_codec_command_serves_and_shuts_down_on_sigterm(model_dir):
 
         async def check():
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                health = health_pb2_grpc.HealthStub(channel)
-                request = health_pb2.HealthCheckRequest(service="omni.codec.v1.CodecService")
-                status = None
-                deadline = time.monotonic() + 240  # startup on a loaded 2-core machine, bounded
-                while time.monotonic() < deadline:
-                    try:
-                        status = (await health.Check(request, timeout=1)).status
-                    except grpc.aio.AioRpcError:
-                        status = None
-                    if status == health_pb2.HealthCheckResponse.SERVING:
-                        break
-                    await asyncio.sleep(0.1)
-                assert status == health_pb2.HealthCheckResponse.SERVING
+                await wait_serving(channel, "omni.codec.v1.CodecService", proc)
                 load = await codec_pb2_grpc.CodecServiceStub(channel).GetLoad(codec_pb2.GetLoadRequest())
                 assert load.load.capacity == 2  # from the environment
 

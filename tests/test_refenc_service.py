@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,6 @@ import grpc
 import numpy as np
 import pytest
 import soundfile as sf
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from omni.services.common.metrics import MetricsServer
 from omni.services.common.packing import unpack_codes, unpack_vector
 from omni.services.refenc.config import RefencConfig
@@ -25,6 +23,7 @@ from omni.audio import prepare_reference_audio
 from omni.models.qwen3_tts.codec_encoder import CodecEncoder
 from omni.models.qwen3_tts.speaker_encoder import extract_xvector, load_speaker_encoder
 from omni.proto import refenc_pb2, refenc_pb2_grpc
+from tests.grpc_health import wait_serving
 from tests.redis_server import RedisServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,19 +206,7 @@ def test_omni_refenc_command_serves_metrics_and_shuts_down_on_sigterm(model_dir:
 
         async def check():
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                health = health_pb2_grpc.HealthStub(channel)
-                request = health_pb2.HealthCheckRequest(service="omni.refenc.v1.ReferenceEncoderService")
-                status = None
-                deadline = time.monotonic() + 240  # startup (imports, model load) on a loaded 2-core machine, bounded
-                while time.monotonic() < deadline:
-                    try:
-                        status = (await health.Check(request, timeout=1)).status
-                    except grpc.aio.AioRpcError:
-                        status = None
-                    if status == health_pb2.HealthCheckResponse.SERVING or proc.poll() is not None:
-                        break
-                    await asyncio.sleep(0.1)
-                assert status == health_pb2.HealthCheckResponse.SERVING
+                await wait_serving(channel, "omni.refenc.v1.ReferenceEncoderService", proc)
                 stub = refenc_pb2_grpc.ReferenceEncoderServiceStub(channel)
                 await stub.Encode(refenc_pb2.EncodeRequest(audio=_audio(freq=410.0)))
                 return (await stub.Encode(refenc_pb2.EncodeRequest(audio=_audio(freq=410.0)))).cache_hit

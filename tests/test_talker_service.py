@@ -18,7 +18,6 @@ import grpc
 import numpy as np
 import pytest
 import torch
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from omni.services.common.packing import pack_codes, unpack_codes
 from omni.services.talker.config import TalkerConfig
 from omni.services.talker.metrics import TalkerMetrics
@@ -28,6 +27,7 @@ from omni.services.talker.service import build_talker_service, warm_up
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
 from omni.talker.generate import SynthesisOptions, Synthesizer
 from omni.talker.prompt import SpeechRequest
+from tests.grpc_health import wait_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTEXT = 128
@@ -423,18 +423,7 @@ def test_omni_talker_command_serves_and_drains_on_sigterm(model_dir, synth):
 
         async def check():
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-                health = health_pb2_grpc.HealthStub(channel)
-                request = health_pb2.HealthCheckRequest(service="omni.talker.v1.TalkerService")
-                status = None
-                for _ in range(1200):
-                    try:
-                        status = (await health.Check(request, timeout=1)).status
-                    except grpc.aio.AioRpcError:
-                        status = None
-                    if status == health_pb2.HealthCheckResponse.SERVING:
-                        break
-                    await asyncio.sleep(0.1)
-                assert status == health_pb2.HealthCheckResponse.SERVING
+                await wait_serving(channel, "omni.talker.v1.TalkerService", proc)
                 stub = talker_pb2_grpc.TalkerServiceStub(channel)
                 load = (await stub.GetLoad(talker_pb2.GetLoadRequest())).load
                 info = await stub.GetModelInfo(talker_pb2.GetModelInfoRequest())
