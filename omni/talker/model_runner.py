@@ -27,11 +27,14 @@ class TalkerRunner:
         max_len: int,
         device: torch.device | str | None = None,
         scratch_slot: bool = False,
+        decode_kernel: bool | None = None,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
         `scratch_slot` adds one slot past `num_slots` for the padding rows of fixed-size batches
         (`decode_step_padded`, used by the CUDA graphs); requests never get it.
+        `decode_kernel`: decode steps attend with the Triton kernel over each slot's live length instead of the
+        masked PyTorch attention over all `max_len` positions; default: on for CUDA devices.
         """
         self.talker = talker
         self.config = config
@@ -48,8 +51,10 @@ class TalkerRunner:
         self.scratch_slot = num_slots if scratch_slot else None
         rows = num_slots + int(scratch_slot)
 
-        self.cache = talker.new_cache(rows, max_len, self.dtype, dev)
-        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev)
+        if decode_kernel is None:
+            decode_kernel = self.device.type == "cuda"
+        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, decode_kernel)
+        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, decode_kernel)
         self.sampling = SlotSampling(rows, dev)
         # As the official generate: the top 1024 codec ids are suppressed, except EOS.
         self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)

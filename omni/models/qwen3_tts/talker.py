@@ -21,7 +21,12 @@ from omni.models.qwen3_tts.config import CodePredictorConfig, TalkerConfig, Tran
 
 
 class KVCache:
-    """Per-slot K/V: k, v are [layers, slots, max_len, kv_heads, head_dim]; cache index == position."""
+    """Per-slot K/V: k, v are [layers, slots, max_len, kv_heads, head_dim]; cache index == position.
+
+    `decode_kernel`: single-position steps read K/V in place up to each slot's length with the Triton kernel
+    (kernels/decode_attention.py) instead of gathering all `max_len` positions and masking them (the PyTorch path,
+    kept for CPU and as the reference).
+    """
 
     def __init__(
         self,
@@ -32,10 +37,16 @@ class KVCache:
         head_dim: int,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
+        decode_kernel: bool = False,
     ):
         shape = (layers, slots, max_len, kv_heads, head_dim)
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.decode_kernel = decode_kernel
+        if decode_kernel:  # Triton is imported only when asked for: CPU installs need not have it
+            from omni.kernels.decode_attention import decode_attention
+
+            self.decode_attention = decode_attention
 
     @property
     def num_slots(self) -> int:
@@ -45,13 +56,14 @@ class KVCache:
     def max_len(self) -> int:
         return self.k.shape[2]
 
-    def update(
-        self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kv_len: int
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write k, v [B, T, kv_heads, head_dim] at (slots[B], positions[B, T]); return the slots' first kv_len keys."""
+    def write(self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+        """Write k, v [B, T, kv_heads, head_dim] at (slots[B], positions[B, T])."""
         rows = slots[:, None]
         self.k[layer, rows, positions] = k
         self.v[layer, rows, positions] = v
+
+    def read(self, layer: int, slots: torch.Tensor, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first kv_len keys and values of each slot (a gathered copy)."""
         return self.k[layer, slots, :kv_len], self.v[layer, slots, :kv_len]
 
 
@@ -99,22 +111,27 @@ class Attention(nn.Module):
         self,
         x: torch.Tensor,
         rope: tuple[torch.Tensor, torch.Tensor],
-        mask: torch.Tensor,
+        visible: torch.Tensor,
         cache: KVCache,
         layer: int,
         slots: torch.Tensor,
         positions: torch.Tensor,
     ) -> torch.Tensor:
+        """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or the slots' lengths [B] (decode kernel)."""
         b, t, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim))
         k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim))
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim)
         q, k = apply_rope(q, *rope), apply_rope(k, *rope)
-        keys, values = cache.update(layer, slots, positions, k, v, mask.shape[-1])
-        out = F.scaled_dot_product_attention(
-            q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=mask, enable_gqa=True
-        )
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, self.heads * self.head_dim))
+        cache.write(layer, slots, positions, k, v)
+        if visible.dim() == 1:
+            out = cache.decode_attention(q[:, 0], cache.k[layer], cache.v[layer], slots, visible)[:, None]
+        else:
+            keys, values = cache.read(layer, slots, visible.shape[-1])
+            out = F.scaled_dot_product_attention(
+                q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=visible, enable_gqa=True
+            ).transpose(1, 2)
+        return self.o_proj(out.reshape(b, t, self.heads * self.head_dim))
 
 
 class MLP(nn.Module):
@@ -136,8 +153,8 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, x, rope, mask, cache, layer, slots, positions) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, mask, cache, layer, slots, positions)
+    def forward(self, x, rope, visible, cache, layer, slots, positions) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, visible, cache, layer, slots, positions)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -164,9 +181,13 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def new_cache(self, slots: int, max_len: int, dtype: torch.dtype, device: torch.device | str) -> KVCache:
+    def new_cache(
+        self, slots: int, max_len: int, dtype: torch.dtype, device: torch.device | str, decode_kernel: bool = False
+    ) -> KVCache:
         c = self.cfg
-        return KVCache(c.num_hidden_layers, slots, max_len, c.num_key_value_heads, c.head_dim, dtype, device)
+        return KVCache(
+            c.num_hidden_layers, slots, max_len, c.num_key_value_heads, c.head_dim, dtype, device, decode_kernel
+        )
 
     def forward(
         self,
@@ -184,10 +205,13 @@ class Decoder(nn.Module):
         _check_shapes(x, positions, cache, slots, kv_len, self.cfg.hidden_size)
         rope = rope_cos_sin(positions, self.cfg.head_dim, self.cfg.rope_theta, x.dtype)
         # Causal over the slot's own prefix: key index (== position) <= query position.
-        key_pos = torch.arange(kv_len, device=x.device)
-        mask = (key_pos[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
+        if cache.decode_kernel and x.shape[1] == 1:
+            visible = positions[:, 0] + 1  # lengths: the kernel reads keys 0..position in place
+        else:
+            key_pos = torch.arange(kv_len, device=x.device)
+            visible = (key_pos[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, mask, cache, i, slots, positions)
+            x = layer(x, rope, visible, cache, i, slots, positions)
         return self.norm(x)
 
 
@@ -251,8 +275,10 @@ class CodePredictor(nn.Module):
         """Talker width -> predictor width (identity when they are equal)."""
         return self.small_to_mtp_projection(x)
 
-    def new_cache(self, slots: int, dtype: torch.dtype, device: torch.device | str) -> KVCache:
-        return self.model.new_cache(slots, self.cfg.num_code_groups, dtype, device)
+    def new_cache(
+        self, slots: int, dtype: torch.dtype, device: torch.device | str, decode_kernel: bool = False
+    ) -> KVCache:
+        return self.model.new_cache(slots, self.cfg.num_code_groups, dtype, device, decode_kernel)
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
@@ -278,8 +304,10 @@ class Qwen3TTSTalker(nn.Module):
         self.codec_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.code_predictor = CodePredictor(cfg.code_predictor, cfg.hidden_size)
 
-    def new_cache(self, slots: int, max_len: int, dtype: torch.dtype, device: torch.device | str) -> KVCache:
-        return self.model.new_cache(slots, max_len, dtype, device)
+    def new_cache(
+        self, slots: int, max_len: int, dtype: torch.dtype, device: torch.device | str, decode_kernel: bool = False
+    ) -> KVCache:
+        return self.model.new_cache(slots, max_len, dtype, device, decode_kernel)
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
         """Text-track vectors: text_projection(text_embedding(ids))."""

@@ -1,0 +1,94 @@
+"""The decode-attention kernel against its PyTorch definition, and the talker runner with it against without.
+
+On CPU through the Triton interpreter; tools/bench_talker_step.py checks the same on the GPU.
+"""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+from omni.kernels.decode_attention import decode_attention, decode_attention_reference
+
+from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import SpeechRequest
+
+# (rows, heads, kv heads, head dim, cache slots, cache length): GQA groups 1, 2 and 4, the real 16/8 × 128,
+# a non-power-of-two head dim, lengths across several key blocks and a single key.
+SHAPES = [
+    (3, 4, 2, 16, 5, 70),
+    (1, 16, 8, 128, 2, 130),
+    (4, 2, 2, 32, 6, 9),
+    (5, 8, 2, 12, 3, 200),
+    (2, 4, 1, 64, 2, 1),
+]
+
+
+def _inputs(shape, dtype, seed):
+    rows, heads, kv_heads, dim, slots, length = shape
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(rows, heads, dim, generator=gen).to(dtype)
+    k = torch.randn(slots, length, kv_heads, dim, generator=gen).to(dtype)
+    v = torch.randn(slots, length, kv_heads, dim, generator=gen).to(dtype)
+    slot_ids = torch.randint(0, slots, (rows,), generator=gen)
+    lengths = torch.randint(1, length + 1, (rows,), generator=gen)
+    lengths[0] = length  # one row reads the whole cache
+    return q, k, v, slot_ids, lengths
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_fp32_matches_reference(shape):
+    q, k, v, slots, lengths = _inputs(shape, torch.float32, seed=0)
+    torch.testing.assert_close(
+        decode_attention(q, k, v, slots, lengths), decode_attention_reference(q, k, v, slots, lengths)
+    )
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_bf16_within_one_rounding(shape):
+    # fp32 accumulation; the roundings are the probabilities to bf16 (as flash attention) and the final store
+    # (which the interpreter truncates): within about one bf16 ulp of outputs of magnitude <= 2.
+    q, k, v, slots, lengths = _inputs(shape, torch.bfloat16, seed=1)
+    got = decode_attention(q, k, v, slots, lengths)
+    want = decode_attention_reference(q, k, v, slots, lengths)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), want.float(), rtol=0, atol=2**-6)
+
+
+def test_keys_past_the_length_are_never_read():
+    q, k, v, _, _ = _inputs((3, 4, 2, 16, 3, 50), torch.float32, seed=2)
+    slots, lengths = torch.tensor([2, 0, 1]), torch.tensor([1, 17, 33])
+    before = decode_attention(q, k, v, slots, lengths)
+    k2, v2 = k.clone(), v.clone()
+    for slot, length in zip(slots.tolist(), lengths.tolist(), strict=True):  # NaN in every dead position
+        k2[slot, length:], v2[slot, length:] = float("nan"), float("nan")
+    torch.testing.assert_close(decode_attention(q, k2, v2, slots, lengths), before)
+
+
+def test_bad_head_counts_fail_clearly():
+    q, k, v, slots, lengths = _inputs((2, 3, 2, 16, 2, 8), torch.float32, seed=3)
+    with pytest.raises(ValueError, match="multiple"):
+        decode_attention(q, k, v, slots, lengths)
+
+
+def test_runner_with_kernel_equals_runner_without(tiny_model_dir):
+    torch.set_num_threads(1)
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    model = synth.model
+    runners = [TalkerRunner(model.talker, model.config, 3, 64, decode_kernel=flag) for flag in (False, True)]
+    assert runners[1].cache.decode_kernel and runners[1].predictor_cache.decode_kernel
+    texts = ["Hi there.", "A longer sentence for the talker to say."]
+    options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
+    for runner in runners:
+        for slot, (text, opt) in enumerate(zip(texts, options, strict=True)):
+            request = SpeechRequest(text=text, speaker="Ryan", language="English")
+            runner.prefill(slot * 2, synth.builder.build(request), synth.sampling_params(opt))
+    slots = torch.tensor([2, 0])
+    for step in range(4):  # the interpreter runs ~100 kernel calls per step: keep it short
+        want_codes, want_finished = runners[0].decode_step(slots)
+        got_codes, got_finished = runners[1].decode_step(slots)
+        assert torch.equal(got_codes, want_codes), f"step {step}"
+        assert torch.equal(got_finished, want_finished)
+    torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-5, atol=1e-5)
