@@ -6,9 +6,15 @@ on the device (no download), prefills every slot with a random prompt, then
 1. correctness: three runners over the same weights and prompts (greedy and seeded-sampling slots mixed) step the
    same mixed batches (padding rows included): graph replay must equal the eager padded step bit for bit; the share
    of codes equal to the unpadded eager `decode_step` is reported (other batch shapes may pick other GEMM kernels);
-2. timing: ms per decode step at each batch size, eager `decode_step` against `TalkerGraphs.decode_step`.
+2. the decode-attention kernel (reads each slot's live length in place) against the masked PyTorch attention over
+   all `max_len` positions: share of equal codes and the hidden-state difference over the same steps;
+3. timing: ms per decode step at each batch size through `TalkerGraphs.decode_step`, per attention mode (and the
+   eager `decode_step` with --eager); --profile prints the top CUDA kernels of one eager step at the largest batch.
 
-    python tools/bench_talker_step.py --models 0.6B,1.7B --batches 1,16,64,256 --max-len 2048
+Every slot is prefilled with --prompt-len positions, so the live length during the timed steps is about that: 160 is
+the middle of a 10 s utterance after a ~100-position prompt.
+
+    python tools/bench_talker_step.py --models 0.6B,1.7B --batches 1,16,64,256 --max-len 2048 --profile
 """
 
 import argparse
@@ -44,7 +50,7 @@ COMMON = {
     "predictor_num_key_value_heads": 8,
     "predictor_head_dim": 128,
 }
-PROMPT_LEN = 24
+PROMPT_LEN = 24  # correctness runs
 
 
 def build_talker(name: str, dtype: torch.dtype, device: str) -> tuple[Qwen3TTSTalker, Qwen3TTSConfig]:
@@ -60,17 +66,57 @@ def params_for(slot: int) -> SamplingParams:
                           min_new_tokens=10_000, max_new_tokens=10_000)  # fmt: skip
 
 
-def prefill_all(runner: TalkerRunner, seed: int) -> None:
+def prefill_all(runner: TalkerRunner, seed: int, prompt_len: int = PROMPT_LEN) -> None:
     gen = torch.Generator().manual_seed(seed)
     for slot in range(runner.num_slots):
         prompt = TalkerPrompt(
-            text_ids=torch.randint(0, 150_000, (PROMPT_LEN,), generator=gen),
-            codec_ids=torch.full((PROMPT_LEN,), NO_ID),
+            text_ids=torch.randint(0, 150_000, (prompt_len,), generator=gen),
+            codec_ids=torch.full((prompt_len,), NO_ID),
             trailing_ids=torch.randint(0, 150_000, (8,), generator=gen),
         )
         p = params_for(slot)
-        p.max_new_tokens = runner.max_len - PROMPT_LEN
+        p.max_new_tokens = runner.max_len - prompt_len
         runner.prefill(slot, prompt, p)
+
+
+def check_kernel_vs_sdpa(talker, config, steps: int, device: str) -> dict:
+    """The same slots stepped with the decode kernel and with the masked PyTorch attention (both eager)."""
+    slots, max_len = 64, PROMPT_LEN + steps + 8
+    runners = [TalkerRunner(talker, config, slots, max_len, device, decode_kernel=k) for k in (True, False)]
+    for r in runners:
+        prefill_all(r, seed=0)
+    batch = torch.arange(slots, device=device)
+    first_hidden_diff = None
+    equal_codes = total_codes = 0
+    for step in range(steps):
+        k_codes, _ = runners[0].decode_step(batch)
+        s_codes, _ = runners[1].decode_step(batch)
+        if step == 0:  # after one step both started from the same prefill: the pure attention difference
+            first_hidden_diff = float((runners[0].last_hidden.float() - runners[1].last_hidden.float()).abs().max())
+        equal_codes += int((k_codes == s_codes).sum())
+        total_codes += k_codes.numel()
+    scale = float(runners[1].last_hidden.float().abs().max())
+    del runners
+    return {"codes_equal": f"{equal_codes}/{total_codes}", "first_step_hidden_max_abs_diff": first_hidden_diff,
+            "hidden_max_abs": scale}  # fmt: skip
+
+
+def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> list[dict]:
+    """Top CUDA kernels of one eager decode step (GPU time; the step's launch gaps are not in it)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    runner.decode_step(slots)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        runner.decode_step(slots)
+        torch.cuda.synchronize()
+    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    total = sum(e.self_device_time_total for e in events)
+    events.sort(key=lambda e: e.self_device_time_total, reverse=True)
+    rows = [{"kernel": e.key[:90], "calls": e.count, "ms": round(e.self_device_time_total / 1e3, 3),
+             "share": round(e.self_device_time_total / total, 3)} for e in events[:top]]  # fmt: skip
+    rows.insert(0, {"kernel": "TOTAL", "calls": sum(e.count for e in events), "ms": round(total / 1e3, 3), "share": 1})
+    return rows
 
 
 def check_correctness(talker, config, steps: int, device: str) -> dict:
@@ -119,6 +165,10 @@ def main() -> None:
     ap.add_argument("--models", default="0.6B,1.7B")
     ap.add_argument("--batches", default="1,16,64,256")
     ap.add_argument("--max-len", type=int, default=2048, help="positions per slot (the service's max_context)")
+    ap.add_argument("--prompt-len", type=int, default=160, help="positions prefilled per slot before timing")
+    ap.add_argument("--attention", default="kernel,sdpa", help="decode attention modes to time: kernel, sdpa")
+    ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
+    ap.add_argument("--profile", action="store_true", help="top CUDA kernels of an eager step at the largest batch")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--check-steps", type=int, default=12)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
@@ -126,34 +176,43 @@ def main() -> None:
     args = ap.parse_args()
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
+    modes = args.attention.split(",")
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype,
-               "max_len": args.max_len, "iters": args.iters, "models": {}}  # fmt: skip
+               "max_len": args.max_len, "prompt_len": args.prompt_len, "iters": args.iters, "models": {}}  # fmt: skip
     for name in args.models.split(","):
         torch.manual_seed(0)
         talker, config = build_talker(name, dtype, device)
         out: dict = {"check": check_correctness(talker, config, args.check_steps, device)}
-        print(name, "correctness", out["check"], flush=True)
-        runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True)
-        prefill_all(runner, seed=2)
-        start = time.perf_counter()
-        graphs = TalkerGraphs(runner, batches)
-        out["capture_s"] = round(time.perf_counter() - start, 2)
-        out["reserved_gib"] = round(torch.cuda.memory_reserved() / 2**30, 1)  # K/V of every slot included
-        out["steps"] = {}
-        for b in batches:
-            slots = torch.arange(b, device=device)
-            eager = time_steps(runner.decode_step, slots, args.iters)
-            graph = time_steps(graphs.decode_step, slots, args.iters)
-            out["steps"][b] = {
-                "eager_ms": round(eager, 3),
-                "graph_ms": round(graph, 3),
-                "speedup": round(eager / graph, 2),
-                "graph_frames_per_s": round(b / graph * 1e3),
-            }
-            print(name, f"batch {b}: eager {eager:.2f} ms, graph {graph:.2f} ms ({eager / graph:.2f}x)", flush=True)
+        print(name, "graph vs eager", out["check"], flush=True)
+        out["kernel_vs_sdpa"] = check_kernel_vs_sdpa(talker, config, args.check_steps, device)
+        print(name, "kernel vs sdpa", out["kernel_vs_sdpa"], flush=True)
+        out["modes"] = {}
+        for mode in modes:
+            runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
+                                  decode_kernel=mode == "kernel")  # fmt: skip
+            prefill_all(runner, seed=2, prompt_len=args.prompt_len)
+            start = time.perf_counter()
+            graphs = TalkerGraphs(runner, batches)
+            res: dict = {"capture_s": round(time.perf_counter() - start, 2),
+                         "reserved_gib": round(torch.cuda.memory_reserved() / 2**30, 1), "steps": {}}  # fmt: skip
+            for b in batches:
+                slots = torch.arange(b, device=device)
+                graph = time_steps(graphs.decode_step, slots, args.iters)
+                row = {"graph_ms": round(graph, 3), "graph_frames_per_s": round(b / graph * 1e3)}
+                if args.eager:
+                    row["eager_ms"] = round(time_steps(runner.decode_step, slots, args.iters), 3)
+                res["steps"][b] = row
+                print(name, mode, f"batch {b}: {row}", flush=True)
+            if args.profile:
+                res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
+                for r in res["profile"]:
+                    print(f"  {r['ms']:9.3f} ms {r['share']:6.1%} {r['calls']:6d}  {r['kernel']}")
+            out["modes"][mode] = res
+            del runner, graphs
+            torch.cuda.empty_cache()
         results["models"][name] = out
-        del runner, graphs, talker
+        del talker
         torch.cuda.empty_cache()
     print(json.dumps(results, indent=1))
     with open(args.json, "w") as f:
