@@ -32,7 +32,9 @@ from dataclasses import dataclass
 import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
-from omni.services.common.packing import encode_pcm
+from omni.services.common.packing import INT16_SCALE
+
+from omni.proto import common_pb2
 
 log = logging.getLogger("omni.codec.engine")
 
@@ -250,12 +252,8 @@ class CodecEngine:
         # _take_chunk gives each stream one chunk, maybe followed by the end marker, or the marker alone.
         batch = [(s, chunks[0].codes) for s, chunks in work if chunks[0].codes is not None]
         waves = self._decode([s.slot for s, _ in batch], [c for _, c in batch]) if batch else []
-        pcm_of, offset = {}, 0
-        if waves:
-            host = torch.cat([w.float() for w in waves]).cpu().numpy()  # one device-to-host copy per step
-            for (s, _), wave in zip(batch, waves, strict=True):
-                pcm_of[s.slot] = encode_pcm(host[offset : offset + wave.shape[0]], s.sample_format)
-                offset += wave.shape[0]
+        pcm = pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else []
+        pcm_of = {s.slot: data for (s, _), data in zip(batch, pcm, strict=True)}
         return [[pcm_of[s.slot] if p.codes is not None else None for p in chunks] for s, chunks in work]
 
     def _decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -288,6 +286,29 @@ class CodecEngine:
             self.metrics.frames_decoded.inc(frames)
             self.metrics.audio_seconds.inc(samples / self.sample_rate)
         stream.decoded.set()
+
+
+def pack_step_pcm(waves: Sequence[torch.Tensor], sample_formats: Sequence[int]) -> list[bytes]:
+    """A step's waves -> each stream's PCM bytes in its format, as `packing.encode_pcm` writes them.
+
+    The whole step is converted at once on the device (float32, and int16 = round(clip(x) * 32767) for S16LE
+    streams) and copied to the host once per format; the per-stream work left is one slice and one `tobytes`.
+    """
+    flat = torch.cat([w.reshape(-1) for w in waves]).float()  # a fresh buffer: safe to convert in place
+    wants_s16 = [f == common_pb2.SAMPLE_FORMAT_PCM_S16LE for f in sample_formats]
+    s16 = f32 = None
+    if not all(wants_s16):
+        f32 = flat.cpu().numpy().astype("<f4", copy=False)
+    if any(wants_s16):
+        scaled = flat if f32 is None else flat.clone()  # on CPU `f32` shares `flat`'s memory
+        s16 = scaled.clamp_(-1.0, 1.0).mul_(INT16_SCALE).round_().to(torch.int16).cpu().numpy()
+        s16 = s16.astype("<i2", copy=False)
+    pcm, offset = [], 0
+    for wave, is_s16 in zip(waves, wants_s16, strict=True):
+        end = offset + wave.shape[-1]
+        pcm.append((s16 if is_s16 else f32)[offset:end].tobytes())
+        offset = end
+    return pcm
 
 
 def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | None, sample_rate: int) -> CodecEngine:

@@ -72,7 +72,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                     raise item
                 if item is END_OF_STREAM:
                     break
-                yield codec_pb2.DecodeResponse(audio=_audio_message(item))
+                yield _audio_response(item)
                 if item.last:
                     # The client half-closes after its last chunk; anything else it sends is an error.
                     failure = await reader
@@ -191,18 +191,20 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         )
 
 
-def _audio_message(chunk: DecodedChunk) -> codec_pb2.AudioChunk:
-    return codec_pb2.AudioChunk(
-        pcm=chunk.pcm,
-        num_samples=chunk.num_samples,
-        first_sample_index=chunk.first_sample_index,
-        first_frame_index=chunk.first_frame_index,
-        num_frames=chunk.num_frames,
-        last=chunk.last,
-        timing=common_pb2.ChunkTiming(
-            emitted_unix_nanos=time.time_ns(), compute_ms=chunk.compute_ms, queue_ms=chunk.queue_ms
-        ),
-    )
+def _audio_response(chunk: DecodedChunk) -> codec_pb2.DecodeResponse:
+    """Filled in place: building an AudioChunk and passing it to DecodeResponse would copy the PCM once more."""
+    response = codec_pb2.DecodeResponse()
+    audio = response.audio
+    audio.pcm = chunk.pcm
+    audio.num_samples = chunk.num_samples
+    audio.first_sample_index = chunk.first_sample_index
+    audio.first_frame_index = chunk.first_frame_index
+    audio.num_frames = chunk.num_frames
+    audio.last = chunk.last
+    audio.timing.emitted_unix_nanos = time.time_ns()
+    audio.timing.compute_ms = chunk.compute_ms
+    audio.timing.queue_ms = chunk.queue_ms
+    return response
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
