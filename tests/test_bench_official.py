@@ -64,6 +64,10 @@ def test_cpu_smoke_run_writes_rows_with_fixed_length(tiny_model_dir, tmp_path: P
     assert kwargs["top_k"] == 50 and kwargs["subtalker_top_k"] == 50
     assert kwargs["temperature"] == pytest.approx(0.9) and kwargs["subtalker_temperature"] == pytest.approx(0.9)
     assert kwargs["repetition_penalty"] == pytest.approx(1.05) and kwargs["top_p"] == 1.0
+    # ... and the talker's HF generate got min_new_tokens = max_new_tokens (the official generate passes 2).
+    assert result["talker_kwargs"]["min_new_tokens"] == result["talker_kwargs"]["max_new_tokens"] == frames + 1
+    assert result["talker_kwargs"]["eos_token_id"] == 2150
+    assert result["speaker"] == "ryan"  # the tiny checkpoint's first non-dialect speaker
 
     rows = result["rows"]
     assert [r["batch"] for r in rows] == batches

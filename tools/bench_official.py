@@ -1,14 +1,14 @@
-"""The official qwen-tts 0.1.1 on one of our checkpoints: generate (codes) + decode (waveform), batch sweep, one GPU.
+r"""The official qwen-tts 0.1.1 on one of our checkpoints: generate (codes) + decode (waveform), batch sweep, one GPU.
 
-GPU command, from the repo root (the checkpoint dir comes from `omni make-tiny-checkpoint --shape 0.6b|1.7b
---variant custom_voice`; the wheels put transformers 4.57.3, tokenizers 0.22.1, huggingface-hub 0.36.0,
-accelerate 1.12.0 and qwen-tts 0.1.1 first on the path, ahead of the machine's transformers 5.x):
+GPU command, from the repo root, carrying .whl_codec (transformers 4.57.3, tokenizers 0.22.1, huggingface-hub 0.36.0,
+accelerate 1.12.0, qwen-tts 0.1.1; PYTHONPATH=/tmp/site puts them ahead of the machine's transformers 5.x; the
+machine has everything else the measured path imports, so no .whl_official/ is needed, see Imports below). The
+checkpoint is the one our side loads: `omni make-tiny-checkpoint --shape 0.6b|1.7b --variant custom_voice`.
 
     python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl_codec/*.whl \
       && PYTHONPATH=/tmp/site python3 tools/bench_official.py --model CKPT_DIR --device cuda \
          --frames 125 --batches 1 8 32 64 --out $OUT/official.json
 
-(with `carry: [".whl_codec"]`; nothing else is needed there: .whl_official/ stays empty, see below).
 CPU smoke test (the reference venv, a tiny checkpoint, a few frames):
 
     .venv/bin/omni make-tiny-checkpoint --variant custom_voice --out /tmp/tiny
@@ -119,6 +119,10 @@ def import_official() -> type:
 # The measured call
 
 
+def scalars(kwargs: dict) -> dict:
+    return {k: v for k, v in kwargs.items() if isinstance(v, bool | int | float)}
+
+
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -141,7 +145,8 @@ class OfficialTTS:
         self.samples_per_frame = int(model.speech_tokenizer.get_decode_upsample_rate())
         self.sample_rate = int(model.speech_tokenizer.get_output_sample_rate())
         self.seconds: dict[str, float] = {}
-        self.generate_kwargs: dict = {}
+        self.generate_kwargs: dict = {}  # what the wrapper passed to model.generate
+        self.talker_kwargs: dict = {}  # what model.generate passed to the talker's HF generate (after our override)
         self.frames: list[int] = []
         self._wrap(model)
 
@@ -150,10 +155,11 @@ class OfficialTTS:
 
         def fixed_length_talker_generate(*args, **kwargs):
             kwargs["min_new_tokens"] = kwargs["max_new_tokens"]  # the official generate passes 2
+            self.talker_kwargs = scalars(kwargs)
             return talker_generate(*args, **kwargs)
 
         def timed_generate(*args, **kwargs):
-            self.generate_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, bool | int | float)}
+            self.generate_kwargs = scalars(kwargs)
             sync(self.device)
             start = time.perf_counter()
             codes, hidden = generate(*args, **kwargs)
@@ -246,7 +252,9 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=120.0, help="stop the sweep after a slower batch")
     parser.add_argument("--warmup-frames", type=int, default=8, help="frames of the warm-up call before each batch")
     parser.add_argument("--text", default=DEFAULT_TEXT)
-    parser.add_argument("--speaker", default="ryan")
+    parser.add_argument(
+        "--speaker", help="a built-in speaker (default: the checkpoint's first non-dialect one, by name)"
+    )
     parser.add_argument("--language", default="English")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="write the results as JSON here")
@@ -262,6 +270,8 @@ def main() -> None:
     torch.manual_seed(args.seed)
 
     official = OfficialTTS(args.model, device, dtype)
+    dialect = official.tts.model.config.talker_config.spk_is_dialect or {}
+    speaker = args.speaker or sorted(official.tts.get_supported_speakers(), key=lambda s: (bool(dialect.get(s)), s))[0]
     import transformers
 
     model = official.tts.model
@@ -291,7 +301,9 @@ def main() -> None:
         },
         "args": vars(args),
         "max_new_tokens": args.frames + 1,
+        "speaker": speaker,
         "generate_kwargs": {},
+        "talker_kwargs": {},
         "rows": [],
         "best": None,
         "stopped": None,
@@ -306,8 +318,8 @@ def main() -> None:
 
     for batch in args.batches:
         try:
-            official.synthesize(batch, args.warmup_frames, args.text, args.speaker, args.language)
-            row = official.synthesize(batch, args.frames, args.text, args.speaker, args.language)
+            official.synthesize(batch, args.warmup_frames, args.text, speaker, args.language)
+            row = official.synthesize(batch, args.frames, args.text, speaker, args.language)
         except Exception as exc:  # noqa: BLE001 - an OOM ends the sweep with a row; anything else is raised
             if not is_oom(exc):
                 raise
@@ -318,7 +330,7 @@ def main() -> None:
             break
         finally:
             write()
-        results["generate_kwargs"] = official.generate_kwargs
+        results["generate_kwargs"], results["talker_kwargs"] = official.generate_kwargs, official.talker_kwargs
         results["rows"].append(row)
         write()
         print(json.dumps(row), flush=True)
