@@ -236,7 +236,7 @@ def markdown_table(rows: list[dict]) -> str:
             continue
         peak = "-" if r["peak_mem_gib"] is None else f"{r['peak_mem_gib']:.2f}"
         lines.append(
-            f"| {r['batch']} | {r['frames']} | {r['wall_s']:.2f} | {r['audio_s']:.1f} | {r['audio_s_per_s']:.2f}"
+            f"| {r['batch']} | {r['frames']} | {r['wall_s']:.2f} | {r['audio_s']:.2f} | {r['audio_s_per_s']:.2f}"
             f" | {r['rtf']:.3f} | {r['generate_s']:.2f} | {r['decode_s']:.2f} | {r['other_s']:.2f} | {peak} |"
         )
     return "\n".join(lines)
