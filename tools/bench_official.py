@@ -19,8 +19,9 @@ speaker, language)`, loaded as a user would (`Qwen3TTSModel.from_pretrained(dir,
 fp32 on cpu, attn_implementation="sdpa")`, which also loads the 12 Hz speech tokenizer from dir/speech_tokenizer).
 Sampling is the wrapper's default (generation_config.json, else its hard defaults: do_sample, top-k 50, top-p 1.0,
 temperature 0.9, repetition penalty 1.05, the same for the sub-talker); the kwargs that reached `model.generate`
-are recorded. One change: the length is fixed. The official `generate` hard-codes min_new_tokens=2 for the talker,
-so the talker's `generate` is wrapped to set min_new_tokens = max_new_tokens (EOS masked until then).
+and the talker's HF `generate` are recorded. One change: the length is fixed. The official `generate` hard-codes
+min_new_tokens=2 for the talker, so the talker's `generate` is wrapped to set min_new_tokens = max_new_tokens (EOS
+masked until then).
 max_new_tokens = N yields N - 1 frames (the code predictor never runs for the last token drawn, as in ours), so
 --frames F passes max_new_tokens = F + 1; every item's frame count and waveform length (F * 1920 samples at 24 kHz)
 is checked. The two phases inside the call are timed separately with a device synchronize on each side:
@@ -125,7 +126,7 @@ def scalars(kwargs: dict) -> dict:
 
 def sync(device: str) -> None:
     if device.startswith("cuda"):
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
 
 
 class OfficialTTS:
@@ -184,7 +185,7 @@ class OfficialTTS:
         """One timed wrapper call: `batch` copies of `text`, exactly `frames` frames each."""
         self.seconds, self.frames = {}, []
         if self.device.startswith("cuda"):
-            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.reset_peak_memory_stats(self.device)
         sync(self.device)
         start = time.perf_counter()
         wavs, sample_rate = self.tts.generate_custom_voice(
@@ -201,7 +202,7 @@ class OfficialTTS:
         if sample_rate != SAMPLE_RATE:
             raise RuntimeError(f"official decode returned {sample_rate} Hz, expected {SAMPLE_RATE}")
         audio_per_item = want_samples / sample_rate
-        peak = torch.cuda.max_memory_allocated() / 2**30 if self.device.startswith("cuda") else None
+        peak = torch.cuda.max_memory_allocated(self.device) / 2**30 if self.device.startswith("cuda") else None
         return {
             "batch": batch,
             "frames": frames,
