@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from omni.models.qwen3_tts.codec import CodecDecoder, CodecState, ResidualUnit, SnakeBeta, _Batch
+from omni.models.qwen3_tts.codec import CausalConv1d, CodecDecoder, CodecState, ResidualUnit, SnakeBeta, _Batch
 
 
 def codec_step(
@@ -34,6 +35,7 @@ def codec_step(
     `mark(stage)` is called after each stage (the benchmark records CUDA events there).
     """
     mark = mark or (lambda stage: None)
+    vocoder = getattr(decoder, "channels_last_vocoder", None)
     batch = _Batch(frames, [h[rows] for h in state.history])
     x = decoder.quantizer(codes)  # [B, codebook_dim, T]
     mark("rvq")
@@ -46,12 +48,15 @@ def codec_step(
     for transposed, convnext in decoder.upsample:
         x = convnext(transposed(x, batch), batch)
     mark("upsample")
-    x = decoder.decoder[0](x, batch)
-    mark("vocoder.in_conv")
-    for i, block in enumerate(decoder.decoder[1:-2]):
-        x = block(x, batch)
-        mark(f"vocoder.block{i}")
-    wav = decoder.decoder[-1](decoder.decoder[-2](x), batch).clamp(-1, 1)[:, 0]
+    if vocoder is not None:
+        wav = vocoder.run(x, batch, mark)
+    else:
+        x = decoder.decoder[0](x, batch)
+        mark("vocoder.in_conv")
+        for i, block in enumerate(decoder.decoder[1:-2]):
+            x = block(x, batch)
+            mark(f"vocoder.block{i}")
+        wav = decoder.decoder[-1](decoder.decoder[-2](x), batch).clamp(-1, 1)[:, 0]
     state.positions[rows] += frames
     state.key[:, rows] = key
     state.value[:, rows] = value
@@ -107,8 +112,127 @@ def fused_residual_unit(unit: ResidualUnit, x: torch.Tensor, batch: _Batch) -> t
     return bias_residual(x, F.conv1d(h, conv2.conv.weight), conv2.conv.bias)
 
 
+class ChannelsLastVocoder:
+    """The vocoder (in-conv, blocks, final SnakeBeta + conv) with every activation in [B, T, C] memory.
+
+    cuDNN's conv kernels are NHWC; fed [B, C, T] activations it converts layouts around every conv (18% of the fused
+    step at 256x15). Here each Conv1d runs as a conv2d over [B, C, 1, T] in torch.channels_last memory, with weights
+    converted once (copies: call after the decoder is on its device and dtype), so nothing is converted: the
+    activations are [B, C, T] tensors with strides (., 1, C). SnakeBeta and the residual adds run through the
+    channels-last Triton kernels (kernels/channels_last.py); conv histories are [history ‖ new] buffers along T.
+    Every conv bias is folded into the next kernel: the in-conv's and each transposed conv's into the following
+    SnakeBeta (and, for the transposed conv, into the first residual unit's residual add), conv1's into the second
+    SnakeBeta, conv2's into the residual add. The state layout (CodecState) is the default one, so a state can be
+    shared with the default path; its rows are converted on the way in and out (a few samples per conv).
+    """
+
+    def __init__(self, decoder: CodecDecoder):
+        self.decoder = decoder
+        self.weights: dict[nn.Module, torch.Tensor] = {}
+        for module in decoder.decoder.modules():
+            if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
+                weight = module.weight.detach().unsqueeze(2)  # [out, in, 1, k] (transposed: [in, out, 1, k])
+                self.weights[module] = weight.contiguous(memory_format=torch.channels_last)
+        # x + conv2(h) + b2 where x still lacks its transposed conv's bias bT: one bias bT + b2 (fp32) instead.
+        self.first_unit_bias: dict[ResidualUnit, torch.Tensor] = {}
+        for block in decoder.decoder[1:-2]:
+            up, unit = block.block[1], block.block[2]
+            self.first_unit_bias[unit] = up.conv.bias.detach().float() + unit.conv2.conv.bias.detach().float()
+
+    def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        """CodecDecoder._back with this vocoder: upsamplers (default layout), then `run`."""
+        for transposed, convnext in self.decoder.upsample:
+            x = convnext(transposed(x, batch), batch)
+        return self.run(x, batch, lambda stage: None)
+
+    def run(self, x: torch.Tensor, batch: _Batch, mark: Callable[[str], None]) -> torch.Tensor:
+        """Vocoder: x [B, latent, T] (any layout) -> waveform [B, T*1920] in [-1, 1]; marks as codec_step."""
+        from omni.kernels.channels_last import snakebeta_cl
+
+        blocks = self.decoder.decoder
+        in_conv = blocks[0]
+        full, tail = self._buffer(in_conv, batch, x)
+        tail.copy_(x)  # the step's one layout conversion, [B, latent, T] -> [B, T, latent] memory
+        self._keep(in_conv, batch, full)
+        x, bias = self._conv(in_conv, full), in_conv.conv.bias  # bias pending: added by the next SnakeBeta
+        mark("vocoder.in_conv")
+        for i, block in enumerate(blocks[1:-2]):
+            snake, up, *units = block.block
+            full, tail = self._buffer(up, batch, x)
+            snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias)
+            self._keep(up, batch, full)
+            y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
+            # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
+            x, bias = self._channels_last(y)[..., up.stride : up.stride * (tail.shape[-1] + 1)], up.conv.bias
+            for unit in units:
+                x, bias = self._residual_unit(unit, x, bias, batch), None
+            mark(f"vocoder.block{i}")
+        snake, out_conv = blocks[-2], blocks[-1]
+        full, tail = self._buffer(out_conv, batch, x)
+        snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias)
+        self._keep(out_conv, batch, full)
+        return self._conv(out_conv, full, out_conv.conv.bias).clamp(-1, 1)[:, 0]
+
+    def _residual_unit(
+        self, unit: ResidualUnit, x: torch.Tensor, x_bias: torch.Tensor | None, batch: _Batch
+    ) -> torch.Tensor:
+        """ResidualUnit.forward on x + x_bias (x_bias: its conv's bias, not yet added; None if it was)."""
+        from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
+
+        conv1, conv2 = unit.conv1, unit.conv2
+        full, tail = self._buffer(conv1, batch, x)
+        snakebeta_cl(x, unit.act1.alpha, unit.act1.beta, out=tail, bias=x_bias)
+        self._keep(conv1, batch, full)
+        h = snakebeta_cl(self._conv(conv1, full), unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias)
+        bias = conv2.conv.bias if x_bias is None else self.first_unit_bias[unit]
+        return bias_residual_cl(x, self._conv(conv2, h), bias)
+
+    def _conv(self, conv: CausalConv1d, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        y = F.conv2d(x.unsqueeze(2), self.weights[conv.conv], bias, dilation=(1, conv.conv.dilation[0]))
+        return self._channels_last(y)
+
+    @staticmethod
+    def _channels_last(y: torch.Tensor) -> torch.Tensor:
+        """[B, C, 1, T] conv output -> [B, C, T] view; fails loudly if the conv did not keep channels-last memory."""
+        if not y.is_contiguous(memory_format=torch.channels_last):
+            raise RuntimeError(f"channels-last vocoder: a conv returned strides {y.stride()} for shape {list(y.shape)}")
+        return y.squeeze(2)
+
+    @staticmethod
+    def _buffer(conv: nn.Module, batch: _Batch, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A channels-last [history ‖ new] input buffer for `conv` with the history filled in, and its `new` part."""
+        from omni.kernels.channels_last import channels_last_empty
+
+        past = batch.history[conv.state_index]
+        context = past.shape[-1]
+        full = channels_last_empty(x.shape[0], x.shape[1], context + x.shape[-1], x)
+        full[..., :context] = past
+        return full, full[..., context:]
+
+    @staticmethod
+    def _keep(conv: nn.Module, batch: _Batch, full: torch.Tensor) -> None:
+        """As _Batch.step: the new history is the `context` samples just before each row's valid end."""
+        context = batch.history[conv.state_index].shape[-1]
+        idx = (batch.frames * conv.per_frame)[:, None] + torch.arange(context, device=full.device)[None, :]
+        batch.history[conv.state_index] = full.gather(2, idx[:, None, :].expand(-1, full.shape[1], -1))
+
+
+def fuse_channels_last(decoder: CodecDecoder) -> int:
+    """Run `decoder`'s vocoder through a ChannelsLastVocoder in decode_streams (and prime, decode), codec_step and
+    CodecGraphs (CUDA, or CPU under TRITON_INTERPRET=1); returns how many convs it converted. Call after moving the
+    decoder to its device and dtype."""
+    vocoder = ChannelsLastVocoder(decoder)
+    decoder.channels_last_vocoder = vocoder
+    decoder._back = vocoder.back
+    return len(vocoder.weights)
+
+
 class CodecGraphs:
-    """Captured codec steps over `state`; its last slot is scratch for padding rows (use slots 0..num_slots-2)."""
+    """Captured codec steps over `state`; its last slot is scratch for padding rows (use slots 0..num_slots-2).
+
+    `channels_last=True` runs the vocoder channels-last (`fuse_channels_last`, applied to `decoder` in place, so the
+    eager fallback for a batch no graph holds runs it too).
+    """
 
     def __init__(
         self,
@@ -116,11 +240,14 @@ class CodecGraphs:
         state: CodecState,
         buckets: Sequence[int] = (16, 64, 256),
         chunk_lengths: Sequence[int] = (1, 15),
+        channels_last: bool = False,
     ):
         if state.key.device.type != "cuda":
             raise ValueError("CodecGraphs needs the decoder and its state on a CUDA device")
         if max(buckets) > state.num_slots - 1:
             raise ValueError(f"CodecGraphs: bucket {max(buckets)} needs a state of at least {max(buckets) + 1} slots")
+        if channels_last and getattr(decoder, "channels_last_vocoder", None) is None:
+            fuse_channels_last(decoder)
         self.decoder = decoder
         self.state = state
         self.scratch = state.num_slots - 1

@@ -1,0 +1,180 @@
+"""SnakeBeta and bias + residual kernels for channels-last vocoder activations (channel the fastest dimension).
+
+The channels-last vocoder (`codec_graphs.ChannelsLastVocoder`) keeps every activation as a [B, C, T] tensor whose
+memory is [B, T, C] (strides (·, 1, C)), so cuDNN's NHWC conv kernels read and write it without layout conversions.
+These kernels are the `kernels/snakebeta.py` ones for that layout: each program owns a [BLOCK_T, BLOCK_C] tile,
+loads the per-channel parameters once as a vector along the fastest dimension, and computes in fp32 with one
+rounding on store. Batch and time strides are free (`out` may be the tail of a [history ‖ new] buffer, `x` a slice
+of a transposed conv's output); the channel stride must be 1.
+
+PyTorch references: `snakebeta_reference` and `bias_residual_reference` in kernels/snakebeta.py, which take the same
+logical [B, C, T] tensors whatever their memory layout.
+"""
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+# Elements per program (BLOCK_T * BLOCK_C). Under the Triton interpreter (CPU tests) every program is a round of
+# numpy calls, so there the tiles are large: fewer programs, same results.
+TILE = 1 << 16 if os.environ.get("TRITON_INTERPRET") == "1" else 4096
+
+
+def is_channels_last(x: torch.Tensor) -> bool:
+    """x [B, C, T] has its channels as the fastest dimension (a [B, T, C] tensor seen through a transpose)."""
+    return x.dim() == 3 and (x.stride(1) == 1 or x.shape[1] == 1)
+
+
+def channels_last_empty(batch: int, channels: int, length: int, like: torch.Tensor) -> torch.Tensor:
+    """An uninitialised [B, C, T] tensor with [B, T, C] memory, in `like`'s dtype and device."""
+    return torch.empty(batch, length, channels, dtype=like.dtype, device=like.device).transpose(1, 2)
+
+
+def _blocks(channels: int, length: int, tile: int) -> tuple[int, int]:
+    block_c = min(triton.next_power_of_2(channels), 128, tile)
+    return min(triton.next_power_of_2(length), max(tile // block_c, 1)), block_c
+
+
+@triton.jit
+def _snakebeta_cl_kernel(
+    x_ptr,
+    out_ptr,
+    alpha_ptr,
+    beta_ptr,
+    bias_ptr,
+    channels,
+    length,
+    x_stride_b,
+    x_stride_t,
+    out_stride_b,
+    out_stride_t,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
+    tiles_t = tl.cdiv(length, BLOCK_T)
+    b = (tl.program_id(0) // tiles_t).to(tl.int64)  # large batches overflow int32 offsets
+    t = ((tl.program_id(0) % tiles_t) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    in_c = c < channels
+    inside = (t < length)[:, None] & in_c[None, :]
+    x = tl.load(x_ptr + b * x_stride_b + t[:, None] * x_stride_t + c[None, :], mask=inside, other=0.0)
+    x = x.to(tl.float32)
+    if HAS_BIAS:  # the preceding conv's bias, added here instead of in a pass of its own
+        x += tl.load(bias_ptr + c, mask=in_c, other=0.0).to(tl.float32)[None, :]
+    a = tl.exp(tl.load(alpha_ptr + c, mask=in_c, other=0.0).to(tl.float32))[None, :]
+    inv_b = (1.0 / (tl.exp(tl.load(beta_ptr + c, mask=in_c, other=0.0).to(tl.float32)) + 1e-9))[None, :]
+    s = tl.sin(x * a)
+    y = x + inv_b * s * s
+    out = out_ptr + b * out_stride_b + t[:, None] * out_stride_t + c[None, :]
+    tl.store(out, y.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+def snakebeta_cl(
+    x: torch.Tensor,
+    alpha: torch.Tensor,
+    beta: torch.Tensor,
+    out: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    tile: int = TILE,
+) -> torch.Tensor:
+    """SnakeBeta over channels-last x [B, C, T] (+ bias [C] first); alpha/beta [C] log-parameters; out channels-last."""
+    if x.dim() != 3:
+        raise ValueError(f"snakebeta_cl: x must be [B, C, T], got shape {list(x.shape)}")
+    batch, channels, length = x.shape
+    if alpha.shape != (channels,) or beta.shape != (channels,):
+        raise ValueError(
+            f"snakebeta_cl: alpha/beta must be [{channels}], got {list(alpha.shape)} and {list(beta.shape)}"
+        )
+    if bias is not None and bias.shape != (channels,):
+        raise ValueError(f"snakebeta_cl: bias must be [{channels}], got {list(bias.shape)}")
+    if not is_channels_last(x):
+        raise ValueError(f"snakebeta_cl: x must be channels-last (channel stride 1), got strides {x.stride()}")
+    if out is None:
+        out = channels_last_empty(batch, channels, length, x)
+    elif out.shape != x.shape or not is_channels_last(out) or out.dtype != x.dtype or out.device != x.device:
+        raise ValueError(f"snakebeta_cl: out must be a channels-last {list(x.shape)} {x.dtype} view")
+    if x.numel() == 0:
+        return out
+    block_t, block_c = _blocks(channels, length, tile)
+    grid = (batch * triton.cdiv(length, block_t), triton.cdiv(channels, block_c))
+    _snakebeta_cl_kernel[grid](
+        x,
+        out,
+        alpha.contiguous(),
+        beta.contiguous(),
+        alpha if bias is None else bias.contiguous(),
+        channels,
+        length,
+        x.stride(0),
+        x.stride(2),
+        out.stride(0),
+        out.stride(2),
+        HAS_BIAS=bias is not None,
+        BLOCK_T=block_t,
+        BLOCK_C=block_c,
+    )
+    return out
+
+
+@triton.jit
+def _bias_residual_cl_kernel(
+    x_ptr,
+    y_ptr,
+    bias_ptr,
+    out_ptr,
+    channels,
+    length,
+    x_stride_b,
+    x_stride_t,
+    y_stride_b,
+    y_stride_t,
+    BLOCK_T: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+):
+    tiles_t = tl.cdiv(length, BLOCK_T)
+    b = (tl.program_id(0) // tiles_t).to(tl.int64)
+    t = ((tl.program_id(0) % tiles_t) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    in_c = c < channels
+    inside = (t < length)[:, None] & in_c[None, :]
+    x = tl.load(x_ptr + b * x_stride_b + t[:, None] * x_stride_t + c[None, :], mask=inside, other=0.0)
+    y = tl.load(y_ptr + b * y_stride_b + t[:, None] * y_stride_t + c[None, :], mask=inside, other=0.0)
+    bias = tl.load(bias_ptr + c, mask=in_c, other=0.0).to(tl.float32)[None, :]
+    out = x.to(tl.float32) + y.to(tl.float32) + bias
+    # out is a fresh dense [B, T, C] tensor
+    tl.store(out_ptr + (b * length + t[:, None]) * channels + c[None, :], out.to(out_ptr.dtype.element_ty), mask=inside)
+
+
+def bias_residual_cl(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, tile: int = TILE) -> torch.Tensor:
+    """x + y + bias[c] in one pass over channels-last x, y [B, C, T] (fp32 compute); returns dense channels-last."""
+    if x.dim() != 3 or y.shape != x.shape or bias.shape != (x.shape[1],):
+        raise ValueError(
+            f"bias_residual_cl: x and y must be one [B, C, T] shape and bias [C], got {list(x.shape)}, "
+            f"{list(y.shape)}, {list(bias.shape)}"
+        )
+    if not (is_channels_last(x) and is_channels_last(y)):
+        raise ValueError(f"bias_residual_cl: x and y must be channels-last, got strides {x.stride()}, {y.stride()}")
+    batch, channels, length = x.shape
+    out = channels_last_empty(batch, channels, length, x)
+    if x.numel() == 0:
+        return out
+    block_t, block_c = _blocks(channels, length, tile)
+    grid = (batch * triton.cdiv(length, block_t), triton.cdiv(channels, block_c))
+    _bias_residual_cl_kernel[grid](
+        x,
+        y,
+        bias.contiguous(),
+        out,
+        channels,
+        length,
+        x.stride(0),
+        x.stride(2),
+        y.stride(0),
+        y.stride(2),
+        BLOCK_T=block_t,
+        BLOCK_C=block_c,
+    )
+    return out

@@ -1,0 +1,144 @@
+"""The channels-last vocoder (codec_graphs.ChannelsLastVocoder) equals the default decoder: fp32 on CPU, with its
+Triton kernels under the interpreter. On CUDA, tools/bench_codec.py checks it in bf16 and under graph replay."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run on CPU tensors
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
+from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, fuse_channels_last
+
+# Narrow vocoder (the interpreter runs each Triton program as numpy calls), short attention window so a few frames
+# already slide it. fp32 everywhere; 1e-5 as in test_codec_graphs.py (the convs' summation order differs between
+# layouts and batch shapes).
+CFG = CodecDecoderConfig(**{**TINY_DECODER, "decoder_dim": 32, "sliding_window": 4})
+ATOL = 1e-5
+CONVS = 1 + 4 * (1 + 3 * 2) + 1  # in-conv, per block a transposed conv and 3 residual units of 2 convs, out-conv
+
+
+def _decoder(channels_last: bool) -> CodecDecoder:
+    model = CodecDecoder(CFG)
+    weights = tiny_decoder_state(CFG, torch.Generator().manual_seed(6))
+    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
+    model.eval()
+    if channels_last:
+        assert fuse_channels_last(model) == CONVS
+    return model
+
+
+@pytest.fixture(scope="module")
+def default():
+    return _decoder(channels_last=False)
+
+
+@pytest.fixture(scope="module")
+def fused():
+    return _decoder(channels_last=True)
+
+
+def _stream(model: CodecDecoder, utterances: torch.Tensor, plan: list[list[int]], slots: list[int]):
+    """Decode `utterances` [S, T, 16] chunk by chunk: plan[step][i] frames of stream i (0 = not in that step)."""
+    state = model.new_state(max(slots) + 1)
+    done, out = [0] * len(slots), [[] for _ in slots]
+    for sizes in plan:
+        active = [i for i, n in enumerate(sizes) if n > 0]
+        chunks = [utterances[i, done[i] : done[i] + sizes[i]] for i in active]
+        for i, wav in zip(active, model.decode_streams(state, [slots[i] for i in active], chunks), strict=True):
+            out[i].append(wav)
+            done[i] += sizes[i]
+    return [torch.cat(pieces) for pieces in out], state
+
+
+UTTERANCES = torch.randint(0, 2048, (3, 4, 16), generator=torch.Generator().manual_seed(1))  # 4 frames > window 3
+
+
+@pytest.fixture(scope="module")
+def whole(fused):
+    """Whole-utterance channels-last decode of UTTERANCES, with the memory layout of every conv's input, weight and
+    output recorded (cuDNN runs its NHWC kernels without conversions only if all three are channels-last)."""
+    layouts = []
+
+    def spy(real):
+        def conv(x, weight, *args, **kwargs):
+            y = real(x, weight, *args, **kwargs)
+            layouts.append([t.is_contiguous(memory_format=torch.channels_last) for t in (x, weight, y)])
+            return y
+
+        return conv
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(F, "conv2d", spy(F.conv2d))
+        patch.setattr(F, "conv_transpose2d", spy(F.conv_transpose2d))
+        wav = fused.decode(UTTERANCES)
+    return wav, layouts
+
+
+def test_every_conv_keeps_channels_last_memory(whole):
+    _, layouts = whole
+    assert len(layouts) == CONVS
+    assert all(all(flags) for flags in layouts), layouts
+
+
+def test_whole_decode_equals_default(default, whole):
+    torch.testing.assert_close(whole[0], default.decode(UTTERANCES), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        [[1, 1, 1], [3, 3, 3]],  # chunk 1, then the rest
+        [[3, 1, 2], [1, 3, 2]],  # unequal chunks: right-padded rows in every step
+    ],
+)
+def test_chunked_equals_whole_and_default_state(default, fused, whole, plan):
+    slots = [4, 0, 2]  # not in slot order, gaps between them
+    got, got_state = _stream(fused, UTTERANCES, plan, slots)
+    want, want_state = _stream(default, UTTERANCES, plan, slots)
+    for i in range(3):
+        torch.testing.assert_close(got[i], whole[0][i], rtol=0, atol=ATOL)  # chunked = whole
+        torch.testing.assert_close(got[i], want[i], rtol=0, atol=ATOL)  # = the default path, same plan
+    # The carried state keeps the default layout and values, so a state can move between the two paths.
+    for a, b in zip(want_state.history, got_state.history, strict=True):
+        assert a.shape == b.shape and b.is_contiguous()
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=ATOL)  # vocoder activations, larger
+
+
+def test_codec_step_with_padding_rows_equals_default(default, fused):
+    # The graph path's math: codec_step (channels-last) with two scratch rows (slot 3, 0 frames) beside two streams
+    # of 2 and 1 frames, then 1 and 2, against the default decode_streams.
+    eager, stepped = default.new_state(4), fused.new_state(4)
+    done = [0, 0]
+    for sizes in ((2, 1), (1, 2)):
+        chunks = [UTTERANCES[i, done[i] : done[i] + n] for i, n in enumerate(sizes)]
+        want = default.decode_streams(eager, [1, 0], chunks)
+        padded = torch.zeros(4, max(sizes), 16, dtype=torch.long)
+        for i, c in enumerate(chunks):
+            padded[i, : c.shape[0]] = c
+        with torch.no_grad():
+            wav = codec_step(fused, stepped, padded, torch.tensor([1, 0, 3, 3]), torch.tensor([*sizes, 0, 0]))
+        for i, w in enumerate(want):
+            torch.testing.assert_close(wav[i, : w.shape[0]], w, rtol=0, atol=ATOL)
+        done = [d + n for d, n in zip(done, sizes, strict=True)]
+    for a, b in zip(eager.history, stepped.history, strict=True):
+        torch.testing.assert_close(b[:2], a[:2], rtol=1e-4, atol=ATOL)
+        assert torch.all(b[3] == 0)  # 0-frame rows leave the scratch slot as it was
+
+
+def test_prime_equals_default(default, fused):
+    ref, chunk = UTTERANCES[0], UTTERANCES[1, :2]
+    wavs = []
+    for model in (default, fused):
+        state = model.new_state(2)
+        model.prime(state, 1, ref)
+        wavs.append(model.decode_streams(state, [1], [chunk])[0])
+    torch.testing.assert_close(wavs[1], wavs[0], rtol=0, atol=ATOL)
+
+
+def test_graphs_flag_needs_cuda(fused):
+    with pytest.raises(ValueError, match="CUDA"):
+        CodecGraphs(fused, fused.new_state(17), buckets=(16,), chunk_lengths=(1,), channels_last=True)

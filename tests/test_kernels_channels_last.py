@@ -1,0 +1,105 @@
+"""Channels-last SnakeBeta and bias + residual kernels vs the PyTorch references, on CPU (Triton interpreter)."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, is_channels_last, snakebeta_cl
+from omni.kernels.snakebeta import bias_residual_reference, snakebeta_reference
+
+DEVICE = "cuda" if torch.cuda.is_available() and os.environ["TRITON_INTERPRET"] != "1" else "cpu"
+
+
+def _channels_last(shape, dtype, seed, scale=3.0):
+    """A random [B, C, T] tensor with [B, T, C] memory."""
+    b, c, t = shape
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.randn(b, t, c, generator=gen) * scale).to(dtype).to(DEVICE).transpose(1, 2)
+
+
+def _params(channels, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(channels, generator=gen) * 0.5).to(DEVICE) for _ in range(3)]  # alpha, beta, bias
+
+
+# Odd lengths and channel counts (not multiples of any block); tiles of 32 elements force several programs along
+# both T and C (block_c = 32 at most), the default tile one program per row here.
+SHAPES = [(1, 1, 1), (2, 3, 7), (3, 5, 29), (2, 40, 9), (1, 70, 5)]
+TILES = [32, None]
+
+
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_snakebeta_cl_fp32_matches_reference(shape, tile):
+    x = _channels_last(shape, torch.float32, seed=0)
+    alpha, beta, bias = _params(shape[1], seed=1)
+    kwargs = {} if tile is None else {"tile": tile}
+    got = snakebeta_cl(x, alpha, beta, **kwargs)
+    assert is_channels_last(got) and got.shape == x.shape
+    torch.testing.assert_close(got, snakebeta_reference(x, alpha, beta), rtol=1e-5, atol=1e-5)
+    got = snakebeta_cl(x, alpha, beta, bias=bias, **kwargs)
+    torch.testing.assert_close(got, snakebeta_reference(x, alpha, beta, bias), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_snakebeta_cl_bf16_within_one_rounding_of_fp32(shape):
+    # fp32 compute, one rounding on store: within one bf16 ulp (2^-7 relative) of the fp32 reference of the same
+    # bf16 input (the interpreter's store truncates; the GPU rounds to nearest, half an ulp).
+    x = _channels_last(shape, torch.bfloat16, seed=2)
+    alpha, beta, bias = _params(shape[1], seed=3)
+    got = snakebeta_cl(x, alpha, beta, bias=bias)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.float(), snakebeta_reference(x.float(), alpha, beta, bias), rtol=2**-7, atol=1e-5)
+
+
+def test_snakebeta_cl_from_a_slice_into_a_history_buffer_with_padding_rows():
+    # The vocoder's pattern: x is a slice along T of a transposed conv's output, out the tail of a [history ‖ new]
+    # buffer; a zero (padding) row stays zero and the history part is untouched.
+    y = _channels_last((3, 6, 50), torch.float32, seed=4)
+    x = y[..., 4:41]  # [3, 6, 37], strides (300, 1, 6)
+    x[1] = 0
+    alpha, beta, _ = _params(6, seed=5)
+    buffer = channels_last_empty(3, 6, 5 + 37, x).fill_(7.0)
+    out = snakebeta_cl(x, alpha, beta, out=buffer[..., 5:], tile=32)
+    assert out.data_ptr() == buffer[..., 5:].data_ptr()
+    torch.testing.assert_close(buffer[..., 5:], snakebeta_reference(x, alpha, beta), rtol=1e-5, atol=1e-5)
+    assert torch.all(buffer[..., :5] == 7.0)
+    assert torch.all(buffer[1, :, 5:] == 0)
+
+
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bias_residual_cl(shape, dtype, tile):
+    # x as a slice along T (the transposed conv's trimmed output), y dense (a conv output), a zero padding row.
+    x = _channels_last((shape[0], shape[1], shape[2] + 3), dtype, seed=6)[..., 1 : shape[2] + 1]
+    y = _channels_last(shape, dtype, seed=7)
+    y[0] = 0
+    _, _, bias = _params(shape[1], seed=8)
+    kwargs = {} if tile is None else {"tile": tile}
+    got = bias_residual_cl(x, y, bias, **kwargs)
+    assert got.dtype == dtype and is_channels_last(got) and got.transpose(1, 2).is_contiguous()
+    want = bias_residual_reference(x.float(), y.float(), bias)
+    rtol = 1e-6 if dtype == torch.float32 else 2**-7  # one rounding on store, as above
+    torch.testing.assert_close(got.float(), want, rtol=rtol, atol=1e-5)
+
+
+def test_bad_input_is_a_clear_error():
+    x = _channels_last((2, 3, 8), torch.float32, seed=9)
+    alpha, beta, bias = _params(3, seed=10)
+    with pytest.raises(ValueError, match=r"\[B, C, T\]"):
+        snakebeta_cl(x[0], alpha, beta)
+    with pytest.raises(ValueError, match="alpha/beta"):
+        snakebeta_cl(x, alpha[:2], beta)
+    with pytest.raises(ValueError, match="bias must be"):
+        snakebeta_cl(x, alpha, beta, bias=bias[:1])
+    with pytest.raises(ValueError, match="channels-last"):
+        snakebeta_cl(x.contiguous(), alpha, beta)  # [B, C, T] memory
+    with pytest.raises(ValueError, match="out must be"):
+        snakebeta_cl(x, alpha, beta, out=torch.empty(2, 3, 8, device=DEVICE))
+    with pytest.raises(ValueError, match="channels-last"):
+        bias_residual_cl(x, x.contiguous(), bias)
+    with pytest.raises(ValueError, match="bias_residual_cl"):
+        bias_residual_cl(x, x[..., :4], bias)
