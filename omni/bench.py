@@ -143,6 +143,7 @@ class BenchConfig:
     voice: str | None = None
     model: str | None = None
     max_new_tokens: int | None = None
+    ignore_eos: bool = False  # fixed output length: every request yields max_new_tokens - 1 frames
     seed: int | None = None  # shuffles the text order and gives request i the server seed seed + i
     ref_audio: str | None = None  # data: URI for Base models (x-vector-only cloning)
     timeout_s: float = 600.0
@@ -158,6 +159,8 @@ def request_body(config: BenchConfig, index: int, texts: list[str]) -> dict:
     }
     optional = {"voice": config.voice, "model": config.model, "max_new_tokens": config.max_new_tokens}
     body.update({k: v for k, v in optional.items() if v is not None})
+    if config.ignore_eos:
+        body["ignore_eos"] = True
     if config.seed is not None:
         body["seed"] = config.seed + index
     if config.ref_audio is not None:

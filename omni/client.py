@@ -84,6 +84,7 @@ class SpeechClient:
         ref_text: str | None = None,
         x_vector_only_mode: bool = False,
         max_new_tokens: int | None = None,
+        ignore_eos: bool = False,
         seed: int | None = None,
         initial_codec_chunk_frames: int | None = None,
         sample_format: str = "f32",
@@ -101,6 +102,7 @@ class SpeechClient:
             ref_audio=ref_audio or b"",
             ref_text=ref_text or "",
             x_vector_only_mode=x_vector_only_mode,
+            ignore_eos=ignore_eos,
             sample_format=SAMPLE_FORMATS[sample_format],
         )
         for name, value in [

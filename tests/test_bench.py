@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 
+import httpx
 import pytest
 
 from omni.bench import (
@@ -91,7 +92,7 @@ def test_texts_meta_lst_and_request_body():
     assert parse_meta_lst(meta) == ["First text.", "Second text, spaced."]
     with pytest.raises(ValueError, match="line 1"):
         parse_meta_lst("only|three|fields\n")
-    config = BenchConfig(url="http://x", texts=["a", "b"], voice="vivian", max_new_tokens=9, seed=5)
+    config = BenchConfig(url="http://x", texts=["a", "b"], voice="vivian", max_new_tokens=9, ignore_eos=True, seed=5)
     body = request_body(config, 3, config.texts)
     assert body == {
         "input": "b",
@@ -100,6 +101,7 @@ def test_texts_meta_lst_and_request_body():
         "response_format": "pcm",
         "voice": "vivian",
         "max_new_tokens": 9,
+        "ignore_eos": True,
         "seed": 8,
     }
 
@@ -152,6 +154,11 @@ def test_bench_against_a_tiny_stack(tmp_path):
             "--max-new-tokens", "6", "--seed", "1", "--out", str(out), "--plot", str(plot),
             env=env, timeout=300,
         )  # fmt: skip
+        # Seed 12 of this checkpoint draws EOS early (36 frames with omni synth); ignore_eos blocks it.
+        fixed = {"input": "Hello there.", "voice": "vivian", "language": "English", "seed": 12}
+        fixed |= {"response_format": "pcm", "max_new_tokens": 60}
+        free = httpx.post(url + "/v1/audio/speech", json=fixed, timeout=300)
+        forced = httpx.post(url + "/v1/audio/speech", json={**fixed, "ignore_eos": True}, timeout=300)
     finally:
         serve.send_signal(signal.SIGINT)
         try:
@@ -173,3 +180,6 @@ def test_bench_against_a_tiny_stack(tmp_path):
             assert 0 < r["audio_s"] <= 6 * 1920 / 24000  # at most max_new_tokens frames of audio
             assert r["underrun_s"] >= 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert free.status_code == forced.status_code == 200, free.text + forced.text
+    assert 0 < len(free.content) < 59 * 1920 * 2  # stopped at EOS (int16 PCM)
+    assert len(forced.content) == 59 * 1920 * 2  # exactly max_new_tokens - 1 frames

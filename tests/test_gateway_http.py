@@ -354,6 +354,7 @@ BAD_FIELDS = [
     ({"extra_params": {"temperature": -1}}, "extra_params.temperature"),
     ({"extra_params": {"top_p": 0}}, "extra_params.top_p"),
     ({"extra_params": {"top_k": 0}}, "extra_params.top_k"),
+    ({"ignore_eos": "maybe"}, "ignore_eos"),
     ({"stream": True, "response_format": "mp3"}, "response_format"),
     ({"stream_format": "audio", "response_format": "flac"}, "response_format"),
     ({"stream_format": "sse", "response_format": "opus"}, "response_format"),
@@ -519,6 +520,7 @@ def test_probes_models_and_openapi(gateway, http, sdk):
         "x_vector_only_mode",
         "initial_codec_chunk_frames",
         "stream_format",
+        "ignore_eos",
     ):
         assert name in fields
     upload = schema["paths"]["/v1/audio/voices"]["post"]["requestBody"]["content"]

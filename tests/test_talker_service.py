@@ -445,3 +445,15 @@ def test_omni_talker_command_serves_and_drains_on_sigterm(model_dir, synth):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_ignore_eos_blocks_eos_through_the_last_draw():
+    from types import SimpleNamespace
+
+    from omni.services.talker.requests import sampling_from_proto
+
+    generation = SimpleNamespace(min_new_tokens=2)
+    free = sampling_from_proto(talker_pb2.GenerateRequest(seed=1), generation, 40)
+    forced = sampling_from_proto(talker_pb2.GenerateRequest(seed=1, ignore_eos=True), generation, 40)
+    assert (free.min_new_tokens, free.max_new_tokens) == (2, 40)
+    assert (forced.min_new_tokens, forced.max_new_tokens) == (40, 40)  # EOS is -inf for every draw

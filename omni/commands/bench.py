@@ -42,6 +42,9 @@ def register(subparsers) -> None:
     parser.add_argument("--model", default=None, help="served model id (default: the gateway's first)")
     parser.add_argument("--ref-audio", type=Path, default=None, help="WAV for Base models (x-vector-only cloning)")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="cap on generated frames per request")
+    parser.add_argument(
+        "--ignore-eos", action="store_true", help="never stop at end of speech: max_new_tokens - 1 frames per request"
+    )
     parser.add_argument("--seed", type=int, default=None, help="shuffle texts; request i gets server seed seed+i")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON report here")
@@ -57,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.requests < 0 or args.duration < 0:
         print("omni bench: --requests and --duration must not be negative", file=sys.stderr)
+        return 2
+    if args.ignore_eos and args.max_new_tokens is None:
+        print("omni bench: --ignore-eos needs --max-new-tokens (the fixed length)", file=sys.stderr)
         return 2
     try:
         if args.meta_lst:
@@ -81,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         voice=args.voice,
         model=args.model,
         max_new_tokens=args.max_new_tokens,
+        ignore_eos=args.ignore_eos,
         seed=args.seed,
         ref_audio=ref_audio,
         timeout_s=args.timeout,

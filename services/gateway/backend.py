@@ -49,6 +49,7 @@ class SynthesisRequest:
     x_vector_only_mode: bool = False
     speaker_embedding: list[float] | None = None
     max_new_tokens: int | None = None
+    ignore_eos: bool = False  # block end of speech: the talker generates max_new_tokens - 1 frames
     seed: int | None = None  # int64 as vLLM-Omni takes it; the talker's uint64 seed is `seed % 2**64`
     initial_codec_chunk_frames: int | None = None
     non_streaming_mode: bool | None = None

@@ -141,6 +141,7 @@ async def resolve_request(
         x_vector_only_mode=bool(req.x_vector_only_mode) or req.speaker_embedding is not None,
         speaker_embedding=req.speaker_embedding,
         max_new_tokens=req.max_new_tokens,
+        ignore_eos=req.ignore_eos,
         seed=req.seed,
         initial_codec_chunk_frames=req.initial_codec_chunk_frames,
         non_streaming_mode=req.non_streaming_mode,

@@ -69,6 +69,7 @@ class SpeechRequest(BaseModel):
     x_vector_only_mode: bool | None = None
     speaker_embedding: list[float] | None = Field(None, max_length=8192)
     max_new_tokens: int | None = Field(None, ge=1, le=4096)
+    ignore_eos: bool = Field(False, description="Never stop at end of speech: exactly max_new_tokens - 1 frames.")
     seed: int | None = Field(None, ge=INT64_MIN, le=INT64_MAX)
     initial_codec_chunk_frames: int | None = Field(None, ge=0, le=4096)
     non_streaming_mode: bool | None = None

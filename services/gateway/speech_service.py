@@ -47,6 +47,8 @@ def speech_request(request: speech_pb2.SynthesizeRequest) -> SpeechRequest:
         fields["ref_audio"] = "data:application/octet-stream;base64," + base64.b64encode(request.ref_audio).decode()
     if request.x_vector_only_mode:
         fields["x_vector_only_mode"] = True
+    if request.ignore_eos:
+        fields["ignore_eos"] = True
     for name in ("max_new_tokens", "initial_codec_chunk_frames"):
         if request.HasField(name):
             fields[name] = getattr(request, name)

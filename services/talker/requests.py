@@ -153,6 +153,8 @@ def sampling_from_proto(request: talker_pb2.GenerateRequest, generation, max_new
         **_sampling_overrides(request.sampling, "", "sampling"),
         **_sampling_overrides(request.subtalker_sampling, "subtalker_", "subtalker_sampling"),
     }
+    if request.ignore_eos:  # EOS stays blocked through the last draw: exactly max_new_tokens - 1 frames
+        overrides["min_new_tokens"] = max_new_tokens
     seed = request.seed if request.HasField("seed") else secrets.randbits(63)
     try:
         return SamplingParams.from_generation_config(generation, seed=seed, max_new_tokens=max_new_tokens, **overrides)
