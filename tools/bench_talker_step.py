@@ -18,6 +18,7 @@ the middle of a 10 s utterance after a ~100-position prompt.
 """
 
 import argparse
+import copy
 import json
 import os
 import time
@@ -99,6 +100,43 @@ def check_kernel_vs_sdpa(talker, config, steps: int, device: str) -> dict:
     del runners
     return {"codes_equal": f"{equal_codes}/{total_codes}", "first_step_hidden_max_abs_diff": first_hidden_diff,
             "hidden_max_abs": scale}  # fmt: skip
+
+
+def check_attention_op(device: str, dtype: torch.dtype) -> dict:
+    """Decode attention at the talker's shapes, each path against the fp32 definition: the kernel, and the masked
+    SDPA the PyTorch path runs (default backend and the math backend)."""
+    import torch.nn.functional as F
+    from omni.kernels.decode_attention import decode_attention, decode_attention_reference
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    gen = torch.Generator(device=device).manual_seed(0)
+    rows, heads, kv_heads, dim, slots, length = 64, 16, 8, 128, 80, 2048
+    q = torch.randn(rows, heads, dim, device=device, generator=gen)
+    k = torch.randn(slots, length, kv_heads, dim, device=device, generator=gen)
+    v = torch.randn(slots, length, kv_heads, dim, device=device, generator=gen)
+    slot_ids = torch.randperm(slots, device=device, generator=gen)[:rows]
+    lengths = torch.randint(1, 400, (rows,), device=device, generator=gen)
+    want = decode_attention_reference(q, k, v, slot_ids, lengths).float()
+    qd, kd, vd = q.to(dtype), k.to(dtype), v.to(dtype)
+    mask = (torch.arange(length, device=device)[None, :] < lengths[:, None])[:, None, None, :]  # [B, 1, 1, L]
+
+    def sdpa() -> torch.Tensor:
+        out = F.scaled_dot_product_attention(
+            qd[:, :, None], kd[slot_ids].transpose(1, 2), vd[slot_ids].transpose(1, 2), attn_mask=mask, enable_gqa=True
+        )
+        return out[:, :, 0].float()
+
+    with sdpa_kernel(SDPBackend.MATH):
+        math = sdpa()
+    results = {
+        "kernel": decode_attention(qd, kd, vd, slot_ids, lengths).float(),
+        "sdpa_default": sdpa(),
+        "sdpa_math": math,
+        "reference_of_rounded_inputs": decode_attention_reference(
+            qd.float(), kd.float(), vd.float(), slot_ids, lengths
+        ),
+    }
+    return {name: round(float((got - want).abs().max()), 5) for name, got in results.items()}
 
 
 def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> list[dict]:
@@ -183,10 +221,16 @@ def main() -> None:
     for name in args.models.split(","):
         torch.manual_seed(0)
         talker, config = build_talker(name, dtype, device)
+        if name == args.models.split(",")[0]:
+            results["attention_op_max_abs_vs_fp32"] = check_attention_op(device, dtype)
+            print("attention op, max abs vs the fp32 definition:", results["attention_op_max_abs_vs_fp32"], flush=True)
         out: dict = {"check": check_correctness(talker, config, args.check_steps, device)}
         print(name, "graph vs eager", out["check"], flush=True)
         out["kernel_vs_sdpa"] = check_kernel_vs_sdpa(talker, config, args.check_steps, device)
         print(name, "kernel vs sdpa", out["kernel_vs_sdpa"], flush=True)
+        if args.dtype != "float32":  # the same in fp32 (TF32 off): separates a kernel error from bf16 rounding
+            out["kernel_vs_sdpa_fp32"] = check_kernel_vs_sdpa(copy.deepcopy(talker).float(), config, 3, device)
+            print(name, "kernel vs sdpa, fp32", out["kernel_vs_sdpa_fp32"], flush=True)
         out["modes"] = {}
         for mode in modes:
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
