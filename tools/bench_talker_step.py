@@ -6,10 +6,11 @@ on the device (no download), prefills every slot with a random prompt, then
 1. correctness: three runners over the same weights and prompts (greedy and seeded-sampling slots mixed) step the
    same mixed batches (padding rows included): graph replay must equal the eager padded step bit for bit; the share
    of codes equal to the unpadded eager `decode_step` is reported (other batch shapes may pick other GEMM kernels);
-2. the decode-attention kernel (reads each slot's live length in place) against the masked PyTorch attention over
-   all `max_len` positions: share of equal codes and the hidden-state difference over the same steps;
-3. timing: ms per decode step at each batch size through `TalkerGraphs.decode_step`, per attention mode (and the
-   eager `decode_step` with --eager); --profile prints the top CUDA kernels of one eager step at the largest batch.
+2. the decode-attention kernel (reads each slot's live length in place), alone and with the fused layer kernels
+   (talker_fused.py), against the masked PyTorch attention over all `max_len` positions: share of equal codes and
+   the hidden-state difference over the same steps, in bf16 and in fp32;
+3. timing: ms per decode step at each batch size through `TalkerGraphs.decode_step`, per mode (and the eager
+   `decode_step` with --eager); --profile prints the top CUDA kernels of one eager step at the largest batch.
 
 Every slot is prefilled with --prompt-len positions, so the live length during the timed steps is about that: 160 is
 the middle of a 10 s utterance after a ~100-position prompt.
@@ -27,6 +28,7 @@ import torch
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 from omni.models.qwen3_tts.tiny import tiny_config
 from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
@@ -80,10 +82,18 @@ def prefill_all(runner: TalkerRunner, seed: int, prompt_len: int = PROMPT_LEN) -
         runner.prefill(slot, prompt, p)
 
 
-def check_kernel_vs_sdpa(talker, config, steps: int, device: str) -> dict:
-    """The same slots stepped with the decode kernel and with the masked PyTorch attention (both eager)."""
+def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
+    """The same slots stepped eagerly by two runners: the optimised path (the decode-attention kernel, and with
+    `fused` the fused layer kernels on a copy of the talker) against the plain PyTorch one (masked SDPA)."""
     slots, max_len = 64, PROMPT_LEN + steps + 8
-    runners = [TalkerRunner(talker, config, slots, max_len, device, decode_kernel=k) for k in (True, False)]
+    fast_talker = talker
+    if fused:
+        fast_talker = copy.deepcopy(talker)
+        fuse_talker_kernels(fast_talker)
+    runners = [
+        TalkerRunner(fast_talker, config, slots, max_len, device, decode_kernel=True),
+        TalkerRunner(talker, config, slots, max_len, device, decode_kernel=False),
+    ]
     for r in runners:
         prefill_all(r, seed=0)
     batch = torch.arange(slots, device=device)
@@ -92,12 +102,12 @@ def check_kernel_vs_sdpa(talker, config, steps: int, device: str) -> dict:
     for step in range(steps):
         k_codes, _ = runners[0].decode_step(batch)
         s_codes, _ = runners[1].decode_step(batch)
-        if step == 0:  # after one step both started from the same prefill: the pure attention difference
+        if step == 0:  # after one step both started from the same prefill: the difference of one step
             first_hidden_diff = float((runners[0].last_hidden.float() - runners[1].last_hidden.float()).abs().max())
         equal_codes += int((k_codes == s_codes).sum())
         total_codes += k_codes.numel()
     scale = float(runners[1].last_hidden.float().abs().max())
-    del runners
+    del runners, fast_talker
     return {"codes_equal": f"{equal_codes}/{total_codes}", "first_step_hidden_max_abs_diff": first_hidden_diff,
             "hidden_max_abs": scale}  # fmt: skip
 
@@ -204,7 +214,8 @@ def main() -> None:
     ap.add_argument("--batches", default="1,16,64,256")
     ap.add_argument("--max-len", type=int, default=2048, help="positions per slot (the service's max_context)")
     ap.add_argument("--prompt-len", type=int, default=160, help="positions prefilled per slot before timing")
-    ap.add_argument("--attention", default="kernel,sdpa", help="decode attention modes to time: kernel, sdpa")
+    modes_help = "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels"
+    ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
     ap.add_argument("--profile", action="store_true", help="top CUDA kernels of an eager step at the largest batch")
     ap.add_argument("--iters", type=int, default=20)
@@ -214,7 +225,7 @@ def main() -> None:
     args = ap.parse_args()
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
-    modes = args.attention.split(",")
+    modes = sorted(args.modes.split(","), key=lambda m: m == "fused")
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype,
                "max_len": args.max_len, "prompt_len": args.prompt_len, "iters": args.iters, "models": {}}  # fmt: skip
@@ -226,15 +237,21 @@ def main() -> None:
             print("attention op, max abs vs the fp32 definition:", results["attention_op_max_abs_vs_fp32"], flush=True)
         out: dict = {"check": check_correctness(talker, config, args.check_steps, device)}
         print(name, "graph vs eager", out["check"], flush=True)
-        out["kernel_vs_sdpa"] = check_kernel_vs_sdpa(talker, config, args.check_steps, device)
-        print(name, "kernel vs sdpa", out["kernel_vs_sdpa"], flush=True)
-        if args.dtype != "float32":  # the same in fp32 (TF32 off): separates a kernel error from bf16 rounding
-            out["kernel_vs_sdpa_fp32"] = check_kernel_vs_sdpa(copy.deepcopy(talker).float(), config, 3, device)
-            print(name, "kernel vs sdpa, fp32", out["kernel_vs_sdpa_fp32"], flush=True)
+        for fused in (False, True):
+            label = "fused_vs_sdpa" if fused else "kernel_vs_sdpa"
+            out[label] = compare_paths(talker, config, args.check_steps, device, fused)
+            print(name, label, out[label], flush=True)
+            if args.dtype != "float32":  # again in fp32 (TF32 off): separates a kernel error from bf16 rounding
+                out[label + "_fp32"] = compare_paths(copy.deepcopy(talker).float(), config, 3, device, fused)
+                print(name, label, "fp32", out[label + "_fp32"], flush=True)
         out["modes"] = {}
-        for mode in modes:
+        for mode in modes:  # fused last: it rewires the talker in place
+            if mode == "fused":
+                fuse_talker_kernels(talker)
+                out["check_fused"] = check_correctness(talker, config, args.check_steps, device)
+                print(name, "fused graph vs eager", out["check_fused"], flush=True)
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
-                                  decode_kernel=mode == "kernel")  # fmt: skip
+                                  decode_kernel=mode != "sdpa")  # fmt: skip
             prefill_all(runner, seed=2, prompt_len=args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)

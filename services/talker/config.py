@@ -18,6 +18,9 @@ class TalkerConfig(ServiceConfig):
     max_chunk_frames: int = option(100, "largest chunk size a request may ask for, frames")
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
+    fused_kernels: bool = option(
+        True, "on a CUDA device: Triton decode attention over live lengths, fused RMSNorm/RoPE/SiLU (ignored on CPU)"
+    )
     graph_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16, 32, 64, 128, 256],
         "batch sizes to capture a graph for; those >= max_streams are replaced by max_streams (one graph fits all)",

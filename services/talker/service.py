@@ -224,6 +224,7 @@ def _summary_message(finished: Finished) -> talker_pb2.GenerateSummary:
 def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = None) -> tuple[GrpcService, TalkerParts]:
     """Load the model and wire runner, engine, servicer and server (not started). Call from the event loop."""
     from omni.models.qwen3_tts.loader import load_qwen3_tts
+    from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 
     config.validate()
     if config.dtype not in DTYPES:
@@ -240,9 +241,18 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         max_chunk_frames=config.max_chunk_frames,
         default_plan=ChunkPlan(config.initial_chunk_frames, config.chunk_frames, tuple(config.chunk_ramp)),
     )
-    use_graphs = config.cuda_graphs and torch.device(config.device).type == "cuda"
+    on_cuda = torch.device(config.device).type == "cuda"
+    use_graphs, fused = config.cuda_graphs and on_cuda, config.fused_kernels and on_cuda
+    if fused:
+        fuse_talker_kernels(model.talker)
     runner = TalkerRunner(
-        model.talker, model.config, config.max_streams, config.max_context, config.device, scratch_slot=use_graphs
+        model.talker,
+        model.config,
+        config.max_streams,
+        config.max_context,
+        config.device,
+        scratch_slot=use_graphs,
+        decode_kernel=fused,
     )
     graphs = TalkerGraphs(runner, config.graph_batch_buckets) if use_graphs else None
     engine = TalkerEngine(runner, config.max_queue, config.prefill_budget, config.retry_after_s, metrics, graphs)

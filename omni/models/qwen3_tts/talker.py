@@ -98,6 +98,7 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 class Attention(nn.Module):
     def __init__(self, cfg: TransformerConfig):
+        # `project` is replaced by a fused version on CUDA (talker_fused.py); the rest of forward is shared.
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.q_proj = nn.Linear(cfg.hidden_size, self.heads * self.head_dim, bias=False)
@@ -106,6 +107,14 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=False)
         self.q_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
         self.k_norm = RMSNorm(self.head_dim, cfg.rms_norm_eps)
+
+    def project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """x [B, T, hidden] -> q [B, T, heads, D], k, v [B, T, kv_heads, D]: projections, q/k norms, RoPE."""
+        b, t, _ = x.shape
+        q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim))
+        k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim))
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim)
+        return apply_rope(q, *rope), apply_rope(k, *rope), v
 
     def forward(
         self,
@@ -119,10 +128,7 @@ class Attention(nn.Module):
     ) -> torch.Tensor:
         """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or the slots' lengths [B] (decode kernel)."""
         b, t, _ = x.shape
-        q = self.q_norm(self.q_proj(x).view(b, t, self.heads, self.head_dim))
-        k = self.k_norm(self.k_proj(x).view(b, t, self.kv_heads, self.head_dim))
-        v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim)
-        q, k = apply_rope(q, *rope), apply_rope(k, *rope)
+        q, k, v = self.project(x, rope)
         cache.write(layer, slots, positions, k, v)
         if visible.dim() == 1:
             out = cache.decode_attention(q[:, 0], cache.k[layer], cache.v[layer], slots, visible)[:, None]

@@ -1,0 +1,166 @@
+"""Fused element-wise work of a Qwen3 decoder layer: RMSNorm, per-head RMSNorm + RoPE, SiLU-gated product.
+
+Inside a CUDA graph the talker step is bound by its kernel count (about 60 kernels per layer, 28 talker layers
+plus 15 × 5 code-predictor layers per frame), not by bytes: PyTorch runs an RMSNorm as ~7 kernels (cast, square,
+mean, add, rsqrt, multiply, cast, scale) and RoPE as ~6. Each function here is one kernel.
+
+They reproduce the PyTorch module's roundings, not only its maths: compute in fp32, round to the activation dtype
+exactly where the eager code does (after the normalisation, after each product of RoPE, after SiLU), so a bf16
+model gives the eager results up to the order of one fp32 sum.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+
+def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """The eager definition (talker.RMSNorm): normalise in fp32, round, scale in the input dtype."""
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * xf.to(x.dtype)
+
+
+def rms_norm_rope_reference(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor
+) -> torch.Tensor:
+    """Per-head RMSNorm then NeoX RoPE: x [B, T, heads, D], cos/sin [B, T, 1, D] in x's dtype."""
+    y = rms_norm_reference(x, weight, eps)
+    half = y.shape[-1] // 2
+    rotated = torch.cat((-y[..., half:], y[..., :half]), dim=-1)
+    return y * cos + rotated * sin
+
+
+def silu_mul_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.silu(gate) * up
+
+
+@triton.jit
+def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, n, x_stride, out_stride, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + row * x_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n + eps)
+    y = (x * r).to(out_ptr.dtype.element_ty).to(tl.float32)  # rounded as `xf.to(x.dtype)`
+    w = tl.load(w_ptr + offs, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * out_stride + offs, (w * y).to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def _rms_norm_rope_kernel(
+    x_ptr,
+    w_ptr,
+    cos_ptr,
+    sin_ptr,
+    out_ptr,
+    heads,
+    x_stride,
+    out_stride,
+    rope_stride,
+    eps,
+    HALF: tl.constexpr,
+    HEADS_PAD: tl.constexpr,
+    HALF_PAD: tl.constexpr,
+):
+    # One program per token: all its heads, each head as two halves (RoPE pairs element i with i + HALF).
+    row = tl.program_id(0).to(tl.int64)
+    h = tl.arange(0, HEADS_PAD)[:, None]
+    i = tl.arange(0, HALF_PAD)[None, :]
+    inside = (h < heads) & (i < HALF)
+    lo_offs = h * (2 * HALF) + i
+    dt = out_ptr.dtype.element_ty
+    x1 = tl.load(x_ptr + row * x_stride + lo_offs, mask=inside, other=0.0).to(tl.float32)
+    x2 = tl.load(x_ptr + row * x_stride + lo_offs + HALF, mask=inside, other=0.0).to(tl.float32)
+    r = 1.0 / tl.sqrt((tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)) / (2 * HALF) + eps)
+    w1 = tl.load(w_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
+    w2 = tl.load(w_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+    y1 = (w1 * (x1 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+    y2 = (w2 * (x2 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+    c1 = tl.load(cos_ptr + row * rope_stride + i, mask=i < HALF, other=0.0).to(tl.float32)
+    c2 = tl.load(cos_ptr + row * rope_stride + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+    s1 = tl.load(sin_ptr + row * rope_stride + i, mask=i < HALF, other=0.0).to(tl.float32)
+    s2 = tl.load(sin_ptr + row * rope_stride + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+    # y * cos + rotate_half(y) * sin, each product rounded as the eager bf16 ops round it
+    o1 = (y1 * c1).to(dt).to(tl.float32) + (-y2 * s1).to(dt).to(tl.float32)
+    o2 = (y2 * c2).to(dt).to(tl.float32) + (y1 * s2).to(dt).to(tl.float32)
+    tl.store(out_ptr + row * out_stride + lo_offs, o1.to(dt), mask=inside)
+    tl.store(out_ptr + row * out_stride + lo_offs + HALF, o2.to(dt), mask=inside)
+
+
+@triton.jit
+def _silu_mul_kernel(g_ptr, u_ptr, out_ptr, n, g_stride, u_stride, out_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    dt = out_ptr.dtype.element_ty
+    g = tl.load(g_ptr + row * g_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    u = tl.load(u_ptr + row * u_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    s = (g / (1.0 + tl.exp(-g))).to(dt).to(tl.float32)  # F.silu rounds to the dtype before the product
+    tl.store(out_ptr + row * out_stride + offs, (s * u).to(dt), mask=inside)
+
+
+def _rows(x: torch.Tensor, width: int) -> tuple[torch.Tensor, int]:
+    """x [..., width] with a contiguous last dim as a 2-D view [rows, width]; returns it and its row stride."""
+    if x.stride(-1) != 1:
+        raise ValueError("the last dim must be contiguous")
+    rows = x.reshape(-1, width) if x.dim() != 2 else x
+    return rows, rows.stride(0)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """`rms_norm_reference` in one kernel over rows of x [..., n] (row-strided views welcome)."""
+    n = x.shape[-1]
+    rows, stride = _rows(x, n)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _rms_norm_kernel[(rows.shape[0],)](
+        rows, weight, out, n, stride, n, eps, BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1
+    )
+    return out
+
+
+def rms_norm_rope(
+    x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor
+) -> torch.Tensor:
+    """`rms_norm_rope_reference` in one kernel. x [B, T, heads*D] or [B, T, heads, D] (a column slice of a fused
+    QKV projection is fine: only the last dim must be contiguous); cos/sin [B, T, 1, D]. Returns [B, T, heads, D]."""
+    b, t = x.shape[:2]
+    dim = weight.shape[0]
+    width = x.shape[2] * x.shape[3] if x.dim() == 4 else x.shape[2]
+    heads = width // dim
+    if x.stride(-1) != 1 or (x.dim() == 4 and x.stride(2) != dim):
+        raise ValueError("heads must be packed along a contiguous last dim")
+    if x.stride(0) != t * x.stride(1):
+        raise ValueError("tokens must be evenly strided")
+    out = torch.empty(b, t, heads, dim, dtype=x.dtype, device=x.device)
+    cos2, sin2 = cos.reshape(b * t, dim), sin.reshape(b * t, dim)
+    half = dim // 2
+    _rms_norm_rope_kernel[(b * t,)](
+        x,
+        weight,
+        cos2,
+        sin2,
+        out,
+        heads,
+        x.stride(1),
+        heads * dim,
+        cos2.stride(0),
+        eps,
+        HALF=half,
+        HEADS_PAD=triton.next_power_of_2(heads),
+        HALF_PAD=triton.next_power_of_2(half),
+    )
+    return out
+
+
+def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """F.silu(gate) * up in one kernel; gate and up [..., n] may be column slices of one fused projection."""
+    n = gate.shape[-1]
+    g_rows, g_stride = _rows(gate, n)
+    u_rows, u_stride = _rows(up, n)
+    out = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
+    block = 1024
+    _silu_mul_kernel[(g_rows.shape[0], triton.cdiv(n, block))](
+        g_rows, u_rows, out, n, g_stride, u_stride, n, BLOCK=block
+    )
+    return out

@@ -1,0 +1,76 @@
+"""Fused kernels for the talker and code predictor: fewer kernels per decoder layer (for CUDA graphs).
+
+`fuse_talker_kernels(talker)` rewires every decoder layer of the talker and its code predictor, in place:
+- q/k/v projections become one GEMM over a concatenated weight, gate/up another; the original Linear weights are
+  re-pointed at row slices of the concatenated tensors, so no memory is duplicated and `state_dict()` is unchanged;
+- each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor;
+- SiLU(gate) · up is one kernel.
+The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
+the order of fp32 sums and the GEMM's own kernel choice. Per layer: ~60 kernels → ~15.
+"""
+
+import types
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from omni.models.qwen3_tts.talker import MLP, Attention, Qwen3TTSTalker, RMSNorm
+
+
+def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
+    """One weight [sum(out), in] holding the Linears' weights; each Linear's weight becomes a view into it."""
+    fused = torch.cat([m.weight.detach() for m in linears], dim=0)
+    start = 0
+    for m in linears:
+        rows = m.weight.shape[0]
+        m.weight = nn.Parameter(fused[start : start + rows], requires_grad=False)
+        start += rows
+    return fused
+
+
+def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
+    from omni.kernels.transformer_fused import rms_norm_rope
+
+    b, t, _ = x.shape
+    qkv = F.linear(x, self.qkv_weight)
+    nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
+    q = rms_norm_rope(qkv[..., :nq], self.q_norm.weight, self.q_norm.eps, *rope)
+    k = rms_norm_rope(qkv[..., nq : nq + nk], self.k_norm.weight, self.k_norm.eps, *rope)
+    v = qkv[..., nq + nk :].view(b, t, self.kv_heads, self.head_dim)
+    return q, k, v
+
+
+def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
+    from omni.kernels.transformer_fused import silu_mul
+
+    gate_up = F.linear(x, self.gate_up_weight)
+    n = self.gate_proj.weight.shape[0]
+    return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
+
+
+def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
+    from omni.kernels.transformer_fused import rms_norm
+
+    return rms_norm(x, self.weight, self.eps)
+
+
+def fuse_talker_kernels(talker: Qwen3TTSTalker) -> int:
+    """Rewire the talker and its code predictor in place (idempotent); returns the number of modules changed."""
+    changed = 0
+    for module in talker.modules():
+        if getattr(module, "fused", False):
+            continue
+        if isinstance(module, Attention):
+            module.qkv_weight = _concat_rows([module.q_proj, module.k_proj, module.v_proj])
+            module.project = types.MethodType(_fused_project, module)
+        elif isinstance(module, MLP):
+            module.gate_up_weight = _concat_rows([module.gate_proj, module.up_proj])
+            module.forward = types.MethodType(_fused_mlp, module)
+        elif isinstance(module, RMSNorm):
+            module.forward = types.MethodType(_fused_rms_norm, module)
+        else:
+            continue
+        module.fused = True
+        changed += 1
+    return changed

@@ -1,0 +1,92 @@
+"""Fused decoder-layer kernels against their PyTorch definitions, and the fused talker against the eager one.
+
+On CPU through the Triton interpreter; tools/bench_talker_step.py checks the fused step on the GPU.
+"""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import copy
+
+import pytest
+import torch
+from omni.kernels.transformer_fused import (
+    rms_norm,
+    rms_norm_reference,
+    rms_norm_rope,
+    rms_norm_rope_reference,
+    silu_mul,
+    silu_mul_reference,
+)
+
+from omni.models.qwen3_tts.talker import rope_cos_sin
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
+from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import SpeechRequest
+
+# bf16 tolerance: the interpreter truncates where the GPU rounds to nearest, at each of the (up to three) roundings
+# the eager ops make, so outputs may differ by two bf16 ulps (2^-6 relative) from the eager ops; on the GPU they
+# round alike. fp32 differs only by the order of the sums.
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=2**-6, atol=2**-6)}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1, 16), (3, 5, 24), (2, 3, 1024), (1, 2, 1000)])
+def test_rms_norm(dtype, shape):
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.randn(shape, generator=gen) * 3).to(dtype)
+    w = (1 + torch.randn(shape[-1], generator=gen) * 0.1).to(dtype)
+    torch.testing.assert_close(rms_norm(x, w, 1e-6), rms_norm_reference(x, w, 1e-6), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("heads,kv_heads,dim,tokens", [(4, 2, 16, 3), (16, 8, 128, 1), (3, 1, 12, 2)])
+def test_rms_norm_rope_on_slices_of_a_fused_projection(dtype, heads, kv_heads, dim, tokens):
+    gen = torch.Generator().manual_seed(1)
+    b = 2
+    qkv = torch.randn(b, tokens, (heads + 2 * kv_heads) * dim, generator=gen).to(dtype)  # q | k | v columns
+    w = (1 + torch.randn(dim, generator=gen) * 0.1).to(dtype)
+    positions = torch.randint(0, 500, (b, tokens), generator=gen)
+    cos, sin = rope_cos_sin(positions, dim, 1_000_000.0, dtype)
+    q, k = qkv[..., : heads * dim], qkv[..., heads * dim : (heads + kv_heads) * dim]
+    for part, n in ((q, heads), (k, kv_heads)):
+        want = rms_norm_rope_reference(part.reshape(b, tokens, n, dim), w, 1e-6, cos, sin)
+        tol = TOL[dtype]
+        if dtype == torch.bfloat16:
+            # Four roundings in a row (normalise, scale, each product, the sum), truncated by the interpreter, and
+            # the sum may cancel: bound the error by four ulps of the largest value rather than relatively.
+            tol = dict(rtol=0, atol=float(want.abs().max()) * 2**-5)
+        torch.testing.assert_close(rms_norm_rope(part, w, 1e-6, cos, sin), want, **tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_silu_mul_on_column_slices(dtype):
+    gen = torch.Generator().manual_seed(2)
+    gate_up = (torch.randn(3, 2, 2 * 1500, generator=gen) * 2).to(dtype)
+    gate, up = gate_up[..., :1500], gate_up[..., 1500:]
+    torch.testing.assert_close(silu_mul(gate, up), silu_mul_reference(gate, up), **TOL[dtype])
+
+
+def test_fused_talker_equals_eager_talker(tiny_model_dir):
+    torch.set_num_threads(1)
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    eager = synth.model.talker
+    fused = copy.deepcopy(eager)
+    keys = {k: v.clone() for k, v in fused.state_dict().items()}
+    assert fuse_talker_kernels(fused) > 0 and fuse_talker_kernels(fused) == 0  # idempotent
+    after = fused.state_dict()
+    assert keys.keys() == after.keys() and all(torch.equal(keys[k], after[k]) for k in keys)  # same checkpoint view
+
+    config = synth.model.config
+    runners = [TalkerRunner(t, config, 2, 48) for t in (eager, fused)]
+    request = SpeechRequest(text="A sentence for the fused talker.", speaker="Ryan", language="English")
+    for r in runners:
+        r.prefill(1, synth.builder.build(request), synth.sampling_params(SynthesisOptions(seed=3, max_new_tokens=12)))
+    slots = torch.tensor([1])
+    for step in range(3):  # each step is ~1,000 interpreted kernel calls: keep it short
+        want, _ = runners[0].decode_step(slots)
+        got, _ = runners[1].decode_step(slots)
+        assert torch.equal(got, want), f"step {step}"
+    torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-4, atol=1e-4)
