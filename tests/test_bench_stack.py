@@ -1,0 +1,100 @@
+"""tools/bench_stack.py (the one-command full-stack benchmark) and what it needs: released-size random checkpoints
+(`--shape`) and per-service devices in `omni serve`. The GPU run itself is the lead's; here the script runs its CPU
+smoke mode against a real tiny stack so it cannot rot."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
+from omni.models.qwen3_tts.config import Qwen3TTSConfig
+from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+from omni.models.qwen3_tts.tiny import _fast_random, _released_speech_tokenizer_sizes, shape_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    "shape,hidden,ffn,params,size_name",
+    [("0.6b", 1024, 3072, 905_788_672, "0b6"), ("1.7b", 2048, 6144, 1_916_676_352, "1b7")],
+)
+def test_released_shapes_config_and_parameter_count(shape, hidden, ffn, params, size_name):
+    config = shape_config("custom_voice", shape)
+    assert config["tts_model_size"] == size_name and config["tts_model_type"] == "custom_voice"
+    cfg = Qwen3TTSConfig.parse(config)
+    t = cfg.talker
+    assert (t.hidden_size, t.intermediate_size, t.num_hidden_layers) == (hidden, ffn, 28)
+    assert (t.num_attention_heads, t.num_key_value_heads, t.head_dim) == (16, 8, 128)
+    p = t.code_predictor
+    assert (p.hidden_size, p.intermediate_size, p.num_hidden_layers, p.head_dim) == (1024, 3072, 5, 128)
+    assert set(t.spk_id) >= {"vivian"}  # the benchmark's built-in speaker
+    with torch.device("meta"):
+        talker = Qwen3TTSTalker(t)
+    state = talker.state_dict()
+    assert sum(v.numel() for v in state.values()) == params
+    assert state["model.text_embedding.weight"].shape == (151936, 2048)
+    assert ("code_predictor.small_to_mtp_projection.weight" in state) == (shape == "1.7b")
+    base = shape_config("base", shape)["speaker_encoder_config"]
+    assert base["enc_dim"] == hidden and base["enc_channels"] == [512, 512, 512, 512, 1536]
+    with pytest.raises(ValueError, match="unknown shape"):
+        shape_config("custom_voice", "7b")
+
+
+def test_released_speech_tokenizer_sizes_undo_every_tiny_width():
+    sizes = _released_speech_tokenizer_sizes()
+    released = CodecDecoderConfig()
+    decoder = {k[len("decoder_") :]: v for k, v in sizes.items() if k.startswith("decoder_")}
+    assert decoder and all(getattr(released, k) == v for k, v in decoder.items())
+    assert sizes["encoder_hidden_size"] == 512 and sizes["encoder_num_hidden_layers"] == 8
+    with torch.device("meta"):
+        params = sum(p.numel() for p in CodecDecoder(CodecDecoderConfig(**decoder)).parameters())
+    assert params > 50_000_000  # the released vocoder, not the tiny one
+
+
+def test_fast_random_scales():
+    gen = torch.Generator().manual_seed(0)
+    norm = _fast_random("model.layers.0.input_layernorm.weight", torch.Size([4096]), gen, torch.bfloat16, "cpu")
+    bias = _fast_random("text_projection.linear_fc1.bias", torch.Size([64]), gen, torch.bfloat16, "cpu")
+    embed = _fast_random("model.codec_embedding.weight", torch.Size([256, 256]), gen, torch.bfloat16, "cpu")
+    q = _fast_random("model.layers.0.self_attn.q_proj.weight", torch.Size([256, 1024]), gen, torch.bfloat16, "cpu")
+    o = _fast_random("model.layers.0.self_attn.o_proj.weight", torch.Size([256, 1024]), gen, torch.bfloat16, "cpu")
+    assert norm.dtype == torch.bfloat16 and abs(norm.float().mean() - 1) < 0.01
+    assert not bias.any()
+    assert embed.float().std() == pytest.approx(0.02, rel=0.05)
+    assert q.float().std() == pytest.approx(1024**-0.5, rel=0.05)
+    assert o.float().std() == pytest.approx(1024**-0.5 / 56**0.5, rel=0.05)  # residual branches scaled down
+
+
+def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
+    out = tmp_path / "stack"
+    command = [sys.executable, str(ROOT / "tools" / "bench_stack.py"), "--device", "cpu", "--models", "tiny"]
+    command += ["--concurrency", "1", "2", "--requests", "2", "--frames", "4", "--warmup", "1", "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert [(r["model"], r["concurrency"], r["requests"]) for r in rows] == [("tiny", 1, 2), ("tiny", 2, 2)]
+    for row in rows:
+        assert row["succeeded"] == 2 and row["failures"] == {} and row["wrong_length_requests"] == []
+        assert row["audio_s"] == pytest.approx(2 * 4 / 12.5)  # ignore_eos: exactly 4 frames per request
+        assert row["talker_step_ms"] > 0 and row["codec_tick_ms"] > 0 and row["talker_batch"] >= 1
+    table = (out / "table.md").read_text()
+    assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
+    assert (out / "bench-tiny-0gpu.png").read_bytes()[:4] == b"\x89PNG"
+    serve_log = (out / "logs" / "tiny-0gpu" / "serve.log").read_text()
+    for name in ("talker", "codec", "refenc"):  # omni serve's per-service device flags reached each service
+        assert f"{name} service:" in serve_log and (out / "logs" / "tiny-0gpu" / f"{name}.log").exists()
+    assert serve_log.count(") on cpu") == 3
+
+
+def test_bench_stack_rejects_bad_arguments():
+    command = [sys.executable, str(ROOT / "tools" / "bench_stack.py"), "--out", "/tmp/x", "--frames", "0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "--frames" in result.stderr

@@ -1,0 +1,301 @@
+"""The whole stack on a GPU in one command: random-weight Qwen3-TTS at the released sizes, fixed-length requests,
+a closed-loop concurrency sweep through the gateway, one table.
+
+On the GPU machine (the tree arrives as a bare checkout; `.whl/` and `.whl_stack/` carry the packages it lacks):
+
+    cp -r services omni/services && cp -r kernels omni/kernels && \\
+    pip install --no-index --no-deps --target /tmp/pkgs .whl/*.whl .whl_stack/*.whl && \\
+    PYTHONPATH=$PWD:/tmp/pkgs python3 tools/bench_stack.py --models 0.6b 1.7b \\
+        --concurrency 1 16 64 128 256 --frames 125 --out $OUT/stack
+
+CPU smoke run (tests/test_bench_stack.py):
+
+    python tools/bench_stack.py --device cpu --models tiny --concurrency 1 2 --requests 2 --frames 4 --out /tmp/s
+
+For each model it writes a CustomVoice checkpoint (a built-in speaker: no reference audio, so the reference encoder
+stays off the request path, as with the official `generate_custom_voice`) to a temp dir, then for each GPU layout
+(one GPU: talker, codec and refenc on cuda:0; two GPUs when there are two: talker and refenc on cuda:0, codec on
+cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
+up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default
+max(2 x concurrency, 16)). Every request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames`
+frames (125 = 10 s of audio). Per level it also reads the talker's and codec's /metrics (mean step time, mean
+batch). It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and layout, and the
+services' logs (`logs/<model>-<n>gpu/`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from omni import bench
+from omni.commands.serve import free_port
+
+FRAME_RATE = 12.5
+VOICE = "vivian"  # a built-in speaker of every CustomVoice checkpoint
+PROMPT_ROOM = 384  # talker context beyond the generated frames, for the longest prompt of the text set
+# Histograms read from the services' /metrics: (label in the report, metric family).
+METRICS = {
+    "talker_step_ms": "omni_talker_step_ms",
+    "talker_batch": "omni_talker_batch_size",
+    "codec_tick_ms": "omni_codec_tick_ms",
+    "codec_batch": "omni_codec_batch_size",
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", nargs="+", default=["0.6b", "1.7b"], choices=("tiny", "0.6b", "1.7b"))
+    parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 16, 64, 128, 256])
+    parser.add_argument("--frames", type=int, default=125, help="frames per request (12.5 per second of audio)")
+    parser.add_argument("--requests", type=int, default=0, help="requests per level (default max(2 x c, 16))")
+    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    parser.add_argument("--dtype", default="", help="serving dtype (default bfloat16 on cuda, float32 on cpu)")
+    parser.add_argument("--gpus", nargs="+", type=int, default=[], help="layouts to run (default 1, and 2 if there)")
+    parser.add_argument("--warmup", type=int, default=0, help="warm-up requests (default min(max c, 32))")
+    parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
+    parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0:
+        parser.error("--frames and --concurrency must be positive, --requests not negative")
+    args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    return args
+
+
+def layouts(device: str, wanted: list[int]) -> list[dict[str, str]]:
+    """Per-service devices of each run: one GPU always; talker and codec on separate GPUs when two are there."""
+    if device == "cpu":
+        return [{"gpus": "0", "talker": "cpu", "codec": "cpu", "refenc": "cpu"}]
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_stack: --device cuda but torch sees no GPU (use --device cpu for the smoke run)")
+    count = torch.cuda.device_count()
+    wanted = wanted or ([1, 2] if count >= 2 else [1])
+    if max(wanted) > count:
+        raise SystemExit(f"bench_stack: {max(wanted)} GPUs asked for, {count} present")
+    runs = []
+    for n in wanted:
+        if n not in (1, 2):
+            raise SystemExit(f"bench_stack: layouts are 1 or 2 GPUs, not {n}")
+        runs.append({"gpus": str(n), "talker": "cuda:0", "codec": f"cuda:{n - 1}", "refenc": "cuda:0"})
+    return runs
+
+
+def scrape(port: int) -> dict[str, tuple[float, float]]:
+    """(sum, count) of each histogram in METRICS that this /metrics page has."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    out = {}
+    for family in text_string_to_metric_families(text):
+        if family.name in METRICS.values():
+            values = {s.name.rsplit("_", 1)[-1]: s.value for s in family.samples if s.name.endswith(("_sum", "_count"))}
+            out[family.name] = (values.get("sum", 0.0), values.get("count", 0.0))
+    return out
+
+
+def metric_means(before: dict, after: dict) -> dict[str, float | None]:
+    """Mean of each histogram over the level: delta sum / delta count."""
+    means: dict[str, float | None] = {}
+    for label, name in METRICS.items():
+        if name in after:
+            (s0, c0), (s1, c1) = before.get(name, (0.0, 0.0)), after[name]
+            means[label] = (s1 - s0) / (c1 - c0) if c1 > c0 else None
+    return means
+
+
+class Serve:
+    """`omni serve` as a subprocess; `stop()` (also on any exit of the with block) ends it and its services."""
+
+    def __init__(self, model_dir: Path, devices: dict[str, str], dtype: str, max_streams: int, frames: int, logs: Path):
+        logs.mkdir(parents=True, exist_ok=True)
+        self.logs = logs
+        self.metrics_ports = {"talker": free_port(), "codec": free_port()}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "OMNI_TALKER_MAX_CONTEXT": str(frames + 1 + PROMPT_ROOM),
+            "OMNI_TALKER_METRICS_PORT": str(self.metrics_ports["talker"]),
+            "OMNI_CODEC_METRICS_PORT": str(self.metrics_ports["codec"]),
+        }
+        command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
+        command += ["--grpc-port", "0", "--work-dir", str(logs), "--max-streams", str(max_streams)]
+        command += ["--device", devices["talker"], "--dtype", dtype]
+        command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
+        (logs / "command.txt").write_text(" ".join(command) + "\n")
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        with (self.logs / "serve.log").open("w") as log:
+            for line in self.process.stdout:
+                self.lines.append(line.rstrip())
+                log.write(line)
+                log.flush()
+                if line.startswith("Press Ctrl-C"):
+                    self.ready.set()
+        self.ready.set()
+
+    def wait_ready(self, timeout_s: float) -> str:
+        """The gateway's base URL; raises if the stack exits or is not ready in time."""
+        if not self.ready.wait(timeout_s):
+            raise TimeoutError(f"omni serve not ready after {timeout_s:.0f} s; logs in {self.logs}")
+        if self.process.poll() is not None:
+            raise RuntimeError("omni serve exited:\n" + "\n".join(self.lines[-40:]))
+        return re.search(r"HTTP API: (http://\S+)/v1", "\n".join(self.lines)).group(1)
+
+    def backend_pids(self) -> list[int]:
+        return [int(m.group(1)) for m in re.finditer(r"service:\s+\S+ \(pid (\d+)\)", "\n".join(self.lines))]
+
+    def stop(self) -> None:
+        pids = self.backend_pids()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)  # serve stops the gateway first, then the backends
+            try:
+                self.process.wait(90)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        for pid in pids:  # services run in their own sessions: end any that outlived serve, by pid
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def __enter__(self) -> Serve:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def run_level(url: str, texts: list[str], args: argparse.Namespace, concurrency: int, requests: int, seed: int):
+    config = bench.BenchConfig(
+        url=url,
+        texts=texts,
+        concurrency=[concurrency],
+        requests=requests,
+        voice=VOICE,
+        max_new_tokens=args.frames + 1,  # N draws give N - 1 frames
+        ignore_eos=True,
+        seed=seed,
+        timeout_s=args.level_timeout,
+        progress=False,
+    )
+    return asyncio.run(asyncio.wait_for(bench.run_bench(config), args.level_timeout))
+
+
+def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argparse.Namespace) -> list[dict]:
+    name = f"{model}-{devices['gpus']}gpu"
+    texts = bench.default_texts()
+    rows, levels = [], []
+    with Serve(model_dir, devices, args.dtype, max(args.concurrency), args.frames, args.out / "logs" / name) as serve:
+        url = serve.wait_ready(args.ready_timeout)
+        print(f"[{name}] ready at {url}", flush=True)
+        warmup = args.warmup or min(max(args.concurrency), 32)
+        run_level(url, texts, args, warmup, warmup, seed=10_000)
+        for concurrency in args.concurrency:
+            requests = args.requests or max(2 * concurrency, 16)
+            before = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
+            report = run_level(url, texts, args, concurrency, requests, seed=concurrency)
+            after = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
+            level = report["levels"][0]
+            levels.append(level)
+            means = {}
+            for svc in serve.metrics_ports:
+                means.update(metric_means(before[svc], after[svc]))
+            wrong = [
+                r["index"] for r in level["results"] if r["ok"] and abs(r["audio_s"] * FRAME_RATE - args.frames) > 1e-6
+            ]
+            row = {
+                "model": model,
+                "gpus": devices["gpus"],
+                "devices": {k: v for k, v in devices.items() if k != "gpus"},
+                "concurrency": concurrency,
+                **{k: v for k, v in level.items() if k != "results"},
+                "underrun_pct": 100.0 * level["requests_with_underrun"] / max(level["succeeded"], 1),
+                "wrong_length_requests": wrong,
+                **means,
+            }
+            rows.append(row)
+            print(format_row(row), flush=True)
+    full = {**report, "levels": levels}
+    (args.out / f"bench-{name}.json").write_text(json.dumps(full, indent=2) + "\n")
+    bench.write_plot(full, args.out / f"bench-{name}.png")
+    return rows
+
+
+HEADER = (
+    "| model | GPUs | conc | requests | audio-s/s | req/s | TTFA p50 | p90 | p99 (ms) | RTF p50 | p90 | underrun % "
+    "| failures | talker step ms | batch | codec tick ms | batch |\n|" + "---|" * 17
+)
+
+
+def format_row(row: dict) -> str:
+    def num(value, fmt: str) -> str:
+        return "-" if value is None or value != value else format(value, fmt)
+
+    ttfa = " | ".join(num(row[f"ttfa_p{q}_s"] * 1000, ".0f") for q in (50, 90, 99))
+    failures = sum(row["failures"].values()) + len(row["wrong_length_requests"])
+    return (
+        f"| {row['model']} | {row['gpus']} | {row['concurrency']} | {row['requests']} "
+        f"| {num(row['audio_s_per_s'], '.1f')} "
+        f"| {num(row['requests_per_s'], '.2f')} | {ttfa} | {num(row['rtf_p50'], '.3f')} | {num(row['rtf_p90'], '.3f')} "
+        f"| {row['underrun_pct']:.0f} | {failures} | {num(row.get('talker_step_ms'), '.2f')} "
+        f"| {num(row.get('talker_batch'), '.1f')} | {num(row.get('codec_tick_ms'), '.2f')} "
+        f"| {num(row.get('codec_batch'), '.1f')} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    from omni.models.qwen3_tts.tiny import write_shaped_checkpoint
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = layouts(args.device, args.gpus)
+    rows: list[dict] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-stack-") as tmp:
+        for model in args.models:
+            t0 = time.monotonic()
+            dtype = getattr(torch, args.dtype)
+            model_dir = write_shaped_checkpoint(
+                Path(tmp) / model, "custom_voice", model, dtype=dtype, device=args.device
+            )
+            print(f"[{model}] checkpoint written in {time.monotonic() - t0:.1f} s", flush=True)
+            for devices in runs:
+                rows += bench_stack(model, model_dir, devices, args)
+            for path in model_dir.rglob("*.safetensors"):
+                path.unlink()  # free the disk before the next model
+    table = HEADER + "\n" + "\n".join(format_row(r) for r in rows)
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    result = {"settings": settings, "wall_s": time.monotonic() - started, "rows": rows}
+    (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out / "table.md").write_text(table + "\n")
+    print(table, flush=True)
+    bad = [r for r in rows if r["failed"] or r["wrong_length_requests"]]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
