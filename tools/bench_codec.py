@@ -13,6 +13,9 @@ step of `decode_streams` (B streams, T new frames each, exact carried state) in 
   fused          triton, and each vocoder residual unit's element-wise work fused (codec_graphs.fused_residual_unit:
                  SnakeBeta writes into the conv's [history ‖ new] buffer, conv biases folded into the next kernel)
   fused+graph    both
+  fused-cl       the vocoder channels-last (codec_graphs.ChannelsLastVocoder: activations in [B, T, C] memory, each
+                 conv a conv2d over channels_last [B, C, 1, T], channels-last SnakeBeta/residual kernels, biases folded)
+  fused-cl+graph both (CodecGraphs(channels_last=True))
   official       qwen-tts' Qwen3TTSTokenizerV2Decoder.forward (eager, sdpa attention) on T new frames plus
                  --context frames of re-decoded left context, as chunked streaming with the official module does
 
@@ -54,11 +57,12 @@ from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_st
 from omni.models.qwen3_tts.codec_graphs import (  # noqa: E402
     CodecGraphs,
     codec_step,
+    fuse_channels_last,
     fuse_residual_units,
     fuse_snakebeta,
 )
 
-MODES = ["eager", "graph", "triton", "triton+graph", "fused", "fused+graph", "official"]
+MODES = ["eager", "graph", "triton", "triton+graph", "fused", "fused+graph", "fused-cl", "fused-cl+graph", "official"]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -288,6 +292,68 @@ def check_snakebeta_kernel(device: str) -> dict:
     return worst
 
 
+def check_channels_last(cfg, device: str, frames: int = 47) -> dict:
+    """Channels-last vocoder on 4 streams x 47 frames: chunks 1, 15, 15, 16 = whole decode, and its whole decode against
+    the default decoder's, fp32 (TF32 off) and bf16."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    codes = torch.randint(0, 2048, (4, frames, 16), generator=torch.Generator().manual_seed(9)).to(device)
+    result, default = {}, {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        decoder = our_decoder(cfg, dtype, device)
+        default[name] = decoder.decode(codes).float()
+        fuse_channels_last(decoder)
+        whole = decoder.decode(codes).float()
+        state = decoder.new_state(4)
+        pieces, start = [], 0
+        for n in (1, 15, 15, 16):
+            pieces.append(torch.stack(decoder.decode_streams(state, [0, 1, 2, 3], list(codes[:, start : start + n]))))
+            start += n
+        result[f"{name}_chunked_vs_whole_max_abs"] = float((torch.cat(pieces, dim=1).float() - whole).abs().max())
+        result[f"{name}_vs_default_max_abs"] = float((whole - default[name]).abs().max())
+        result[f"{name}_vs_fp32_default_max_abs"] = float((whole - default["fp32"]).abs().max())
+        del decoder
+    bf16_default_error = float((default["bf16"] - default["fp32"]).abs().max())
+    result["bf16_default_vs_fp32_default_max_abs"] = bf16_default_error
+    # fp32: chunking exact as in the default path; against the default decoder only reported (tl.sin is not libm's).
+    result["fp32_ok"] = result["fp32_chunked_vs_whole_max_abs"] <= 1e-4
+    # bf16: chunking adds no more error than bf16 itself has (as check_chunked_equals_whole), and the channels-last
+    # decode is about as close to the fp32 decode as the default bf16 one (its roundings differ: folded biases, other
+    # conv algorithms; 1.5x leaves room for max-abs noise).
+    result["bf16_ok"] = result["bf16_chunked_vs_whole_max_abs"] <= max(bf16_default_error, 1e-2) and result[
+        "bf16_vs_fp32_default_max_abs"
+    ] <= 1.5 * max(bf16_default_error, 1e-2)
+    return result
+
+
+def check_channels_last_kernels(device: str) -> dict:
+    """The channels-last SnakeBeta (+ bias) and bias + residual kernels against their references, bf16 and fp32,
+    on channels-last inputs sliced along T (as the vocoder feeds them) up to the 256x15 step's last block."""
+    from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
+    from omni.kernels.snakebeta import bias_residual_reference, snakebeta_reference
+
+    worst = {"snakebeta_fp32_rel": 0.0, "snakebeta_bf16_rel": 0.0, "bias_residual_bf16_rel": 0.0}
+    gen = torch.Generator().manual_seed(4)
+    for b, c, t in ((1, 1, 1), (3, 5, 129), (4, 96, 1025), (2, 768, 1201), (256, 96, 1920 * 15)):
+        x = (torch.randn(b, t + 2, c, generator=gen) * 3).to(device).transpose(1, 2)[..., 1 : t + 1]
+        y = (torch.randn(b, t, c, generator=gen) * 3).to(device).transpose(1, 2)
+        alpha, beta, bias = ((torch.randn(c, generator=gen) * 0.5).to(device) for _ in range(3))
+        want = snakebeta_reference(x, alpha, beta, bias)
+        rel = ((snakebeta_cl(x, alpha, beta, bias=bias) - want).abs() / want.abs().clamp(min=1e-3)).max()
+        worst["snakebeta_fp32_rel"] = max(worst["snakebeta_fp32_rel"], float(rel))
+        xb, yb = x.bfloat16(), y.bfloat16()
+        want = snakebeta_reference(xb.float(), alpha, beta, bias)
+        rel = ((snakebeta_cl(xb, alpha, beta, bias=bias).float() - want).abs() / want.abs().clamp(min=1e-3)).max()
+        worst["snakebeta_bf16_rel"] = max(worst["snakebeta_bf16_rel"], float(rel))
+        want = bias_residual_reference(xb.float(), yb.float(), bias)
+        rel = ((bias_residual_cl(xb, yb, bias).float() - want).abs() / want.abs().clamp(min=1e-3)).max()
+        worst["bias_residual_bf16_rel"] = max(worst["bias_residual_bf16_rel"], float(rel))
+        del x, y, xb, yb, want
+    # bf16: correctly rounded up to ties (half a bf16 ulp) against the fp32 reference; fp32 reported only (tl.sin).
+    worst["ok"] = max(worst["snakebeta_bf16_rel"], worst["bias_residual_bf16_rel"]) <= 2**-8 + 1e-6
+    return worst
+
+
 # ----------------------------------------------------------------------------------------------------------------
 
 
@@ -311,7 +377,7 @@ def main() -> None:
     if unknown := set(modes) - set(MODES):
         parser.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
     device, dtype = args.device, getattr(torch, args.dtype)
-    if device == "cpu" and {"graph", "triton+graph"} & set(modes):
+    if device == "cpu" and any("graph" in m for m in modes):
         modes = [m for m in modes if "graph" not in m]
         print("cpu: no CUDA graphs, graph modes left out", flush=True)
     cfg = CodecDecoderConfig(**TINY_DECODER) if args.tiny else CodecDecoderConfig()
@@ -368,7 +434,13 @@ def main() -> None:
         slots = list(range(batch))
         chunks = random_chunks(batch, chunk, device, seed=batch + chunk)
         if mode.endswith("graph"):
-            graphs = CodecGraphs(decoder, decoder.new_state(batch + 1), buckets=(batch,), chunk_lengths=(chunk,))
+            graphs = CodecGraphs(
+                decoder,
+                decoder.new_state(batch + 1),
+                buckets=(batch,),
+                chunk_lengths=(chunk,),
+                channels_last=mode.startswith("fused-cl"),
+            )
             seconds = time_step(lambda: graphs.decode_streams(slots, chunks), device, args.min_seconds, args.max_iters)
             del graphs
         else:
@@ -466,6 +538,19 @@ def main() -> None:
                 guarded(mode, lambda m=mode: ours(m))
         if args.profile and "fused" in modes:
             guarded("profile fused", lambda: profile_ours("fused"))
+    # Channels-last on top of whatever build ran last (it replaces the whole vocoder, so the builds before only
+    # change the "before" side of its comparison).
+    if {"fused-cl", "fused-cl+graph"} & set(modes):
+        check("channels_last_kernels", lambda: check_channels_last_kernels(device))
+        check("channels_last_decoder", lambda: check_channels_last(cfg, device))
+        guarded("fuse channels_last", lambda: fuse("channels_last", fuse_channels_last))
+    if {"fused-cl", "fused-cl+graph"} & set(modes) and "fuse channels_last" not in results["errors"]:
+        check("channels_last_graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
+        for mode in ("fused-cl", "fused-cl+graph"):
+            if mode in modes:
+                guarded(mode, lambda m=mode: ours(m))
+        if args.profile and "fused-cl" in modes:
+            guarded("profile fused-cl", lambda: profile_ours("fused-cl"))
 
     print("\nmode          batch chunk   step ms   new frames/s  audio-s/s  GFLOP/frame  TFLOP/s   TB/s")
     for r in results["rows"]:
