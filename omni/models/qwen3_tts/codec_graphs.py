@@ -131,6 +131,8 @@ class ChannelsLastVocoder:
         self.weights: dict[nn.Module, torch.Tensor] = {}
         for module in decoder.decoder.modules():
             if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
+                if module.groups != 1 or any(module.padding):
+                    raise ValueError(f"channels-last vocoder: conv {module} has groups or padding (not in this model)")
                 weight = module.weight.detach().unsqueeze(2)  # [out, in, 1, k] (transposed: [in, out, 1, k])
                 self.weights[module] = weight.contiguous(memory_format=torch.channels_last)
         # x + conv2(h) + b2 where x still lacks its transposed conv's bias bT: one bias bT + b2 (fp32) instead.
