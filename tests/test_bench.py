@@ -12,6 +12,7 @@ import sys
 import threading
 
 import httpx
+import numpy as np
 import pytest
 
 from omni.bench import (
@@ -26,6 +27,7 @@ from omni.bench import (
     underrun_seconds,
 )
 from omni.cli import main
+from omni.client import SpeechClient
 
 READY_TIMEOUT_S = 300
 
@@ -159,6 +161,16 @@ def test_bench_against_a_tiny_stack(tmp_path):
         fixed |= {"response_format": "pcm", "max_new_tokens": 60}
         free = httpx.post(url + "/v1/audio/speech", json=fixed, timeout=300)
         forced = httpx.post(url + "/v1/audio/speech", json={**fixed, "ignore_eos": True}, timeout=300)
+        grpc_address = re.search(r"gRPC Speech service:\s+(\S+)", "\n".join(lines)).group(1)
+        with SpeechClient(grpc_address) as client:
+            stream = client.stream("Hello there.", voice="vivian", language="English", seed=12, max_new_tokens=60)
+            grpc_audio = np.concatenate(list(stream))
+            grpc_summary = stream.summary
+            forced_stream = client.stream(
+                "Hello there.", voice="vivian", language="English", seed=12, max_new_tokens=60, ignore_eos=True
+            )
+            forced_grpc_audio = np.concatenate(list(forced_stream))
+            forced_grpc_summary = forced_stream.summary
     finally:
         serve.send_signal(signal.SIGINT)
         try:
@@ -183,3 +195,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
     assert free.status_code == forced.status_code == 200, free.text + forced.text
     assert 0 < len(free.content) < 59 * 1920 * 2  # stopped at EOS (int16 PCM)
     assert len(forced.content) == 59 * 1920 * 2  # exactly max_new_tokens - 1 frames
+    # The gRPC Speech API and SDK carry the same field.
+    assert grpc_audio.size == len(free.content) // 2 and grpc_summary.stop_reason == "eos"
+    assert forced_grpc_audio.size == 59 * 1920 and forced_grpc_summary.num_frames == 59
+    assert forced_grpc_summary.stop_reason == "max_new_tokens"

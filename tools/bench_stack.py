@@ -102,10 +102,14 @@ def layouts(device: str, wanted: list[int]) -> list[dict[str, str]]:
 
 
 def scrape(port: int) -> dict[str, tuple[float, float]]:
-    """(sum, count) of each histogram in METRICS that this /metrics page has."""
+    """(sum, count) of each histogram in METRICS that this /metrics page has (none if it cannot be read)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    try:
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    except httpx.HTTPError as exc:
+        print(f"bench_stack: /metrics on port {port} not readable: {exc}", file=sys.stderr, flush=True)
+        return {}
     out = {}
     for family in text_string_to_metric_families(text):
         if family.name in METRICS.values():
@@ -274,6 +278,9 @@ def format_row(row: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
+
+    # SIGTERM (a timeout) unwinds like an error, so every started stack is stopped on the way out.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
     from omni.models.qwen3_tts.tiny import write_shaped_checkpoint
 

@@ -110,7 +110,9 @@ class SpeechServicer(speech_pb2_grpc.SpeechServiceServicer):
                     input_tokens=usage.input_text_tokens,
                     time_to_first_audio_ms=first_audio_ms,
                     total_ms=(time.perf_counter() - start) * 1000,
-                    stop_reason=STOP_REASONS[limit is not None and usage.output_tokens >= limit - 1],
+                    stop_reason=STOP_REASONS[
+                        synthesis.ignore_eos or (limit is not None and usage.output_tokens >= limit - 1)
+                    ],
                 )
             )
         except (APIError, BackendError, TimeoutError) as e:
