@@ -70,6 +70,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--dtype", default="", help="serving dtype (default bfloat16 on cuda, float32 on cpu)")
     parser.add_argument("--gpus", nargs="+", type=int, default=[], help="layouts to run (default 1, and 2 if there)")
+    parser.add_argument("--refenc-device", default="", help="override the reference encoder's device (e.g. cpu)")
     parser.add_argument("--warmup", type=int, default=0, help="warm-up requests (default min(max c, 32))")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
@@ -81,10 +82,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def layouts(device: str, wanted: list[int]) -> list[dict[str, str]]:
+def layouts(device: str, wanted: list[int], refenc_device: str = "") -> list[dict[str, str]]:
     """Per-service devices of each run: one GPU always; talker and codec on separate GPUs when two are there."""
     if device == "cpu":
-        return [{"gpus": "0", "talker": "cpu", "codec": "cpu", "refenc": "cpu"}]
+        return [{"gpus": "0", "talker": "cpu", "codec": "cpu", "refenc": refenc_device or "cpu"}]
     import torch
 
     if not torch.cuda.is_available():
@@ -97,7 +98,7 @@ def layouts(device: str, wanted: list[int]) -> list[dict[str, str]]:
     for n in wanted:
         if n not in (1, 2):
             raise SystemExit(f"bench_stack: layouts are 1 or 2 GPUs, not {n}")
-        runs.append({"gpus": str(n), "talker": "cuda:0", "codec": f"cuda:{n - 1}", "refenc": "cuda:0"})
+        runs.append({"gpus": str(n), "talker": "cuda:0", "codec": f"cuda:{n - 1}", "refenc": refenc_device or "cuda:0"})
     return runs
 
 
@@ -131,7 +132,9 @@ def metric_means(before: dict, after: dict) -> dict[str, float | None]:
 class Serve:
     """`omni serve` as a subprocess; `stop()` (also on any exit of the with block) ends it and its services."""
 
-    def __init__(self, model_dir: Path, devices: dict[str, str], dtype: str, max_streams: int, frames: int, logs: Path):
+    def __init__(
+        self, model_dir: Path, devices: dict[str, str], dtype: str, max_streams: int, frames: int, logs: Path, ready_s
+    ):
         logs.mkdir(parents=True, exist_ok=True)
         self.logs = logs
         self.metrics_ports = {"talker": free_port(), "codec": free_port()}
@@ -144,6 +147,7 @@ class Serve:
         }
         command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
         command += ["--grpc-port", "0", "--work-dir", str(logs), "--max-streams", str(max_streams)]
+        command += ["--ready-timeout-s", str(ready_s)]
         command += ["--device", devices["talker"], "--dtype", dtype]
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
         (logs / "command.txt").write_text(" ".join(command) + "\n")
@@ -166,7 +170,7 @@ class Serve:
 
     def wait_ready(self, timeout_s: float) -> str:
         """The gateway's base URL; raises if the stack exits or is not ready in time."""
-        if not self.ready.wait(timeout_s):
+        if not self.ready.wait(timeout_s + 30):  # serve gives up by itself after timeout_s
             raise TimeoutError(f"omni serve not ready after {timeout_s:.0f} s; logs in {self.logs}")
         if self.process.poll() is not None:
             raise RuntimeError("omni serve exited:\n" + "\n".join(self.lines[-40:]))
@@ -217,7 +221,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     name = f"{model}-{devices['gpus']}gpu"
     texts = bench.default_texts()
     rows, levels = [], []
-    with Serve(model_dir, devices, args.dtype, max(args.concurrency), args.frames, args.out / "logs" / name) as serve:
+    logs = args.out / "logs" / name
+    with Serve(model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout) as serve:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)
@@ -285,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     from omni.models.qwen3_tts.tiny import write_shaped_checkpoint
 
     args.out.mkdir(parents=True, exist_ok=True)
-    runs = layouts(args.device, args.gpus)
+    runs = layouts(args.device, args.gpus, args.refenc_device)
     rows: list[dict] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-stack-") as tmp:
@@ -295,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
             model_dir = write_shaped_checkpoint(
                 Path(tmp) / model, "custom_voice", model, dtype=dtype, device=args.device
             )
+            if args.device == "cuda":
+                torch.cuda.empty_cache()  # the served models need the memory the weight drawing cached
             print(f"[{model}] checkpoint written in {time.monotonic() - t0:.1f} s", flush=True)
             for devices in runs:
                 rows += bench_stack(model, model_dir, devices, args)
