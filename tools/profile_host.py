@@ -1,6 +1,7 @@
 """Host (CPU) overhead of the codec service per chunk and per step, on a tiny codec where the model call is cheap.
 
     python tools/profile_host.py --streams 64 256 --null-model [--s16] [--repeat 3] [--cprofile 25]
+    python tools/profile_host.py --stack --streams 16 64 [--max-new-tokens 126]
 
 For each concurrency level it starts `omni codec` on CPU in a subprocess (a tiny random-weight codec, so the
 device-independent host work dominates), drives N streams over loopback gRPC with the benchmark's client
@@ -18,6 +19,11 @@ The client's CPU is reported alone (it is the same Python client code the gatewa
 With --cprofile N the server's event-loop thread runs under cProfile during the timed pass and the top N functions
 by own time are printed; cProfile inflates Python costs, so take the table from a run without it.
 --null-model replaces the decode call by zeros of its output shape, so steps/s and audio-s/s are host-bound.
+
+--stack runs the whole stack instead: `omni serve` on a tiny random custom_voice checkpoint (CPU), `omni bench`
+(streaming raw PCM over HTTP) at each concurrency with N requests, and prints each service process's CPU
+milliseconds per second of audio served (from /proc). The talker's and codec's include their (CPU) model compute;
+the gateway has none, so its figure is pure host overhead: 1000 / it = audio-s/s one gateway core can carry.
 """
 
 import argparse
@@ -209,6 +215,68 @@ def measure_level(model: Path, streams: int, frames: int, cprofile: int, null_mo
     return {**best, "streams": streams, "passes": len(passes)}
 
 
+# ---- the whole stack: omni serve (tiny checkpoint) driven by omni bench ------------------------------------------
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc), all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_stack(streams: list[int], max_new_tokens: int) -> str:
+    """CPU seconds per audio second of each service process while `omni bench` drives the gateway."""
+    omni = [sys.executable, "-m", "omni.cli"]
+    with tempfile.TemporaryDirectory() as tmp:
+        serve = subprocess.Popen(
+            [*omni, "serve", "--tiny-variant", "custom_voice", "--max-streams", str(max(streams)), "--work-dir", tmp]
+            + ["--port", str(bench.free_port()), "--grpc-port", str(bench.free_port())],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            pids, url = {}, None
+            for line in serve.stdout:
+                if "HTTP API:" in line:
+                    url = line.split("HTTP API:")[1].split()[0].removesuffix("/v1")
+                for name in ("refenc", "codec", "talker", "gateway"):
+                    if line.strip().startswith(f"{name} service:"):
+                        pids[name] = int(line.split("(pid ")[1].split(")")[0])
+                if line.startswith("Press Ctrl-C"):
+                    break
+            # omni serve prints the backends' pids; the gateway is its child whose command line says so.
+            children = Path(f"/proc/{serve.pid}/task/{serve.pid}/children").read_text().split()
+            for child in map(int, children):
+                if "gateway" in Path(f"/proc/{child}/cmdline").read_text().split("\0"):
+                    pids["gateway"] = child
+            if url is None or set(pids) != {"refenc", "codec", "talker", "gateway"}:
+                raise SystemExit(f"omni serve did not start (logs in {tmp})")
+            rows = []
+            for n in streams:
+                out = Path(tmp) / f"bench-{n}.json"
+                cmd = [*omni, "bench", "--url", url, "--concurrency", str(n), "--requests", str(n), "--no-progress"]
+                cmd += ["--max-new-tokens", str(max_new_tokens), "--seed", "0", "--out", str(out)]
+                before = {name: process_cpu_s(pid) for name, pid in pids.items()}
+                subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+                after = {name: process_cpu_s(pid) for name, pid in pids.items()}
+                level = json.loads(out.read_text())["levels"][0]
+                cpu = {name: after[name] - before[name] for name in pids}
+                rows.append((n, level, cpu))
+        finally:
+            serve.send_signal(signal.SIGINT)
+            serve.wait(timeout=60)
+    lines = ["| streams | ok | audio s | wall s | audio-s/s | CPU ms per audio-s: gateway | talker | codec |"]
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for n, level, cpu in rows:
+        per = {k: f"{v / max(level['audio_s'], 1e-9) * 1e3:,.1f}" for k, v in cpu.items()}
+        lines.append(
+            f"| {n} | {level['succeeded']}/{level['requests']} | {level['audio_s']:.1f} | {level['elapsed_s']:.2f} | "
+            f"{level['audio_s_per_s']:.1f} | {per['gateway']} | {per['talker']} | {per['codec']} |"
+        )
+    return "\n".join(lines)
+
+
 def table(rows: list[dict]) -> str:
     """Per-chunk CPU µs by span (and per-step ms of the worker thread), one column per level."""
 
@@ -250,6 +318,8 @@ def main() -> None:
         "--null-model", action="store_true", help="replace the decode call by zeros of its output shape (host only)"
     )
     parser.add_argument("--repeat", type=int, default=3, help="timed passes per level; the least disturbed is shown")
+    parser.add_argument("--stack", action="store_true", help="the whole stack: omni serve (tiny) + omni bench")
+    parser.add_argument("--max-new-tokens", type=int, default=31, help="--stack: codec frames per request cap")
     parser.add_argument("--s16", action="store_true", help="streams ask for S16LE PCM instead of F32LE")
     # The server half (run by the client half in a subprocess).
     parser.add_argument("--serve-codec", action="store_true", help=argparse.SUPPRESS)
@@ -257,6 +327,9 @@ def main() -> None:
     parser.add_argument("--max-streams", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--report", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.stack:
+        print(measure_stack(args.streams, args.max_new_tokens))
+        return
     if args.s16:
         bench.common_pb2 = _S16Formats()
     if args.serve_codec:
