@@ -98,3 +98,14 @@ def test_bench_stack_rejects_bad_arguments():
     command = [sys.executable, str(ROOT / "tools" / "bench_stack.py"), "--out", "/tmp/x", "--frames", "0"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "--frames" in result.stderr
+
+
+def test_serve_pins_each_gpu_backend_to_its_own_device():
+    from omni.commands.serve import pin_gpu
+
+    assert pin_gpu("cpu", {}) == ("cpu", None)
+    assert pin_gpu("cuda", {}) == ("cuda", None)  # the current device, as given
+    assert pin_gpu("cuda:1", {"PATH": "/bin"}) == ("cuda", {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "1"})
+    assert pin_gpu("cuda:1", {"CUDA_VISIBLE_DEVICES": "4, 6"}) == ("cuda", {"CUDA_VISIBLE_DEVICES": "6"})
+    with pytest.raises(ValueError, match="only 1 GPU"):
+        pin_gpu("cuda:1", {"CUDA_VISIBLE_DEVICES": "3"})

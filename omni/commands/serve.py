@@ -6,6 +6,7 @@ runs, but the audio is noise, not speech.
 """
 
 import argparse
+import os
 import signal
 import socket
 import subprocess
@@ -40,6 +41,19 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def pin_gpu(device: str, env: dict[str, str]) -> tuple[str, dict[str, str] | None]:
+    """A backend on `cuda:N` runs with only that GPU visible, as `cuda` (as in a pod): CUDA graphs and streams are
+    then made on the current device, which is the service's own. Returns (device flag, env or None to inherit)."""
+    kind, _, index = device.partition(":")
+    if kind != "cuda" or not index:
+        return device, None
+    visible = env.get("CUDA_VISIBLE_DEVICES", "").strip()
+    ids = [v.strip() for v in visible.split(",")] if visible else None
+    if ids is not None and not int(index) < len(ids):
+        raise ValueError(f"{device}: CUDA_VISIBLE_DEVICES={visible!r} has only {len(ids)} GPU(s)")
+    return "cuda", {**env, "CUDA_VISIBLE_DEVICES": ids[int(index)] if ids is not None else index}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,12 +67,13 @@ class Stack:
         self.work_dir = work_dir
         self.processes: dict[str, subprocess.Popen] = {}
 
-    def start(self, name: str, args: list[str]) -> None:
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         log = (self.work_dir / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "omni.cli", name, *args],
             stdout=log,
             stderr=subprocess.STDOUT,
+            env=env,
             start_new_session=True,  # our signal handler decides the shutdown order
         )
 
@@ -140,7 +155,13 @@ def run(args: argparse.Namespace) -> int:
     ports = {name: free_port() for name in SERVICES}
     common = ["--model", model, "--host", "127.0.0.1", "--log-level", args.log_level]
     devices = {name: getattr(args, f"{name}_device") or args.device for name in SERVICES}
-    device = {name: ["--device", devices[name], "--dtype", args.dtype] for name in SERVICES}
+    try:
+        pinned = {name: pin_gpu(devices[name], dict(os.environ)) for name in SERVICES}
+    except ValueError as e:
+        print(f"omni serve: {e}", file=sys.stderr)
+        return 2
+    device = {name: ["--device", pinned[name][0], "--dtype", args.dtype] for name in SERVICES}
+    envs = {name: pinned[name][1] for name in SERVICES}
 
     stack = Stack(work_dir)
     stopping = False
@@ -154,15 +175,14 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        stack.start(
-            "refenc", [*common, *device["refenc"], "--port", str(ports["refenc"]), "--redis-url", args.redis_url]
-        )
+        refenc_args = [*common, *device["refenc"], "--port", str(ports["refenc"]), "--redis-url", args.redis_url]
+        stack.start("refenc", refenc_args, envs["refenc"])
         codec_streams = str(2 * args.max_streams)
-        stack.start("codec", [*common, *device["codec"], "--port", str(ports["codec"]), "--max-streams", codec_streams])
+        codec_args = [*common, *device["codec"], "--port", str(ports["codec"]), "--max-streams", codec_streams]
+        stack.start("codec", codec_args, envs["codec"])
         talker_streams = str(args.max_streams)
-        stack.start(
-            "talker", [*common, *device["talker"], "--port", str(ports["talker"]), "--max-streams", talker_streams]
-        )
+        talker_args = [*common, *device["talker"], "--port", str(ports["talker"]), "--max-streams", talker_streams]
+        stack.start("talker", talker_args, envs["talker"])
         stack.start(
             "gateway",
             [
