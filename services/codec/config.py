@@ -4,7 +4,7 @@ import dataclasses
 
 from omni.services.common.config import ServiceConfig, option
 
-FUSED_KERNELS = ("off", "snakebeta", "all")
+FUSED_KERNELS = ("off", "snakebeta", "all", "channels_last")
 
 
 @dataclasses.dataclass
@@ -26,7 +26,9 @@ class CodecConfig(ServiceConfig):
         "longer ones run eagerly",
     )
     fused_kernels: str = option(
-        "all", "Triton kernels on CUDA in bf16/fp16: off, snakebeta, all (snakebeta + fused residual units)"
+        "channels_last",
+        "Triton kernels on CUDA in bf16/fp16: off, snakebeta, all (snakebeta + fused residual units), channels_last "
+        "(all, with the vocoder's activations channels-last: no layout conversions around the convs)",
     )
 
     def validate(self) -> "CodecConfig":

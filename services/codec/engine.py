@@ -319,11 +319,15 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         torch.backends.cudnn.allow_tf32 = False
     # The Triton kernels are for bf16/fp16 (their fp32 sin is less exact than PyTorch's); fp32 keeps PyTorch's.
     if on_cuda and config.dtype != "float32" and config.fused_kernels != "off":
-        from omni.models.qwen3_tts.codec_graphs import fuse_residual_units, fuse_snakebeta
+        from omni.models.qwen3_tts.codec_graphs import fuse_channels_last, fuse_residual_units, fuse_snakebeta
 
-        fused = fuse_snakebeta(decoder)
-        units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
-        log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
+        if config.fused_kernels == "channels_last":
+            convs = fuse_channels_last(decoder)
+            log.info("codec: Triton kernels on: channels-last vocoder (%d convs)", convs)
+        else:
+            fused = fuse_snakebeta(decoder)
+            units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
+            log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
     buckets: list[int] = []
     lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
     if on_cuda and config.cuda_graphs:
