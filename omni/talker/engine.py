@@ -276,13 +276,11 @@ class TalkerEngine:
     def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool]]:
         """Engine thread: prefill chunks, then one batched decode step; returns host arrays only."""
         runner = self.runner
-        completed = []
-        for request, start, end in plan.prefills:
+        for request, start, _ in plan.prefills:
             if start == 0:
                 request.embeddings = runner.begin_prefill(request.slot, request.prompt, request.params)
-            runner.prefill_chunk(request.slot, request.embeddings, start, end)
-            if end == len(request.prompt):
-                completed.append(request.slot)
+        # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
+        completed = runner.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
         # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
         prefill_eos = runner.finished[completed].tolist() if completed else []
         decoded = None

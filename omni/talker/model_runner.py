@@ -131,12 +131,35 @@ class TalkerRunner:
         """Run prompt positions start..end-1 of `slot` (chunks in order); the chunk that reaches the end of the
         prompt draws the first codebook-0 id. Chunked prefill lets a scheduler interleave long prompts with
         decode steps of other slots."""
-        slots = torch.tensor([slot], device=self.device)
-        positions = torch.arange(start, end, device=self.device)[None]
-        hidden = self.talker(x[None, start:end], positions, self.cache, slots, kv_len=end)
-        if end == x.shape[0]:
-            self.next_pos[slot] = end
-            self._draw_talker(slots, hidden[:, -1])
+        self.prefill_batch([(slot, x, start, end)])
+
+    @torch.no_grad()
+    def prefill_batch(self, chunks: list[tuple[int, torch.Tensor, int, int]]) -> list[int]:
+        """Prompt chunks of several slots in one forward: each (slot, embeddings [L, H], start, end), as
+        `prefill_chunk` runs them one by one. Returns the slots whose prompt this completed (first id drawn).
+
+        Rows are right-padded to the longest chunk. A padding position writes junk K/V past its row's chunk (at
+        end, end+1, ...); no query reads it: queries attend only to positions <= their own, and the next chunk or
+        decode step writes each of those positions before anything attends to it.
+        """
+        if not chunks:
+            return []
+        width = max(end - start for _, _, start, end in chunks)
+        x = torch.zeros(len(chunks), width, self.config.talker.hidden_size, dtype=self.dtype, device=self.device)
+        starts = torch.tensor([start for _, _, start, _ in chunks], device=self.device)
+        for row, (_, emb, start, end) in enumerate(chunks):
+            x[row, : end - start] = emb[start:end]
+        positions = (starts[:, None] + torch.arange(width, device=self.device)).clamp(max=self.max_len - 1)
+        slots = torch.tensor([slot for slot, _, _, _ in chunks], device=self.device)
+        kv_len = min(max(start for _, _, start, _ in chunks) + width, self.max_len)
+        hidden = self.talker(x, positions, self.cache, slots, kv_len=kv_len)
+        done = [row for row, (_, emb, _, end) in enumerate(chunks) if end == emb.shape[0]]
+        if done:
+            rows = torch.tensor(done, device=self.device)
+            last = torch.tensor([chunks[r][3] - chunks[r][2] - 1 for r in done], device=self.device)
+            self.next_pos[slots[rows]] = torch.tensor([chunks[r][3] for r in done], device=self.device)
+            self._draw_talker(slots[rows], hidden[rows, last])
+        return [chunks[r][0] for r in done]
 
     # ---- decoding ----
 
