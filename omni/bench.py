@@ -4,6 +4,11 @@ Closed loop keeps `concurrency` requests in flight; open loop starts requests at
 rate, however many are still running. Per request it records the time to first audio byte, the total time, the
 audio length and the underrun a real-time player would suffer; per level it aggregates those into the figures of
 `summarize`. The statistics are pure functions so they can be tested by hand.
+
+One Python process runs out of CPU long before a GPU server does (hundreds of streams of 24 kHz audio), so a level
+can be split over `processes` spawned clients (`split_level`): each keeps c/N streams in flight (or starts requests
+at rate/N) over interleaved request indices and sends every per-request result back; the parent merges them
+(`merge_results`) and computes every statistic over all requests and the level's whole wall time, as for one client.
 """
 
 from __future__ import annotations
@@ -148,6 +153,7 @@ class BenchConfig:
     ref_audio: str | None = None  # data: URI for Base models (x-vector-only cloning)
     timeout_s: float = 600.0
     progress: bool = True
+    processes: int = 1  # client processes per level (1: this process; more when one Python process is the limit)
 
 
 def request_body(config: BenchConfig, index: int, texts: list[str]) -> dict:
@@ -237,63 +243,211 @@ def level_request_count(config: BenchConfig, concurrency: int) -> int | None:
     return max(8, 4 * concurrency)
 
 
-async def run_closed_loop(config: BenchConfig, concurrency: int, texts: list[str]) -> tuple[list[RequestResult], float]:
-    total = level_request_count(config, concurrency)
+def open_loop_request_count(config: BenchConfig, rate: float) -> int | None:
+    if config.requests > 0:
+        return config.requests
+    return None if config.duration_s > 0 else max(8, math.ceil(4 * rate))
+
+
+def split_evenly(total: int, parts: int) -> list[int]:
+    """`total` in `parts` integers that differ by at most one, the larger ones first."""
+    if parts < 1 or total < 0:
+        raise ValueError(f"cannot split {total} into {parts} parts")
+    return [total // parts + (k < total % parts) for k in range(parts)]
+
+
+@dataclass(frozen=True)
+class Share:
+    """One client's part of a level: request indices start, start + stride, ... (`count` of them; None = until
+    the level's duration ends), kept `concurrency` in flight (closed loop) or started at `rate` per second (open)."""
+
+    start: int
+    stride: int
+    count: int | None
+    concurrency: int = 0
+    rate: float = 0.0
+
+    def indices(self):
+        k = 0
+        while self.count is None or k < self.count:
+            yield self.start + k * self.stride
+            k += 1
+
+
+def split_level(total: int | None, processes: int, concurrency: int = 0, rate: float = 0.0) -> list[Share]:
+    """A level's shares for `processes` clients: concurrency c/N (remainder spread; never fewer than one stream per
+    client, so at most c clients) or rate/N, and interleaved request indices, so together they send exactly the
+    requests one client would (the same bodies and seeds)."""
+    if concurrency > 0:
+        processes = min(processes, concurrency)
+    counts = split_evenly(total, processes) if total is not None else [None] * processes
+    streams = split_evenly(concurrency, processes) if concurrency > 0 else [0] * processes
+    return [Share(k, processes, counts[k], streams[k], rate / processes) for k in range(processes)]
+
+
+def merge_results(parts: list[list[RequestResult]]) -> list[RequestResult]:
+    """The clients' per-request results as one level, by request index (each index exactly once)."""
+    merged = sorted((r for part in parts for r in part), key=lambda r: r.index)
+    indices = [r.index for r in merged]
+    if len(set(indices)) != len(indices):
+        raise ValueError("a request index was reported by more than one client")
+    return merged
+
+
+async def run_share(
+    config: BenchConfig, share: Share, texts: list[str], on_result, gap_seed: int | None = None
+) -> tuple[list[RequestResult], float]:
+    """One client's requests: closed loop when `share.concurrency` > 0, else open loop at `share.rate`.
+    `on_result(result)` is called as each request ends. Returns the results (by index) and the wall time."""
     url = config.url.rstrip("/") + "/v1/audio/speech"
-    progress = Progress(f"concurrency {concurrency}", total, config.progress)
     results: list[RequestResult] = []
-    next_index = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    indices = share.indices()
+    if share.concurrency > 0:
+        limits = httpx.Limits(max_connections=share.concurrency, max_keepalive_connections=share.concurrency)
+    else:
+        limits = httpx.Limits(max_connections=None)
     async with httpx.AsyncClient(timeout=config.timeout_s, limits=limits) as client:
         level_start = time.perf_counter()
 
-        async def worker() -> None:
-            nonlocal next_index
-            while True:
-                if total is not None and next_index >= total:
-                    return
-                if config.duration_s > 0 and time.perf_counter() - level_start >= config.duration_s:
-                    return
-                index = next_index
-                next_index += 1
-                result = await one_request(client, url, request_body(config, index, texts), index, level_start)
-                results.append(result)
-                progress.update(result)
+        async def send(index: int) -> None:
+            result = await one_request(client, url, request_body(config, index, texts), index, level_start)
+            results.append(result)
+            on_result(result)
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        if share.concurrency > 0:
+
+            async def worker() -> None:
+                for index in indices:  # one iterator shared by the workers: each index is sent once
+                    if config.duration_s > 0 and time.perf_counter() - level_start >= config.duration_s:
+                        return
+                    await send(index)
+
+            await asyncio.gather(*(worker() for _ in range(share.concurrency)))
+        else:
+            # Requests start at Poisson arrival times (exponential gaps of mean 1/rate), whatever is still in flight.
+            gaps = random.Random(gap_seed)
+            tasks: list[asyncio.Task] = []
+            arrival = 0.0
+            for index in indices:
+                if config.duration_s > 0 and arrival >= config.duration_s:
+                    break
+                await asyncio.sleep(max(0.0, level_start + arrival - time.perf_counter()))
+                tasks.append(asyncio.create_task(send(index)))
+                arrival += gaps.expovariate(share.rate)
+            await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - level_start
-    progress.close()
     return sorted(results, key=lambda r: r.index), elapsed
+
+
+async def run_closed_loop(config: BenchConfig, concurrency: int, texts: list[str]) -> tuple[list[RequestResult], float]:
+    total = level_request_count(config, concurrency)
+    progress = Progress(f"concurrency {concurrency}", total, config.progress)
+    results = await run_share(config, Share(0, 1, total, concurrency=concurrency), texts, progress.update)
+    progress.close()
+    return results
 
 
 async def run_open_loop(config: BenchConfig, rate: float, texts: list[str]) -> tuple[list[RequestResult], float]:
-    """Requests start at Poisson arrival times (exponential gaps of mean 1/rate), whatever is still in flight."""
-    total = config.requests if config.requests > 0 else (None if config.duration_s > 0 else max(8, math.ceil(4 * rate)))
-    url = config.url.rstrip("/") + "/v1/audio/speech"
+    total = open_loop_request_count(config, rate)
     progress = Progress(f"rate {rate:g}/s", total, config.progress)
-    gaps = random.Random(config.seed)
-    results: list[RequestResult] = []
-    tasks: list[asyncio.Task] = []
-    async with httpx.AsyncClient(timeout=config.timeout_s, limits=httpx.Limits(max_connections=None)) as client:
-        level_start = time.perf_counter()
-
-        async def tracked(index: int) -> None:
-            result = await one_request(client, url, request_body(config, index, texts), index, level_start)
-            results.append(result)
-            progress.update(result)
-
-        index, arrival = 0, 0.0
-        while total is None or index < total:
-            if config.duration_s > 0 and arrival >= config.duration_s:
-                break
-            await asyncio.sleep(max(0.0, level_start + arrival - time.perf_counter()))
-            tasks.append(asyncio.create_task(tracked(index)))
-            index += 1
-            arrival += gaps.expovariate(rate)
-        await asyncio.gather(*tasks)
-        elapsed = time.perf_counter() - level_start
+    results = await run_share(config, Share(0, 1, total, rate=rate), texts, progress.update, gap_seed=config.seed)
     progress.close()
-    return sorted(results, key=lambda r: r.index), elapsed
+    return results
+
+
+# --- several client processes ---------------------------------------------------------------------------------------
+
+
+def _client_process(config: BenchConfig, share: Share, texts: list[str], gap_seed: int | None, queue, go) -> None:
+    """A spawned client: says it is ready, waits for the common start, then sends each result as it ends."""
+    try:
+        queue.put(("ready", None))
+        go.wait()
+        results, _ = asyncio.run(run_share(config, share, texts, lambda r: queue.put(("result", r)), gap_seed))
+        queue.put(("done", len(results)))
+    except BaseException:  # the parent reports it; a silent exit would look like a hang
+        import traceback
+
+        queue.put(("error", traceback.format_exc()))
+
+
+async def run_level_in_processes(
+    config: BenchConfig, shares: list[Share], texts: list[str], progress: Progress, start_timeout_s: float = 300.0
+) -> tuple[list[RequestResult], float]:
+    """Each share in its own spawned process; the level's wall time runs from the common start (every client
+    started and connected-ready) to the last client's end. Results come back per request, as they end."""
+    import multiprocessing
+    import queue as queue_module
+
+    context = multiprocessing.get_context("spawn")
+    queue, go = context.Queue(), context.Event()
+    processes = []
+    for k, share in enumerate(shares):
+        gap_seed = None if config.seed is None else config.seed + 7919 * k
+        processes.append(
+            context.Process(
+                target=_client_process, args=(config, share, texts, gap_seed, queue, go), daemon=True, name=f"bench{k}"
+            )
+        )
+
+    async def receive(until: float | None) -> tuple[str, object]:
+        while True:
+            try:
+                return await asyncio.to_thread(queue.get, True, 0.5)
+            except queue_module.Empty:
+                dead = [p for p in processes if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"bench client {dead[0].name} died with exit code {dead[0].exitcode}") from None
+                if until is not None and time.monotonic() > until:
+                    raise TimeoutError(f"bench clients not ready after {start_timeout_s:g} s") from None
+
+    parts: list[list[RequestResult]] = [[]]
+    try:
+        for process in processes:
+            process.start()
+        until = time.monotonic() + start_timeout_s
+        for _ in processes:
+            kind, payload = await receive(until)
+            if kind == "error":
+                raise RuntimeError(f"a bench client failed:\n{payload}")
+        go.set()
+        level_start = time.perf_counter()
+        running = len(processes)
+        while running:
+            kind, payload = await receive(None)
+            if kind == "result":
+                parts[0].append(payload)
+                progress.update(payload)
+            elif kind == "done":
+                running -= 1
+            else:
+                raise RuntimeError(f"a bench client failed:\n{payload}")
+        elapsed = time.perf_counter() - level_start
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+            process.join(10)
+    return merge_results(parts), elapsed
+
+
+async def run_level(config: BenchConfig, open_loop: bool, value: float, texts: list[str]):
+    """One level with `config.processes` clients (1: in this process)."""
+    if config.processes < 1:
+        raise ValueError(f"processes must be >= 1, got {config.processes}")
+    if config.processes == 1:
+        return await (run_open_loop(config, value, texts) if open_loop else run_closed_loop(config, int(value), texts))
+    if open_loop:
+        total, label = open_loop_request_count(config, value), f"rate {value:g}/s"
+        shares = split_level(total, config.processes, rate=value)
+    else:
+        total, label = level_request_count(config, int(value)), f"concurrency {int(value)}"
+        shares = split_level(total, config.processes, concurrency=int(value))
+    progress = Progress(f"{label} ({len(shares)} processes)", total, config.progress)
+    try:
+        return await run_level_in_processes(config, shares, texts, progress)
+    finally:
+        progress.close()
 
 
 async def run_bench(config: BenchConfig) -> dict:
@@ -306,10 +460,7 @@ async def run_bench(config: BenchConfig) -> dict:
     open_loop = bool(config.rates)
     levels = []
     for value in config.rates if open_loop else config.concurrency:
-        if open_loop:
-            results, elapsed = await run_open_loop(config, float(value), texts)
-        else:
-            results, elapsed = await run_closed_loop(config, int(value), texts)
+        results, elapsed = await run_level(config, open_loop, float(value) if open_loop else int(value), texts)
         summary = summarize(results, elapsed)
         summary["rate" if open_loop else "concurrency"] = value
         summary["results"] = [asdict(r) for r in results]

@@ -18,11 +18,15 @@ import pytest
 from omni.bench import (
     BenchConfig,
     RequestResult,
+    Share,
     default_texts,
     format_table,
+    merge_results,
     parse_meta_lst,
     percentile,
     request_body,
+    split_evenly,
+    split_level,
     summarize,
     underrun_seconds,
 )
@@ -84,6 +88,49 @@ def test_summarize_aggregates_successes_and_counts_failures_by_status():
     assert s["requests_with_underrun"] == 1
     table = format_table({"mode": "closed", "levels": [{**s, "concurrency": 4}]})
     assert "503: talker overloaded" in table and "concurrency" in table
+
+
+def test_split_level_shares_concurrency_and_interleaves_indices():
+    assert split_evenly(10, 4) == [3, 3, 2, 2] and split_evenly(2, 3) == [1, 1, 0]
+    shares = split_level(10, 4, concurrency=6)
+    assert [s.concurrency for s in shares] == [2, 2, 1, 1]  # c/N, the remainder spread
+    assert [list(s.indices()) for s in shares] == [[0, 4, 8], [1, 5, 9], [2, 6], [3, 7]]
+    # Together exactly the requests one client sends, whatever the split.
+    for total, n, c in ((512, 8, 256), (7, 3, 3), (16, 8, 1), (5, 8, 16)):
+        shares = split_level(total, n, concurrency=c)
+        assert len(shares) == min(n, c) and sum(s.concurrency for s in shares) == c
+        assert sorted(i for s in shares for i in s.indices()) == list(range(total))
+    open_shares = split_level(9, 2, rate=3.0)
+    assert [s.rate for s in open_shares] == [1.5, 1.5] and [s.count for s in open_shares] == [5, 4]
+    unbounded = split_level(None, 2, concurrency=4)[1]  # --duration: indices until time is up
+    indices = unbounded.indices()
+    assert [next(indices) for _ in range(3)] == [1, 3, 5]
+    with pytest.raises(ValueError, match="cannot split"):
+        split_evenly(3, 0)
+
+
+def test_statistics_of_a_merged_run_are_over_all_requests():
+    def ok(index: int, ttfa: float, audio: float, underrun: float = 0.0) -> RequestResult:
+        return RequestResult(index, "200", True, 0.0, ttfa, 2.0, audio, 2.0 / audio, underrun)
+
+    # Two clients: one saw fast first audio, the other slow; client 2 also had a failure.
+    client1 = [ok(0, 0.1, 1.0), ok(2, 0.2, 1.0), ok(4, 0.3, 1.0)]
+    client2 = [ok(1, 1.0, 2.0, 0.5), RequestResult(3, "error:RemoteProtocolError", False, 0.1, error="cut")]
+    merged = merge_results([client2, client1])
+    assert [r.index for r in merged] == [0, 1, 2, 3, 4]
+    s = summarize(merged, elapsed_s=2.5)
+    assert s == summarize(client1 + client2, elapsed_s=2.5)  # nothing but the per-request results counts
+    assert (s["requests"], s["succeeded"], s["failed"]) == (5, 4, 1)
+    assert s["failures"] == {"error:RemoteProtocolError": 1}
+    assert s["audio_s_per_s"] == pytest.approx(5.0 / 2.5)  # all audio over the level's wall time
+    assert s["requests_per_s"] == pytest.approx(4 / 2.5)
+    # Percentiles over all four TTFAs [0.1, 0.2, 0.3, 1.0]: p50 0.25, not the mean of the clients' medians (0.6).
+    assert s["ttfa_p50_s"] == pytest.approx(0.25)
+    assert s["ttfa_p90_s"] == pytest.approx(0.79)
+    assert s["underrun_total_s"] == pytest.approx(0.5) and s["requests_with_underrun"] == 1
+    with pytest.raises(ValueError, match="more than one client"):
+        merge_results([client1, [ok(2, 0.2, 1.0)]])
+    assert Share(3, 4, 0).count == 0 and list(Share(3, 4, 0).indices()) == []
 
 
 def test_texts_meta_lst_and_request_body():
@@ -156,6 +203,13 @@ def test_bench_against_a_tiny_stack(tmp_path):
             "--max-new-tokens", "6", "--seed", "1", "--out", str(out), "--plot", str(plot),
             env=env, timeout=300,
         )  # fmt: skip
+        # Two client processes, one stream each: the parent merges their per-request results.
+        split_out = tmp_path / "split.json"
+        split = omni(
+            "bench", "--url", url, "--concurrency", "2", "--requests", "3", "--voice", "vivian",
+            "--max-new-tokens", "4", "--ignore-eos", "--seed", "1", "--processes", "2", "--out", str(split_out),
+            env=env, timeout=300,
+        )  # fmt: skip
         # Seed 12 of this checkpoint draws EOS early (36 frames with omni synth); ignore_eos blocks it.
         fixed = {"input": "Hello there.", "voice": "vivian", "language": "English", "seed": 12}
         fixed |= {"response_format": "pcm", "max_new_tokens": 60}
@@ -192,6 +246,15 @@ def test_bench_against_a_tiny_stack(tmp_path):
             assert 0 < r["audio_s"] <= 6 * 1920 / 24000  # at most max_new_tokens frames of audio
             assert r["underrun_s"] >= 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert split.returncode == 0, split.stdout + split.stderr
+    assert "concurrency 2 (2 processes)" in split.stderr
+    split_report = json.loads(split_out.read_text())
+    assert split_report["settings"]["processes"] == 2
+    (level,) = split_report["levels"]
+    assert [r["index"] for r in level["results"]] == [0, 1, 2] and level["succeeded"] == 3
+    assert all(r["audio_s"] == pytest.approx(3 * 1920 / 24000) for r in level["results"])  # ignore_eos: 3 frames
+    assert level["audio_s"] == pytest.approx(9 * 1920 / 24000)
+    assert level["audio_s_per_s"] == pytest.approx(level["audio_s"] / level["elapsed_s"])
     assert free.status_code == forced.status_code == 200, free.text + forced.text
     assert 0 < len(free.content) < 59 * 1920 * 2  # stopped at EOS (int16 PCM)
     assert len(forced.content) == 59 * 1920 * 2  # exactly max_new_tokens - 1 frames

@@ -47,6 +47,13 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--seed", type=int, default=None, help="shuffle texts; request i gets server seed seed+i")
     parser.add_argument("--timeout", type=float, default=600.0, help="per-request timeout in seconds")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="client processes per level, each at concurrency c/N (or rate/N), so the client is not the bottleneck; "
+        "statistics are over all requests (default 1: this process)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     parser.add_argument("--plot", type=Path, default=None, help="write a PNG (TTFA CDF, throughput) here")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -60,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.requests < 0 or args.duration < 0:
         print("omni bench: --requests and --duration must not be negative", file=sys.stderr)
+        return 2
+    if args.processes < 1:
+        print("omni bench: --processes must be at least 1", file=sys.stderr)
         return 2
     if args.ignore_eos and args.max_new_tokens is None:
         print("omni bench: --ignore-eos needs --max-new-tokens (the fixed length)", file=sys.stderr)
@@ -92,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         ref_audio=ref_audio,
         timeout_s=args.timeout,
         progress=not args.no_progress,
+        processes=args.processes,
     )
     report = asyncio.run(bench.run_bench(config))
     print(bench.format_table(report), flush=True)
