@@ -163,7 +163,7 @@ METRICS = (
 
 
 def test_chunks_follow_the_plan_greedy_equals_synth_and_metrics_count(model_dir, synth):
-    plans = [None, (1, 15, []), (1, 4, [2, 3]), (3, 2, []), (2, 5, [1])]
+    plans = [None, (1, 15, [15]), (1, 4, [2, 3]), (3, 2, [2]), (2, 5, [1])]  # [steady] = no ramp
     max_new = 20
 
     async def scenario():
@@ -185,7 +185,7 @@ def test_chunks_follow_the_plan_greedy_equals_synth_and_metrics_count(model_dir,
     want = synth.synthesize([speech(i) for i in range(len(plans))], options)
     for i, (plan, (codes, chunks, summary)) in enumerate(zip(plans, results, strict=True)):
         np.testing.assert_array_equal(codes, want[i])
-        initial, steady, ramp = plan or (1, 15, [])  # None: the service defaults, 1 then 15
+        initial, steady, ramp = plan or (1, 15, [2, 4, 8])  # None: the service defaults, 1, 2, 4, 8 then 15
         assert [c.num_frames for c in chunks] == plan_sizes(len(codes), initial, steady, ramp)
         reason = talker_pb2.STOP_REASON_MAX_NEW_TOKENS if len(codes) == max_new - 1 else talker_pb2.STOP_REASON_EOS
         assert summary.stop_reason == reason
@@ -208,7 +208,7 @@ def test_concurrent_streams_each_equal_their_solo_run(model_dir, synth):
     n = 32
     lengths = [3 + (i * 5) % 4 for i in range(n)]  # max_new_tokens 3..6: 2..5 frames
     seeds = [1000 + 17 * i for i in range(n)]
-    plans = [(1, 15, []), (1, 2, [3]), (2, 3, [])]
+    plans = [(1, 15, [15]), (1, 2, [3]), (2, 3, [3])]  # [steady] = no ramp
 
     async def scenario():
         # A small prefill budget makes admissions take several steps while others decode.

@@ -14,7 +14,10 @@ class TalkerConfig(ServiceConfig):
     prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
     initial_chunk_frames: int = option(1, "default frames in a stream's first chunk")
     chunk_frames: int = option(15, "default frames in each steady-state chunk")
-    chunk_ramp: list[int] = option([], "default chunk sizes between the first and the steady ones, e.g. 4,8")
+    chunk_ramp: list[int] = option(
+        [2, 4, 8],
+        "default chunk sizes between the first and the steady ones: with steps under 40 ms playback has no gaps",
+    )
     max_chunk_frames: int = option(100, "largest chunk size a request may ask for, frames")
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
