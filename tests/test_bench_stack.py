@@ -4,6 +4,7 @@ smoke mode against a real tiny stack so it cannot rot."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -76,6 +77,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     out = tmp_path / "stack"
     command = [sys.executable, str(ROOT / "tools" / "bench_stack.py"), "--device", "cpu", "--models", "tiny"]
     command += ["--concurrency", "1", "2", "--requests", "2", "--frames", "4", "--warmup", "1", "--out", str(out)]
+    command += ["--client-processes", "2"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -85,13 +87,44 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["succeeded"] == 2 and row["failures"] == {} and row["wrong_length_requests"] == []
         assert row["audio_s"] == pytest.approx(2 * 4 / 12.5)  # ignore_eos: exactly 4 frames per request
         assert row["talker_step_ms"] > 0 and row["codec_tick_ms"] > 0 and row["talker_batch"] >= 1
+        assert row["client_processes"] == 2 and row["log_problems"] == {"count": 0, "first": []}
     table = (out / "table.md").read_text()
     assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
     assert (out / "bench-tiny-0gpu.png").read_bytes()[:4] == b"\x89PNG"
-    serve_log = (out / "logs" / "tiny-0gpu" / "serve.log").read_text()
+    # The logs come back flat: plain files one folder below --out (the device tool copies only a few levels).
+    logs = {path.name for path in (out / "logs").iterdir() if path.is_file()}
+    names = ("serve", "gateway", "talker", "codec", "refenc")
+    assert logs == {f"tiny-0gpu-{name}.log" for name in names} | {"tiny-0gpu-command.txt"}
+    serve_log = (out / "logs" / "tiny-0gpu-serve.log").read_text()
     for name in ("talker", "codec", "refenc"):  # omni serve's per-service device flags reached each service
-        assert f"{name} service:" in serve_log and (out / "logs" / "tiny-0gpu" / f"{name}.log").exists()
+        assert f"{name} service:" in serve_log
     assert serve_log.count(") on cpu") == 3
+    assert '"msg": "generate"' in (out / "logs" / "tiny-0gpu-talker.log").read_text()
+
+
+def load_bench_stack():
+    spec = importlib.util.spec_from_file_location("bench_stack", ROOT / "tools" / "bench_stack.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_problem_lines_pick_errors_and_failed_requests_from_service_logs():
+    problem_lines = load_bench_stack().problem_lines
+    lines = [
+        '{"level": "info", "msg": "talker serving"}',
+        '{"level": "info", "msg": "speech", "outcome": "ok", "request_id": "a"}',
+        '{"level": "info", "msg": "generate", "outcome": "max_new_tokens"}',
+        '{"level": "info", "msg": "decode", "outcome": "cancelled"}',
+        '{"level": "info", "msg": "speech", "outcome": "error", "reason": "raw stream truncated: codec failed"}',
+        '{"level": "info", "msg": "decode", "outcome": "invalid_argument"}',
+        '{"level": "error", "msg": "Exception in ASGI application", "exc": "Traceback ..."}',
+        '{"level": "warning", "msg": "codec replica 127.0.0.1:1 marked down: UNAVAILABLE"}',
+        "Traceback (most recent call last):",
+        "RuntimeError: CUDA error: out of memory",
+        "plain progress line",
+    ]
+    assert problem_lines("\n".join(lines)) == [lines[i] for i in (4, 5, 6, 8, 9)]
 
 
 def test_bench_stack_rejects_bad_arguments():

