@@ -83,6 +83,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--client-processes", type=int, default=0, help="omni bench client processes per level (default 8 cuda, 1 cpu)"
     )
+    parser.add_argument("--gateway-workers", type=int, default=0, help="gateway processes (default 8 cuda, 1 cpu)")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
     parser.add_argument("--out", type=Path, required=True)
@@ -90,6 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0 or args.client_processes < 0:
         parser.error("--frames and --concurrency must be positive, --requests and --client-processes not negative")
     args.client_processes = args.client_processes or (8 if args.device == "cuda" else 1)
+    args.gateway_workers = args.gateway_workers or (8 if args.device == "cuda" else 1)
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     return args
 
@@ -182,6 +184,7 @@ class Serve:
         logs: Path,
         ready_s,
         name: str = "stack",
+        gateway_workers: int = 1,
     ):
         # serve writes its logs in a work dir of its own; `stop()` copies them flat to `logs` (the device tool
         # brings back plain files a few folders deep, so `<out>/logs/<name>-<service>.log`).
@@ -198,7 +201,7 @@ class Serve:
         }
         command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
         command += ["--grpc-port", "0", "--work-dir", str(self.work_dir), "--max-streams", str(max_streams)]
-        command += ["--ready-timeout-s", str(ready_s)]
+        command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--device", devices["talker"], "--dtype", dtype]
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
         (self.work_dir / "command.txt").write_text(" ".join(command) + "\n")
@@ -298,7 +301,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     rows, levels = [], []
     logs = args.out / "logs"
     stack = (model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout, name)
-    with Serve(*stack) as serve:
+    with Serve(*stack, gateway_workers=args.gateway_workers) as serve:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)

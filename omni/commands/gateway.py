@@ -43,24 +43,33 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("omni gateway: --model DIR is required (the checkpoint the talkers run)")
     if not settings.talkers or not settings.codecs:
         raise SystemExit("omni gateway: --talkers and --codecs are required (host:port, comma-separated)")
+    if settings.workers < 1:
+        raise SystemExit(f"omni gateway: --workers must be at least 1, got {settings.workers}")
+    if settings.workers > 1:
+        from omni.services.gateway.workers import run_workers
+
+        return run_workers(serve, settings)
     asyncio.run(serve(settings))
     return 0
 
 
-async def serve(settings: GatewayServeSettings) -> None:
-    """Run the HTTP server and the gRPC Speech service until SIGTERM/SIGINT."""
+async def serve(settings: GatewayServeSettings, worker: int | None = None) -> None:
+    """Run the HTTP server and the gRPC Speech service until SIGTERM/SIGINT. `worker` is this process's index when
+    it is one of several gateway processes sharing the ports (`services/gateway/workers.py`)."""
     import asyncio
     import logging
+    import os
     import signal
 
     import uvicorn
 
     from omni.proto import speech_pb2_grpc
-    from omni.services.common.server import GrpcService
+    from omni.services.common.server import DEFAULT_OPTIONS, GrpcService
     from omni.services.gateway.app import create_app
     from omni.services.gateway.config import gateway_config
     from omni.services.gateway.grpc_backend import GrpcBackend
     from omni.services.gateway.speech_service import SERVICE_NAME, SpeechServicer
+    from omni.services.gateway.workers import WorkerHeader, reuseport_socket
 
     log = logging.getLogger("omni.gateway")
     config = gateway_config(settings)
@@ -69,9 +78,15 @@ async def serve(settings: GatewayServeSettings) -> None:
         poll_s=settings.poll_s, down_s=settings.down_s,
     )  # fmt: skip
     await backend.start()
+    app = create_app(backend, config)
+    sockets, grpc_options = None, DEFAULT_OPTIONS
+    if worker is not None:  # own sockets on the shared ports: the kernel spreads connections over the workers
+        app = WorkerHeader(app)
+        sockets = [reuseport_socket(settings.host, settings.port)]
+        grpc_options = (*DEFAULT_OPTIONS, ("grpc.so_reuseport", 1))
     http = uvicorn.Server(
         uvicorn.Config(
-            create_app(backend, config),
+            app,
             host=settings.host,
             port=settings.port,
             log_level=settings.log_level,
@@ -82,7 +97,7 @@ async def serve(settings: GatewayServeSettings) -> None:
     http.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # we handle signals below
     speech = None
     if settings.grpc_port >= 0:
-        speech = GrpcService("speech", f"{settings.host}:{settings.grpc_port}")
+        speech = GrpcService("speech", f"{settings.host}:{settings.grpc_port}", options=grpc_options)
         speech.add(speech_pb2_grpc.add_SpeechServiceServicer_to_server, SpeechServicer(backend, config), SERVICE_NAME)
         port = await speech.start()
         await speech.set_serving()
@@ -91,8 +106,10 @@ async def serve(settings: GatewayServeSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, lambda: setattr(http, "should_exit", True))
+    if worker is not None:
+        log.info("gateway worker %d (pid %d) serving HTTP port %d", worker, os.getpid(), settings.port)
     try:
-        await http.serve()
+        await http.serve(sockets=sockets)
     finally:
         if speech is not None:
             await speech.stop(grace_s=2.0)

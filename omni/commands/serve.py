@@ -35,6 +35,7 @@ def register(subparsers) -> None:
         parser.add_argument(f"--{name}-device", default="", help=f"torch device of the {name} (default: --device)")
     parser.add_argument("--dtype", default="float32", help="model dtype (float32, bfloat16, float16)")
     parser.add_argument("--max-streams", type=int, default=32, help="talker slots (the codec gets twice as many)")
+    parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes sharing its ports")
     parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
     parser.add_argument("--ready-timeout-s", type=float, default=300.0, help="give up if not ready by then")
     parser.add_argument("--log-level", default="info")
@@ -187,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
             "gateway",
             [
                 "--model", model, "--host", args.host, "--port", str(http_port), "--grpc-port", str(grpc_port),
-                "--log-level", args.log_level,
+                "--log-level", args.log_level, "--workers", str(args.gateway_workers),
                 "--talkers", f"127.0.0.1:{ports['talker']}",
                 "--codecs", f"127.0.0.1:{ports['codec']}",
                 "--refencs", f"127.0.0.1:{ports['refenc']}",
@@ -202,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  OpenAI-compatible HTTP API: http://{host}:{http_port}/v1  (POST /v1/audio/speech)", flush=True)
         print(f"  gRPC Speech service:        {host}:{grpc_port}", flush=True)
         print(f"  metrics:                    http://{host}:{http_port}/metrics", flush=True)
+        workers = f", {args.gateway_workers} worker processes" if args.gateway_workers > 1 else ""
+        print(f"  gateway:                    pid {stack.processes['gateway'].pid}{workers}", flush=True)
         for name in SERVICES:
             pid = stack.processes[name].pid
             print(f"  {name + ' service:':<28}127.0.0.1:{ports[name]} (pid {pid}) on {devices[name]}", flush=True)

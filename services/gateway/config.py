@@ -38,6 +38,7 @@ _POLICY = RefAudioPolicy()
 class GatewaySettings:
     host: str = option("0.0.0.0", "address to bind the HTTP server to")
     port: int = option(8000, "HTTP port")
+    workers: int = option(1, "gateway processes sharing the HTTP and gRPC ports (SO_REUSEPORT); 1: this process only")
     log_level: str = option("info", "log level (debug, info, warning, error)")
     api_keys_file: str = option("", "file of API keys, one per line (also $OMNI_API_KEYS, comma-separated)")
     max_body_bytes: int = option(_DEFAULT.max_body_bytes, "largest request body, bytes")

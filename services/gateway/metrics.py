@@ -1,14 +1,21 @@
 """Prometheus metrics of the gateway (one registry per app, so several apps can live in one process).
 
+With several gateway worker processes (`omni gateway --workers N`, `workers.py`) prometheus_client runs in its
+multiprocess mode (`PROMETHEUS_MULTIPROC_DIR`, set before the workers start): values live in per-process files and
+`exposition()` returns the sum over every worker, whichever worker the scrape lands on. Names and labels are the
+same in both modes (the in-flight gauge is summed over live workers).
+
 Underrun is what a real-time player that starts at the first chunk would have waited for audio in total
 (stalling when its buffer runs dry), computed from the chunk arrival times.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector
 
 OUTCOMES = ("ok", "client_error", "rejected", "cancelled", "timeout", "error")
 
@@ -50,7 +57,22 @@ class GatewayMetrics:
             ["path", "status"],
             registry=r,
         )
-        self.in_flight = Gauge("omni_gateway_requests_in_flight", "Speech requests being served.", registry=r)
+        self.in_flight = Gauge(
+            "omni_gateway_requests_in_flight", "Speech requests being served.", multiprocess_mode="livesum", registry=r
+        )
+        self._exposed = self.registry
+        if multiprocess():
+            self._exposed = CollectorRegistry()
+            MultiProcessCollector(self._exposed, os.environ["PROMETHEUS_MULTIPROC_DIR"])
+
+    def exposition(self) -> bytes:
+        """The text a /metrics scrape returns: this app's metrics, or the sum over all worker processes."""
+        return generate_latest(self._exposed)
+
+
+def multiprocess() -> bool:
+    """Whether prometheus_client keeps values in PROMETHEUS_MULTIPROC_DIR files (decided when it was imported)."""
+    return values.ValueClass is not values.MutexValue
 
 
 class StreamClock:
