@@ -53,7 +53,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
 
     async def Decode(self, request_iterator, context):
         start = time.perf_counter()
-        request_id, outcome, stream, reader = "", "error", None, None
+        request_id, outcome, stream, reader, error = "", "error", None, None, ""
         try:
             stream, request_id = self._open(await self._first_message(request_iterator))
             yield codec_pb2.DecodeResponse(
@@ -90,7 +90,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
             )
             outcome = "ok"
         except RpcFailure as e:
-            outcome = e.code.name.lower()
+            outcome, error = e.code.name.lower(), e.message  # the message in the log says why the stream ended
             await context.abort(e.code, e.message)
         except asyncio.CancelledError:
             outcome = "cancelled"
@@ -109,6 +109,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                 frames=stream.frames_done if stream else 0,
                 chunks=stream.chunks_done if stream else 0,
                 total_ms=ms_since(start),
+                error=error,
             )
 
     async def _first_message(self, request_iterator) -> codec_pb2.DecodeRequest:

@@ -385,6 +385,10 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
             api = to_api_error(exc, config.request_timeout_s)
             tracker.finish(outcome_of(api.status), f"raw stream truncated: {api.message}")
             raise
+        except Exception as exc:  # a bug, not a backend answer: say so (not "client disconnected") and cut the stream
+            log.exception("raw stream %s truncated by an unexpected error", tracker.request_id)
+            tracker.finish("error", f"raw stream truncated: {type(exc).__name__}: {exc}")
+            raise
         finally:
             tracker.finish("cancelled", "client disconnected")  # no-op unless the client went away
             await run.close()

@@ -62,6 +62,10 @@ CHANNEL_OPTIONS = (
 )
 
 
+class CodecCallEnded(Exception):
+    """The codec's Decode call ended (its status tells why) while chunks were still being written to it."""
+
+
 # Status codes that say "this replica is broken", not "this request was refused".
 REPLICA_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
 
@@ -295,6 +299,8 @@ class GrpcBackend(Backend):
                 waiting = {read} if pump.done() else {read, pump}
                 await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if pump.done() and pump.exception() is not None:
+                    if isinstance(pump.exception(), CodecCallEnded):
+                        await self._raise_codec_status(codec_call, codec)
                     raise pump.exception()
                 if not read.done():
                     await asyncio.wait({read})  # the pump finished cleanly: the codec still owes audio
@@ -324,7 +330,14 @@ class GrpcBackend(Backend):
         except grpc.aio.AioRpcError as e:
             if e.code() in REPLICA_FAILURES:
                 self.codecs.mark_down(codec, e.details() or e.code().name)
-            raise BackendError(f"codec failed mid-stream: {e.code().name}: {e.details()}") from None
+            raise BackendError(f"codec {codec.address} failed mid-stream: {e.code().name}: {e.details()}") from None
+
+    async def _raise_codec_status(self, codec_call: grpc.aio.StreamStreamCall, codec: Replica) -> None:
+        """The codec ended the call while chunks were being written to it: report its status (code, details)."""
+        code, details = await codec_call.code(), await codec_call.details()
+        if code in REPLICA_FAILURES:
+            self.codecs.mark_down(codec, details or code.name)
+        raise BackendError(f"codec {codec.address} failed mid-stream: {code.name}: {details}")
 
     async def _pump(self, talker_call, first, talker: Replica, codec_call, summary: list) -> None:
         """Talker chunks -> codec writes; the talker's summary ends the codec's input."""
@@ -333,18 +346,18 @@ class GrpcBackend(Backend):
             while message is not grpc.aio.EOF:
                 kind = message.WhichOneof("kind")
                 if kind == "chunk":
-                    await codec_call.write(codec_pb2.DecodeRequest(chunk=message.chunk))
+                    await _to_codec(codec_call.write(codec_pb2.DecodeRequest(chunk=message.chunk)))
                 elif kind == "summary":
                     summary.append(message.summary)
                     break
                 message = await talker_call.read()
             else:
-                raise BackendError("talker closed the stream without a summary")
-            await codec_call.done_writing()
-        except grpc.aio.AioRpcError as e:
+                raise BackendError(f"talker {talker.address} closed the stream without a summary")
+            await _to_codec(codec_call.done_writing())
+        except grpc.aio.AioRpcError as e:  # from talker_call.read(): codec failures are CodecCallEnded
             if e.code() in REPLICA_FAILURES:
                 self.talkers.mark_down(talker, e.details() or e.code().name)
-            raise BackendError(f"talker failed mid-stream: {e.code().name}: {e.details()}") from None
+            raise BackendError(f"talker {talker.address} failed mid-stream: {e.code().name}: {e.details()}") from None
 
     async def _open_talker(self, generate: talker_pb2.GenerateRequest):
         """Open Generate on the least-loaded talker that admits it; returns (call, first message, replica)."""
@@ -508,6 +521,16 @@ class GrpcBackend(Backend):
 
     async def delete_voice(self, name: str) -> None:
         await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=name))
+
+
+async def _to_codec(write) -> None:
+    """A write to the codec's call; if the call has ended (grpc.aio raises InvalidStateError "RPC already finished",
+    or the AioRpcError of the codec's status), CodecCallEnded: the caller reads the codec's status, so the failure is
+    reported as the codec's, not the talker's (whose replica a codec error must not mark down)."""
+    try:
+        await write
+    except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
+        raise CodecCallEnded from None
 
 
 def _raise_for_client_error(e: grpc.aio.AioRpcError) -> None:
