@@ -1,0 +1,248 @@
+"""`omni gateway --workers N` (through `omni serve --gateway-workers 2`): real processes on loopback, tiny Base
+checkpoint. Requests are spread over the workers (the `x-omni-worker` header names the pid that answered), /metrics
+sums over workers, the gRPC Speech port is shared too, SIGTERM drains every worker and frees the ports, a crashed
+worker stops the gateway with an error, and workers follow a killed parent."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+import soundfile as sf
+
+from omni.client import SpeechClient
+
+SAMPLES_PER_FRAME = 1920
+START_TIMEOUT_S = 300
+
+
+class Lines:
+    """A subprocess's merged output, collected by a thread; `wait_for(pattern)` returns the first match."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip())
+
+    def wait_for(self, pattern: str, timeout_s: float = START_TIMEOUT_S) -> re.Match:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if match := re.search(pattern, line):
+                    return match
+            assert self.process.poll() is None, "exited:\n" + self.text()
+            time.sleep(0.1)
+        raise TimeoutError(f"no {pattern!r} in:\n{self.text()}")
+
+    def text(self) -> str:
+        if self.process.poll() is not None:
+            self._thread.join(5)  # the rest of the output
+        return "\n".join(self.lines)
+
+
+def popen(*args: str) -> tuple[subprocess.Popen, Lines]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "omni.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    return process, Lines(process)
+
+
+def worker_pids_answering(url: str, count: int, tries: int = 400) -> set[int]:
+    """Probe /live on fresh connections until `count` different workers have answered (all started)."""
+    seen: set[int] = set()
+    for _ in range(tries):
+        try:
+            seen.add(int(httpx.get(url + "/live", timeout=5).headers["x-omni-worker"]))
+        except httpx.TransportError:
+            pass
+        if len(seen) == count:
+            return seen
+        time.sleep(0.05)
+    raise AssertionError(f"only workers {seen} answered")
+
+
+def gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state == "Z"  # exited, not yet reaped by whoever adopted it
+
+
+def wait_gone(pids: set[int], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not all(gone(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"still running: {[p for p in pids if not gone(p)]}"
+        time.sleep(0.1)
+
+
+def port_is_free(port: int) -> bool:
+    """Nothing listens on the port (a plain listener, without SO_REUSEPORT, can take it)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT connections are fine
+        try:
+            s.bind(("127.0.0.1", port))
+            s.listen()
+        except OSError:
+            return False
+    return True
+
+
+class Stack:
+    def __init__(self, process: subprocess.Popen, out: Lines, model_dir: Path) -> None:
+        self.process, self.out, self.model_dir = process, out, model_dir
+        text = out.text()
+        self.http = re.search(r"HTTP API: (http://\S+)/v1", text).group(1)
+        self.grpc = re.search(r"gRPC Speech service:\s+(\S+)", text).group(1)
+        self.gateway_pid = int(re.search(r"gateway:\s+pid (\d+), 2 worker processes", text).group(1))
+        self.talker = re.search(r"talker service:\s+(\S+)", text).group(1)
+        self.codec = re.search(r"codec service:\s+(\S+)", text).group(1)
+        self.workers = worker_pids_answering(self.http, 2)
+        hidden = json.loads((model_dir / "config.json").read_text())["talker_config"]["hidden_size"]
+        self.body = {"input": "Hi.", "speaker_embedding": [0.1] * hidden, "response_format": "pcm"}  # no encoder
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir, tmp_path_factory):
+    model_dir = tiny_model_dir("base")
+    work = tmp_path_factory.mktemp("serve_workers")
+    process, out = popen(
+        "serve", "--model", str(model_dir), "--port", "0", "--grpc-port", "0", "--work-dir", str(work),
+        "--max-streams", "8", "--gateway-workers", "2",
+    )  # fmt: skip
+    try:
+        out.wait_for(r"^Press Ctrl-C")
+        yield Stack(process, out, model_dir)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+
+
+def test_workers_are_children_of_the_gateway_and_share_its_ports(stack):
+    for pid in stack.workers:
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        assert ppid == stack.gateway_pid
+    assert not port_is_free(int(stack.http.rsplit(":", 1)[1]))
+
+
+def test_requests_are_spread_over_workers_and_metrics_sum_over_them(stack):
+    def one(seed: int) -> tuple[int, int, int]:
+        response = httpx.post(  # a new connection each time: the kernel picks a worker per connection
+            stack.http + "/v1/audio/speech", json={**stack.body, "max_new_tokens": 4, "seed": seed}, timeout=120
+        )
+        return response.status_code, int(response.headers["x-omni-worker"]), len(response.content)
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(one, range(24)))
+    assert all(status == 200 and size == 3 * SAMPLES_PER_FRAME * 2 for status, _, size in results), results
+    served = {pid for _, pid, _ in results}
+    assert served == stack.workers  # 2**-23 odds that one worker got every connection
+
+    # Whichever worker a scrape lands on, it reports all 24 requests (each worker alone served fewer).
+    scraped_by: set[int] = set()
+    for _ in range(200):
+        response = httpx.get(stack.http + "/metrics", timeout=10)
+        text = response.text
+        assert 'omni_gateway_requests_total{endpoint="speech",outcome="ok"} 24.0' in text
+        assert "omni_gateway_requests_in_flight 0.0" in text
+        audio = re.search(r"omni_gateway_audio_seconds_total\{model=\"[^\"]+\"} (\S+)", text)
+        assert float(audio.group(1)) == pytest.approx(24 * 3 * 0.08)
+        count = re.search(r'omni_gateway_time_to_first_audio_seconds_count\{model="[^"]+",stream="none"} (\S+)', text)
+        assert float(count.group(1)) == 24
+        scraped_by.add(int(response.headers["x-omni-worker"]))
+        if scraped_by == stack.workers:
+            break
+    assert scraped_by == stack.workers
+
+
+def test_grpc_speech_is_served_on_the_shared_port(stack):
+    buf = io.BytesIO()
+    sf.write(buf, 0.3 * np.sin(np.arange(16000) * 0.1).astype(np.float32), 16000, format="WAV")
+    for _ in range(2):
+        with SpeechClient(stack.grpc) as client:  # a new connection each time
+            audio, rate = client.synthesize(
+                "Hi.", ref_audio=buf.getvalue(), x_vector_only_mode=True, max_new_tokens=4, ignore_eos=True
+            )
+        assert rate == 24000 and audio.size == 3 * SAMPLES_PER_FRAME
+
+
+def test_a_crashed_worker_stops_the_gateway_and_workers_follow_a_killed_parent(stack):
+    """Two standalone gateways (2 workers each) over the stack's talker and codec; each is hit as soon as its workers
+    exist (the supervision does not depend on how far they got)."""
+    common = ["--model", str(stack.model_dir), "--talkers", stack.talker, "--codecs", stack.codec]
+    common += ["--host", "127.0.0.1", "--port", "0", "--grpc-port", "0", "--workers", "2"]
+    gateways = [popen("gateway", *common) for _ in range(2)]
+    try:
+        started = []
+        for _, out in gateways:
+            match = out.wait_for(r"gateway: 2 workers \(pids (\d+),(\d+)\) on HTTP port (\d+), gRPC port (\d+)")
+            started.append(([int(match.group(1)), int(match.group(2))], int(match.group(3)), int(match.group(4))))
+        (crashed, left), orphans = started[0][0], started[1][0]
+        os.kill(crashed, signal.SIGKILL)  # gateway 0: a worker dies
+        os.kill(gateways[1][0].pid, signal.SIGKILL)  # gateway 1: the parent dies
+        assert gateways[0][0].wait(60) == 1
+        assert f"(pid {crashed}) exited with code -9" in gateways[0][1].text()
+        gateways[1][0].wait(60)
+        wait_gone({left, *orphans})
+        for _, http_port, grpc_port in started:
+            assert port_is_free(http_port) and port_is_free(grpc_port)
+    finally:
+        for process, _ in gateways:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_zz_sigterm_drains_every_worker_and_frees_the_ports(stack):
+    """Runs last: it stops the gateway (omni serve then reports it and exits 1)."""
+    frames = 100
+    body = {**stack.body, "stream_format": "audio", "ignore_eos": True, "max_new_tokens": frames + 1}
+    with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
+        chunks = response.iter_bytes()
+        received = len(next(chunks))
+        os.kill(stack.gateway_pid, signal.SIGTERM)
+        received += sum(len(chunk) for chunk in chunks)
+    assert received == frames * SAMPLES_PER_FRAME * 2  # the stream in flight finished
+    assert stack.process.wait(60) == 1
+    assert "omni gateway exited with code 0" in stack.out.text()
+    wait_gone(stack.workers)
+    for port in (int(stack.http.rsplit(":", 1)[1]), int(stack.grpc.rsplit(":", 1)[1])):
+        assert port_is_free(port)
+
+
+def test_chart_gateway_workers_value_reaches_the_gateway_args():
+    from tests.test_chart import container, omni_parser, render
+
+    for values, workers in (({}, 1), ({"gateway": {"workers": 4}}, 4)):
+        args = container(render(**values), "gateway")["args"]
+        assert int(omni_parser().parse_args(args).workers) == workers
+    assert container(render("values-h200.yaml"), "gateway")["args"].count("--workers=4") == 1
+    with pytest.raises(Exception, match="gateway.workers must be at least 1"):
+        render(gateway={"workers": 0})
