@@ -111,8 +111,8 @@ def port_is_free(port: int) -> bool:
 
 
 class Stack:
-    def __init__(self, process: subprocess.Popen, out: Lines, model_dir: Path) -> None:
-        self.process, self.out, self.model_dir = process, out, model_dir
+    def __init__(self, process: subprocess.Popen, out: Lines, model_dir: Path, work: Path) -> None:
+        self.process, self.out, self.model_dir, self.work = process, out, model_dir, work
         text = out.text()
         self.http = re.search(r"HTTP API: (http://\S+)/v1", text).group(1)
         self.grpc = re.search(r"gRPC Speech service:\s+(\S+)", text).group(1)
@@ -134,7 +134,7 @@ def stack(tiny_model_dir, tmp_path_factory):
     )  # fmt: skip
     try:
         out.wait_for(r"^Press Ctrl-C")
-        yield Stack(process, out, model_dir)
+        yield Stack(process, out, model_dir, work)
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
@@ -222,7 +222,7 @@ def test_a_crashed_worker_stops_the_gateway_and_workers_follow_a_killed_parent(s
 
 def test_zz_sigterm_drains_every_worker_and_frees_the_ports(stack):
     """Runs last: it stops the gateway (omni serve then reports it and exits 1)."""
-    frames = 100
+    frames = 40
     body = {**stack.body, "stream_format": "audio", "ignore_eos": True, "max_new_tokens": frames + 1}
     with httpx.stream("POST", stack.http + "/v1/audio/speech", json=body, timeout=120) as response:
         chunks = response.iter_bytes()
@@ -232,6 +232,7 @@ def test_zz_sigterm_drains_every_worker_and_frees_the_ports(stack):
     assert received == frames * SAMPLES_PER_FRAME * 2  # the stream in flight finished
     assert stack.process.wait(60) == 1
     assert "omni gateway exited with code 0" in stack.out.text()
+    assert "Waiting for connections to close" in (stack.work / "gateway.log").read_text()  # it was still streaming
     wait_gone(stack.workers)
     for port in (int(stack.http.rsplit(":", 1)[1]), int(stack.grpc.rsplit(":", 1)[1])):
         assert port_is_free(port)
