@@ -79,6 +79,9 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                     if failure is not None:
                         raise failure
                     break
+            # Every chunk is out: the stream succeeded. Set before the last yield, because a client that has read
+            # the summary may cancel the call (the gateway does) and the handler then never resumes after it.
+            outcome = "ok"
             yield codec_pb2.DecodeResponse(
                 summary=codec_pb2.DecodeSummary(
                     num_frames=stream.frames_done,
@@ -88,7 +91,6 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                     total_ms=ms_since(start),
                 )
             )
-            outcome = "ok"
         except RpcFailure as e:
             outcome, error = e.code.name.lower(), e.message  # the message in the log says why the stream ended
             await context.abort(e.code, e.message)
