@@ -20,6 +20,7 @@ from transformers.generation.logits_process import (
 from omni.talker.generate import SynthesisOptions, Synthesizer, generate_codes
 from omni.talker.prompt import SpeechRequest
 from omni.talker.sampling import (
+    UNIFORM_BITS,
     SamplingParams,
     apply_repetition_penalty,
     apply_temperature,
@@ -30,6 +31,7 @@ from omni.talker.sampling import (
     suppress,
     talker_scores,
     uniform,
+    unit_interval,
     warp,
 )
 
@@ -223,6 +225,20 @@ def test_uniform_is_a_pure_function_of_seed_counter_and_column():
     assert abs(float(u.mean()) - 0.5) < 0.02
     torch.testing.assert_close(uniform(seed[2:3], counter[2:3], 1000), u[2:3], rtol=0, atol=0)  # alone == in batch
     assert not torch.equal(u[0], u[1]) and not torch.equal(u[0], u[2])  # seed and counter both matter
+
+
+def test_unit_interval_excludes_both_ends_so_gumbel_noise_is_finite():
+    top = (1 << UNIFORM_BITS) - 1
+    u = unit_interval(torch.tensor([0, 1, top - 1, top]))
+    assert ((u > 0) & (u < 1)).all() and len(set(u.tolist())) == 4
+    assert torch.isfinite(-torch.log(-torch.log(u))).all()
+
+
+def test_a_suppressed_id_is_never_drawn_even_with_extreme_noise():
+    # The largest uniform value must not turn a -inf logit into NaN (argmax would pick it).
+    logits = torch.tensor([[0.0, 1.0, -float("inf"), 0.5]])
+    gumbel = -torch.log(-torch.log(unit_interval(torch.tensor([[0, 0, (1 << UNIFORM_BITS) - 1, 0]]))))
+    assert int((logits + gumbel).argmax(-1)) != 2
 
 
 def test_sampling_params_validate_and_accept_unsigned_64_bit_seeds():

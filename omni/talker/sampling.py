@@ -167,12 +167,25 @@ def _mix64(z: torch.Tensor) -> torch.Tensor:
     return z ^ _shr(z, 31)
 
 
+UNIFORM_BITS = 23
+
+
+def unit_interval(bits: torch.Tensor) -> torch.Tensor:
+    """Integers in [0, 2^23) -> fp32 in (0, 1), endpoints excluded: (bits + 0.5) / 2^23 is exact in fp32.
+
+    With 24 bits the top value rounded to exactly 1.0 (bits + 0.5 is not representable above 2^23), which made
+    the Gumbel noise -log(-log(1)) = +inf; on a -inf (suppressed or filtered) logit that is NaN, and argmax picks
+    NaN: a suppressed id (e.g. a codec control id >= 2048) came out about once in 2^24 token draws.
+    """
+    return (bits.to(torch.float32) + 0.5) * (1.0 / (1 << UNIFORM_BITS))
+
+
 def uniform(seed: torch.Tensor, counter: torch.Tensor, n: int) -> torch.Tensor:
     """[B, n] floats in (0, 1), a pure function of (seed[b], counter[b], column)."""
     stream = _mix64(_mix64(seed) + counter * _GOLDEN)
     column = torch.arange(1, n + 1, device=seed.device, dtype=torch.int64)
-    bits = _shr(_mix64(stream[:, None] + column[None, :] * _GOLDEN), 40)  # top 24 bits
-    return (bits.to(torch.float32) + 0.5) * (1.0 / (1 << 24))
+    bits = _shr(_mix64(stream[:, None] + column[None, :] * _GOLDEN), 64 - UNIFORM_BITS)  # the top 23 bits
+    return unit_interval(bits)
 
 
 def warp(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
