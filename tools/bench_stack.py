@@ -26,8 +26,10 @@ stays off the request path, as with the official `generate_custom_voice`) to a t
 (one GPU: talker, codec and refenc on cuda:0; two GPUs when there are two: talker and refenc on cuda:0, codec on
 cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
 up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(2 x
-concurrency, 16)), from `--client-processes` client processes (default 8 on cuda: one Python process cannot drive
-256 audio streams without being the bottleneck; statistics are over all requests). Every request has `ignore_eos`
+concurrency, 16)), from `--client-processes` client processes (default 1; statistics are over all requests). The
+one H200 run with 8 gateway workers and 8 client processes (docs/benchmarks.md, run 6) was slower than the run with
+one of each, with other changes in between, so the cause is not isolated; the defaults stay at 1 until an A/B run
+with one change at a time says otherwise. Every request has `ignore_eos`
 and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per level it also reads the
 talker's and codec's /metrics (mean step time, mean batch), and the error lines the gateway, talker and codec
 logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
@@ -81,17 +83,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--refenc-device", default="", help="override the reference encoder's device (e.g. cpu)")
     parser.add_argument("--warmup", type=int, default=0, help="warm-up requests (default min(max c, 32))")
     parser.add_argument(
-        "--client-processes", type=int, default=0, help="omni bench client processes per level (default 8 cuda, 1 cpu)"
+        "--client-processes", type=int, default=1, help="omni bench client processes per level (default 1)"
     )
-    parser.add_argument("--gateway-workers", type=int, default=0, help="gateway processes (default 8 cuda, 1 cpu)")
+    parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes (default 1)")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0 or args.client_processes < 0:
-        parser.error("--frames and --concurrency must be positive, --requests and --client-processes not negative")
-    args.client_processes = args.client_processes or (8 if args.device == "cuda" else 1)
-    args.gateway_workers = args.gateway_workers or (8 if args.device == "cuda" else 1)
+    if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0 or args.client_processes < 1:
+        parser.error("--frames and --concurrency must be positive, --requests not negative, --client-processes >= 1")
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     return args
 
