@@ -105,7 +105,10 @@ def test_chunked_equals_whole_and_default_state(default, fused, whole, plan):
     # The carried state keeps the default layout and values, so a state can move between the two paths.
     for a, b in zip(want_state.history, got_state.history, strict=True):
         assert a.shape == b.shape and b.is_contiguous()
-        torch.testing.assert_close(b, a, rtol=1e-4, atol=ATOL)  # vocoder activations, larger
+        # Vocoder activations are larger than the waveform and the two paths sum in other orders (conv2d vs conv1d):
+        # fp32 rounding scales with the tensor's magnitude, not with each element (a near-zero element can differ
+        # by 1e-3 relative), so the absolute tolerance is scaled by the tensor's largest value.
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=ATOL * max(1.0, float(a.abs().max())))
 
 
 def test_codec_step_with_padding_rows_equals_default(default, fused):
