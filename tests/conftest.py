@@ -4,6 +4,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import torch
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_torch_thread():
+    """One intra-op thread for the whole suite: tiny ops on a shared 2-core machine run many times faster than with
+    threads that only spin and wait (`make test` also sets OMP_NUM_THREADS=1; this covers a bare `pytest`)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 
 # --- tiny Qwen3-TTS checkpoints (owner: T1, omni/models/qwen3_tts/tiny.py) -------------------------------------
 

@@ -22,14 +22,6 @@ from tests.reference import run_reference
 LENGTHS = [300, 1, 37]  # one long utterance, the shortest, one odd length
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the suite shares 2 cores; intra-op threads only add contention at these widths
-    yield
-    torch.set_num_threads(threads)
-
-
 def random_codes(frames: int, seed: int) -> torch.Tensor:
     return torch.randint(0, 2048, (frames, 16), generator=torch.Generator().manual_seed(seed))
 

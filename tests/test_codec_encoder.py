@@ -22,14 +22,6 @@ from tests.reference import run_reference
 SR = 24000
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def speech_like(seconds: float, seed: int, sr: int = SR) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = int(seconds * sr)

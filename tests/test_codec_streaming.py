@@ -17,14 +17,6 @@ from omni.models.qwen3_tts.codec_checkpoint import write_tiny_speech_tokenizer
 FP32_TOL = 1e-5
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def window8(tmp_path_factory):
     return write_tiny_speech_tokenizer(tmp_path_factory.mktemp("w8"), seed=3, decoder_sliding_window=8)

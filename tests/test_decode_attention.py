@@ -74,7 +74,6 @@ def test_bad_head_counts_fail_clearly():
 
 
 def test_runner_with_kernel_equals_runner_without(tiny_model_dir):
-    torch.set_num_threads(1)
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     model = synth.model
     runners = [TalkerRunner(model.talker, model.config, 3, 64, decode_kernel=flag) for flag in (False, True)]

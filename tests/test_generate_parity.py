@@ -15,9 +15,6 @@ from omni.talker.generate import SynthesisOptions, Synthesizer, generate_codes
 from omni.talker.prompt import SpeechRequest
 from tests.reference import run_reference
 
-# Tiny matmuls on a shared 2-core box: extra threads only spin and wait (10-20x slower).
-torch.set_num_threads(1)
-
 FRAMES = 40
 # The reference spends ~10 s of CPU per 41-draw call; on a busy shared box that can exceed the default limit.
 pytestmark = pytest.mark.timeout(1800)

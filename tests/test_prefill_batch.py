@@ -16,7 +16,6 @@ SLOTS = [3, 0, 2]
 
 
 def test_batched_chunked_prefill_equals_single_prefill(tiny_model_dir):
-    torch.set_num_threads(1)
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     model = synth.model
     single, batched = (TalkerRunner(model.talker, model.config, 4, 96) for _ in range(2))

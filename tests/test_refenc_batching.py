@@ -17,14 +17,6 @@ from omni.models.qwen3_tts.speaker_encoder import extract_xvector, xvector_bucke
 LENGTHS = (28_001, 30_011, 32_000, 40_001, 45_678)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model(tiny_model_dir) -> ReferenceModel:
     return ReferenceModel.load(Path(tiny_model_dir("base")))

@@ -35,9 +35,6 @@ from omni.talker.sampling import (
     warp,
 )
 
-# Tiny matmuls on a shared 2-core box: extra threads only spin and wait (10-20x slower).
-torch.set_num_threads(1)
-
 V = 64
 EOS = 50
 

@@ -8,13 +8,9 @@ audio loading, codec encoding and x-vector extraction, so the whole chain is com
 import numpy as np
 import pytest
 import soundfile as sf
-import torch
 
 from omni.cli import main
 from tests.reference import run_reference
-
-# Tiny matmuls on a shared 2-core box: extra threads only spin and wait (10-20x slower).
-torch.set_num_threads(1)
 
 FRAMES = 40
 pytestmark = pytest.mark.timeout(1200)  # one reference process (~30 s of CPU); generous for a busy shared box

@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 import pytest
-import torch
 
 from omni.talker.engine import (
     ABORTED,
@@ -26,14 +25,6 @@ from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import SpeechRequest
 
 TEXT_LONG = "This sentence is long enough that its prompt takes several prefill chunks to run."
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -25,14 +25,6 @@ OPTIONS = [
 ]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def synth(tiny_model_dir):
     return Synthesizer(tiny_model_dir("custom_voice"))

@@ -35,15 +35,6 @@ TEXTS = ["Hello there.", "How are you today?", "A short one.", "The quick brown 
 SPEAKERS = ["Vivian", "Ryan", "Dylan", "Eric"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny ops on a shared 2-core machine: one intra-op thread is many times faster than two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def model_dir(tiny_model_dir):
     return tiny_model_dir("custom_voice")

@@ -70,7 +70,6 @@ def test_silu_mul_on_column_slices(dtype):
 
 
 def test_fused_talker_equals_eager_talker(tiny_model_dir):
-    torch.set_num_threads(1)
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     eager = synth.model.talker
     fused = copy.deepcopy(eager)
