@@ -29,35 +29,18 @@ import torch
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
-from omni.models.qwen3_tts.tiny import tiny_config
+from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
 from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import SamplingParams
 
-# The released talker and code-predictor shapes (the 1.7B adds the 2048 -> 1024 projection by itself).
-SIZES = {
-    "0.6B": {"hidden_size": 1024, "intermediate_size": 3072},
-    "1.7B": {"hidden_size": 2048, "intermediate_size": 6144},
-}
-COMMON = {
-    "num_hidden_layers": 28,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 8,
-    "head_dim": 128,
-    "text_hidden_size": 2048,
-    "predictor_hidden_size": 1024,
-    "predictor_intermediate_size": 3072,
-    "predictor_num_hidden_layers": 5,
-    "predictor_num_attention_heads": 16,
-    "predictor_num_key_value_heads": 8,
-    "predictor_head_dim": 128,
-}
 PROMPT_LEN = 24  # correctness runs
 
 
 def build_talker(name: str, dtype: torch.dtype, device: str) -> tuple[Qwen3TTSTalker, Qwen3TTSConfig]:
-    config = Qwen3TTSConfig.parse(tiny_config("custom_voice", **COMMON, **SIZES[name]))
+    # The released talker and code-predictor shapes (the 1.7B adds the 2048 -> 1024 projection by itself).
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice", **SHAPES[name.lower()]))
     with torch.device(device):
         talker = Qwen3TTSTalker(config.talker)
     return talker.to(dtype).eval(), config
