@@ -107,6 +107,23 @@ class CodecState:
         tensors = [self.positions, self.key, self.value, self.key_positions, *self.history]
         return sum(t.numel() * t.element_size() for t in tensors) // self.num_slots
 
+    def store(
+        self,
+        rows: torch.Tensor,
+        frames: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        key_positions: torch.Tensor,
+        history: list[torch.Tensor],
+    ) -> None:
+        """Write one step's results back into rows `rows`: advance positions by `frames`, new window, conv history."""
+        self.positions[rows] += frames
+        self.key[:, rows] = key
+        self.value[:, rows] = value
+        self.key_positions[rows] = key_positions
+        for h, new in zip(self.history, history, strict=True):
+            h[rows] = new
+
 
 class _Batch:
     """The state rows of one `decode_streams` call, read and replaced by the modules as the forward passes."""
@@ -548,12 +565,7 @@ class CodecDecoder(nn.Module):
             x = x.gather(2, idx[:, None, :].expand(-1, x.shape[1], -1))
             batch.frames = tail
         wav = self._back(x, batch)
-        state.positions[rows] += frames
-        state.key[:, rows] = key
-        state.value[:, rows] = value
-        state.key_positions[rows] = key_positions
-        for h, new in zip(state.history, batch.history, strict=True):
-            h[rows] = new
+        state.store(rows, frames, key, value, key_positions, batch.history)
         return [wav[i, : n * spf] for i, n in enumerate(lengths)] if emit else []
 
     @torch.no_grad()

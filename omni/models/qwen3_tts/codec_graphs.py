@@ -57,12 +57,7 @@ def codec_step(
             x = block(x, batch)
             mark(f"vocoder.block{i}")
         wav = decoder.decoder[-1](decoder.decoder[-2](x), batch).clamp(-1, 1)[:, 0]
-    state.positions[rows] += frames
-    state.key[:, rows] = key
-    state.value[:, rows] = value
-    state.key_positions[rows] = key_positions
-    for h, new in zip(state.history, batch.history, strict=True):
-        h[rows] = new
+    state.store(rows, frames, key, value, key_positions, batch.history)
     mark("vocoder.out")
     return wav
 
