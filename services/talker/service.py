@@ -224,7 +224,6 @@ def _summary_message(finished: Finished) -> talker_pb2.GenerateSummary:
 def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = None) -> tuple[GrpcService, TalkerParts]:
     """Load the model and wire runner, engine, servicer and server (not started). Call from the event loop."""
     from omni.models.qwen3_tts.loader import load_qwen3_tts
-    from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 
     config.validate()
     if config.dtype not in DTYPES:
@@ -244,6 +243,8 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     on_cuda = torch.device(config.device).type == "cuda"
     use_graphs, fused = config.cuda_graphs and on_cuda, config.fused_kernels and on_cuda
     if fused:
+        from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: CUDA serving only
+
         fuse_talker_kernels(model.talker)
     runner = TalkerRunner(
         model.talker,

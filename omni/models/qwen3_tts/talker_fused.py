@@ -7,6 +7,7 @@
 - SiLU(gate) · up is one kernel.
 The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
 the order of fp32 sums and the GEMM's own kernel choice. Per layer: ~60 kernels → ~15.
+Importing this module imports Triton: import it only where the kernels are wanted (CUDA serving, tests).
 """
 
 import types
@@ -15,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from omni.kernels.transformer_fused import rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, Qwen3TTSTalker, RMSNorm
 
 
@@ -30,8 +32,6 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
 
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
-    from omni.kernels.transformer_fused import rms_norm_rope
-
     b, t, _ = x.shape
     qkv = F.linear(x, self.qkv_weight)
     nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
@@ -42,16 +42,12 @@ def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, t
 
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
-    from omni.kernels.transformer_fused import silu_mul
-
     gate_up = F.linear(x, self.gate_up_weight)
     n = self.gate_proj.weight.shape[0]
     return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
 
 def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
-    from omni.kernels.transformer_fused import rms_norm
-
     return rms_norm(x, self.weight, self.eps)
 
 
