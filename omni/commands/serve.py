@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 SERVICES = ("refenc", "codec", "talker")  # started first; the gateway last
@@ -100,40 +101,44 @@ class Stack:
                     process.wait()
 
 
+def wait_until(stack: Stack, ready: Callable[[], bool], what: str, deadline: float) -> None:
+    """Poll `ready()` every 0.2 s until it is true; fail at once if a process of the stack died, or at `deadline`."""
+    while True:
+        stack.check_alive()
+        if ready():
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not become ready in time")
+        time.sleep(0.2)
+
+
 def wait_grpc_serving(stack: Stack, address: str, deadline: float) -> None:
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     with grpc.insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        while True:
-            stack.check_alive()
+
+        def serving() -> bool:
             try:
-                if (
-                    stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0).status
-                    == health_pb2.HealthCheckResponse.SERVING
-                ):
-                    return
+                status = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0).status
             except grpc.RpcError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{address} did not become ready in time")
-            time.sleep(0.2)
+                return False
+            return status == health_pb2.HealthCheckResponse.SERVING
+
+        wait_until(stack, serving, address, deadline)
 
 
 def wait_http_ready(stack: Stack, url: str, deadline: float) -> None:
     import httpx
 
-    while True:
-        stack.check_alive()
+    def ready() -> bool:
         try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return
+            return httpx.get(url, timeout=1.0).status_code == 200
         except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{url} did not become ready in time")
-        time.sleep(0.2)
+            return False
+
+    wait_until(stack, ready, url, deadline)
 
 
 def run(args: argparse.Namespace) -> int:
