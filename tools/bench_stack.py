@@ -63,12 +63,21 @@ FRAME_RATE = 12.5
 VOICE = "vivian"  # a built-in speaker of every CustomVoice checkpoint
 PROMPT_ROOM = 384  # talker context beyond the generated frames, for the longest prompt of the text set
 # Histograms read from the services' /metrics: (label in the report, metric family).
+# *_compute_ms is the engine thread's share of a step; step minus compute is event-loop lag.
 METRICS = {
     "talker_step_ms": "omni_talker_step_ms",
     "talker_batch": "omni_talker_batch_size",
     "codec_tick_ms": "omni_codec_tick_ms",
     "codec_batch": "omni_codec_batch_size",
+    "talker_compute_ms": "omni_talker_step_compute_ms",
+    "talker_prefill_ms": "omni_talker_prefill_ms",
+    "talker_prefill_batch": "omni_talker_prefill_batch_size",
+    "talker_queue_ms": "omni_talker_queue_wait_ms",
+    "talker_first_chunk_ms": "omni_talker_time_to_first_chunk_ms",
+    "codec_compute_ms": "omni_codec_tick_compute_ms",
+    "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
 }
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -88,6 +97,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes (default 1)")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
+    parser.add_argument(
+        "--checkpoints", type=Path, default=None, help="keep the checkpoints here and reuse any already written"
+    )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0 or args.client_processes < 1:
@@ -141,6 +153,34 @@ def metric_means(before: dict, after: dict) -> dict[str, float | None]:
             (s0, c0), (s1, c1) = before.get(name, (0.0, 0.0)), after[name]
             means[label] = (s1 - s0) / (c1 - c0) if c1 > c0 else None
     return means
+
+
+def process_tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) used so far by process `root` and its live descendants, from /proc."""
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(pid)  # fields[1] = ppid
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += cpu.get(pid, 0.0)
+        todo += children.get(pid, [])
+    return total
+
+
+def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each named process tree, and of this process (the benchmark client) as `client`."""
+    times = os.times()
+    return {**{name: process_tree_cpu_s(pid) for name, pid in pids.items()}, "client": times.user + times.system}
 
 
 # The request path's logs; refenc is off it here (built-in speaker) and logs list_voices' FAILED_PRECONDITION without
@@ -233,6 +273,13 @@ class Serve:
     def backend_pids(self) -> list[int]:
         return [int(m.group(1)) for m in re.finditer(r"service:\s+\S+ \(pid (\d+)\)", "\n".join(self.lines))]
 
+    def service_pids(self) -> dict[str, int]:
+        """Each service's pid (the gateway's is the parent of its workers), from serve's ready message."""
+        text = "\n".join(self.lines)
+        pids = {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) service:\s+\S+ \(pid (\d+)\)", text)}
+        gateway = re.search(r"gateway:\s+pid (\d+)", text)
+        return {**pids, **({"gateway": int(gateway.group(1))} if gateway else {})}
+
     def log_sizes(self) -> dict[str, int]:
         """Bytes in each service log now: `log_problems(sizes)` reads only what was written after."""
         return {name: _size(self.work_dir / f"{name}.log") for name in LOGGED_SERVICES}
@@ -312,7 +359,10 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             requests = args.requests or max(2 * concurrency, 16)
             before = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
             since = serve.log_sizes()
+            pids = serve.service_pids()
+            cpu_before, wall_before = cpu_snapshot(pids), time.perf_counter()
             report = run_level(url, texts, args, concurrency, requests, seed=concurrency)
+            cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
             after = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
             problems = serve.log_problems(since)
             level = report["levels"][0]
@@ -332,11 +382,14 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "underrun_pct": 100.0 * level["requests_with_underrun"] / max(level["succeeded"], 1),
                 "wrong_length_requests": wrong,
                 **means,
+                # Mean busy cores of each service over the level (a Python event loop saturates at ~1).
+                "cpu_cores": {k: (cpu_after[k] - cpu_before.get(k, 0.0)) / wall for k in cpu_after},
                 "client_processes": args.client_processes,
                 "log_problems": problems,
             }
             rows.append(row)
             print(format_row(row), flush=True)
+            print(f"[{name}] concurrency {concurrency}: {format_diagnostics(row)}", flush=True)
             print_log_problems(f"[{name}] concurrency {concurrency}", problems)
     full = {**report, "levels": levels}
     (args.out / f"bench-{name}.json").write_text(json.dumps(full, indent=2) + "\n")
@@ -374,6 +427,14 @@ def format_row(row: dict) -> str:
     )
 
 
+def format_diagnostics(row: dict) -> str:
+    """Where a level's time went: step vs compute (loop lag), prefill, queueing, and busy cores per process."""
+    keys = [k for k in METRICS if k not in ("talker_step_ms", "talker_batch", "codec_tick_ms", "codec_batch")]
+    parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
+    parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
+    return ", ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
@@ -390,17 +451,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-stack-") as tmp:
         for model in args.models:
             t0 = time.monotonic()
-            dtype = getattr(torch, args.dtype)
-            model_dir = write_shaped_checkpoint(
-                Path(tmp) / model, "custom_voice", model, dtype=dtype, device=args.device
-            )
-            if args.device == "cuda":
-                torch.cuda.empty_cache()  # the served models need the memory the weight drawing cached
-            print(f"[{model}] checkpoint written in {time.monotonic() - t0:.1f} s", flush=True)
+            model_dir = (args.checkpoints or Path(tmp)) / model
+            if (model_dir / "config.json").exists() and args.checkpoints:
+                print(f"[{model}] reusing the checkpoint in {model_dir}", flush=True)
+            else:
+                dtype = getattr(torch, args.dtype)
+                write_shaped_checkpoint(model_dir, "custom_voice", model, dtype=dtype, device=args.device)
+                if args.device == "cuda":
+                    torch.cuda.empty_cache()  # the served models need the memory the weight drawing cached
+                print(f"[{model}] checkpoint written in {time.monotonic() - t0:.1f} s", flush=True)
             for devices in runs:
                 rows += bench_stack(model, model_dir, devices, args)
-            for path in model_dir.rglob("*.safetensors"):
-                path.unlink()  # free the disk before the next model
+            if not args.checkpoints:
+                for path in model_dir.rglob("*.safetensors"):
+                    path.unlink()  # free the disk before the next model
     table = HEADER + "\n" + "\n".join(format_row(r) for r in rows)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     result = {"settings": settings, "wall_s": time.monotonic() - started, "rows": rows}

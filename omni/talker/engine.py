@@ -233,7 +233,7 @@ class TalkerEngine:
                 continue
             start = time.perf_counter()
             try:
-                decoded, prefill_eos = await loop.run_in_executor(self.executor, self._step, plan)
+                decoded, prefill_eos, timing = await loop.run_in_executor(self.executor, self._step, plan)
             except Exception:  # a failed step ends the requests in it, not the service
                 log.exception("talker step failed")
                 for request in [*(r for r, _, _ in plan.prefills), *plan.decodes]:
@@ -242,6 +242,7 @@ class TalkerEngine:
                         self._finish(request, "error", notify=False)
                 continue
             step_ms = (time.perf_counter() - start) * 1000.0
+            self._observe_step(plan, step_ms, *timing)
             self._deliver(plan, decoded, prefill_eos, step_ms)
 
     def _expire(self) -> None:
@@ -273,8 +274,10 @@ class TalkerEngine:
         decodes = [r for r in self.slots.values() if r.decoding]
         return _StepPlan(prefills, decodes)
 
-    def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool]]:
-        """Engine thread: prefill chunks, then one batched decode step; returns host arrays only."""
+    def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
+        """Engine thread: prefill chunks, then one batched decode step; returns host arrays only, and the time
+        (ms) the prefill part and the whole step took in this thread (both end at a host sync)."""
+        began = time.perf_counter()
         runner = self.runner
         for request, start, _ in plan.prefills:
             if start == 0:
@@ -283,6 +286,7 @@ class TalkerEngine:
         completed = runner.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
         # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
         prefill_eos = runner.finished[completed].tolist() if completed else []
+        prefill_ms = (time.perf_counter() - began) * 1000.0 if plan.prefills else 0.0
         decoded = None
         if plan.decodes:
             slots = torch.tensor([r.slot for r in plan.decodes], device=runner.device)
@@ -290,12 +294,21 @@ class TalkerEngine:
             eos = runner.pending[slots] == runner.eos_id
             decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
             decoded = decoded.cpu().numpy()
-        return decoded, prefill_eos
+        return decoded, prefill_eos, (prefill_ms, (time.perf_counter() - began) * 1000.0)
+
+    def _observe_step(self, plan: _StepPlan, step_ms: float, prefill_ms: float, compute_ms: float) -> None:
+        """Step timing: `step_ms` (event-loop view) minus `compute_ms` (engine thread) is the time the loop took to
+        come back to the engine after the step finished, i.e. host work competing with it."""
+        m = self.metrics
+        m.step_ms.observe(step_ms)
+        m.step_compute_ms.observe(compute_ms)
+        if plan.prefills:
+            m.prefill_ms.observe(prefill_ms)
+            m.prefill_batch.observe(len(plan.prefills))
 
     def _deliver(self, plan: _StepPlan, decoded: np.ndarray | None, prefill_eos: list[bool], step_ms: float) -> None:
         """Event-loop thread: advance prefill counters, hand out frames, finish stopped requests."""
         m = self.metrics
-        m.step_ms.observe(step_ms)
         completed = []
         for request, _, end in plan.prefills:
             m.prefill_tokens.inc(end - request.prefilled)

@@ -203,7 +203,9 @@ class CodecEngine:
                 self.wake.set()  # streams that are behind get their next chunk in the next step
             start = time.perf_counter()
             try:
-                results = await asyncio.get_running_loop().run_in_executor(self.executor, self._step, fresh, work)
+                results, compute_ms = await asyncio.get_running_loop().run_in_executor(
+                    self.executor, self._step, fresh, work
+                )
             except Exception as e:  # a failed step ends the streams in it, not the service
                 log.exception("codec step failed")
                 for s in {id(s): s for s in [*fresh, *(s for s, _ in work)]}.values():
@@ -211,6 +213,7 @@ class CodecEngine:
                 continue
             tick_ms = (time.perf_counter() - start) * 1000.0
             self.metrics.tick_ms.observe(tick_ms)
+            self.metrics.tick_compute_ms.observe(compute_ms)
             if work:
                 self.metrics.batch_size.observe(len(work))
             for (stream, chunks), pcm in zip(work, results, strict=True):
@@ -241,8 +244,10 @@ class CodecEngine:
             self.wake.clear()
         self.metrics.coalesce_wait_ms.observe((time.perf_counter() - start) * 1000.0)
 
-    def _step(self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]) -> list[list]:
-        """Engine thread: reset/prime new slots, then one batched decode of one chunk per stream -> PCM bytes."""
+    def _step(self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]) -> tuple[list[list], float]:
+        """Engine thread: reset/prime new slots, then one batched decode of one chunk per stream -> PCM bytes;
+        and the ms this thread spent on it (PCM on the host is the sync)."""
+        start = time.perf_counter()
         for s in fresh:
             self.decoder.reset(self.state, s.slot)
         primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
@@ -254,7 +259,8 @@ class CodecEngine:
         waves = self._decode([s.slot for s, _ in batch], [c for _, c in batch]) if batch else []
         pcm = pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else []
         pcm_of = {s.slot: data for (s, _), data in zip(batch, pcm, strict=True)}
-        return [[pcm_of[s.slot] if p.codes is not None else None for p in chunks] for s, chunks in work]
+        results = [[pcm_of[s.slot] if p.codes is not None else None for p in chunks] for s, chunks in work]
+        return results, (time.perf_counter() - start) * 1000.0
 
     def _decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
         """One batched decode: a graph replay when a captured (bucket, chunk length) holds it, else eager."""

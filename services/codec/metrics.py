@@ -10,6 +10,9 @@ class CodecMetrics:
         self.active_streams = m.gauge("active_streams", "streams holding a decoder slot")
         self.capacity = m.gauge("capacity_streams", "decoder slots (max_streams)")
         self.tick_ms = m.histogram("tick_ms", "duration of one engine step (reset, prime, decode), ms")
+        self.tick_compute_ms = m.histogram(
+            "tick_compute_ms", "time the engine thread spent in one step (to the PCM on the host), ms"
+        )
         self.batch_size = m.histogram("batch_size", "streams decoded together in one step", BATCH_SIZE_BUCKETS)
         self.coalesce_wait_ms = m.histogram("coalesce_wait_ms", "time a step waited to fill its batch, ms")
         self.chunk_queue_ms = m.histogram("chunk_queue_ms", "time a chunk waited before its decode step, ms")
