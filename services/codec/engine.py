@@ -320,6 +320,10 @@ def pack_step_pcm(waves: Sequence[torch.Tensor], sample_formats: Sequence[int]) 
 def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | None, sample_rate: int) -> CodecEngine:
     """The engine the service runs: on CUDA with the configured Triton kernels and CUDA graphs, eager on CPU."""
     on_cuda = torch.device(config.device).type == "cuda"
+    if on_cuda:
+        # cuDNN's default heuristics pick slow algorithms for the vocoder's long 1-D convs (channels-last above all);
+        # autotuned here, the graph warm-ups below time each captured shape once and the graphs keep the choice.
+        torch.backends.cudnn.benchmark = True
     if on_cuda and config.dtype == "float32":
         # fp32 is the exact path (chunked = whole within 1e-4): no TF32 in the convs either.
         torch.backends.cudnn.allow_tf32 = False
