@@ -305,7 +305,7 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
         run: SynthesisRun | None = None
         try:
             needs_voices = body.voice not in (None, "", "default")
-            uploaded = await backend.list_voices() if needs_voices else []
+            uploaded = await backend.voices_for_request(body.voice) if needs_voices else []
             model, synthesis = await resolve_request(body, backend.models(), uploaded, config, request_id)
             tracker.model, tracker.stream = model.id, body.stream_mode
             deadline = asyncio.get_running_loop().time() + config.request_timeout_s - (time.monotonic() - clock.start)

@@ -142,6 +142,11 @@ class Backend(abc.ABC):
     async def list_voices(self) -> list[VoiceInfo]:
         """Uploaded voices."""
 
+    async def voices_for_request(self, voice: str) -> list[VoiceInfo]:
+        """The uploaded voices a speech request naming `voice` is resolved against. Here a fresh `list_voices()`;
+        a backend may answer from a list a little older (`GrpcBackend`: at most 1 s, re-read for an unknown name)."""
+        return await self.list_voices()
+
     @abc.abstractmethod
     async def register_voice(self, upload: VoiceUpload) -> VoiceInfo:
         """Store an uploaded voice (replacing one of the same name)."""

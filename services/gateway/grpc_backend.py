@@ -1,8 +1,9 @@
 """The real `Backend`: drives the talker, codec and reference-encoder services over gRPC.
 
 Per request: resolve the voice (a CustomVoice speaker, an uploaded voice or reference audio through the
-reference encoder), build the prompt ids with `omni.talker.prompt`, pick a talker and a codec replica by least
-reported load, then pipe the talker's codec chunks into the codec's Decode stream and yield its PCM as it comes.
+reference encoder), build the prompt ids with `omni.talker.prompt`, open the talker's Generate and the codec's
+Decode at the same time (each on the least-loaded replica that admits it), then pipe the talker's codec chunks into
+the codec's stream and yield its PCM as it comes.
 
 Replicas come from static `host:port` addresses or DNS names (a headless Service resolves to one address per
 pod). A poller refreshes addresses and loads; a replica that fails an RPC is marked down and polled again
@@ -14,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import socket
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +51,7 @@ from .backend import (
 log = logging.getLogger("omni.gateway")
 
 SAMPLE_RATE = 24000
+VOICES_MAX_AGE_S = 1.0  # how stale the uploaded-voice list behind a speech request may be (see VoiceListCache)
 OUTPUT_SAMPLE_RATES = (8000, 16000, 22050, 24000, 32000, 44100, 48000)
 CHANNEL_OPTIONS = (
     ("grpc.keepalive_time_ms", 20_000),
@@ -163,6 +166,40 @@ async def resolve_targets(targets: list[str]) -> list[str]:
     return addresses
 
 
+class VoiceListCache:
+    """The uploaded-voice list that speech requests are resolved against, so that a request naming a voice (a
+    built-in speaker, or an uploaded voice already seen) costs no ListVoices round trip.
+
+    The list is re-read once it is `max_age_s` old, and at once for a name that is neither in it nor a built-in
+    speaker: a voice just uploaded through another gateway replica (the registry is shared in Redis) is found by its
+    first request. Stale for at most `max_age_s`: a deletion through another replica (the request then fails at the
+    reference encoder, 404, instead of 400 unknown voice) and an upload elsewhere under a built-in speaker's name
+    (resolve prefers the uploaded voice; until the re-read the built-in one is used).
+    """
+
+    def __init__(self, fetch: Callable[[], Awaitable[list[VoiceInfo]]], max_age_s: float = VOICES_MAX_AGE_S) -> None:
+        self._fetch = fetch
+        self.max_age_s = max_age_s
+        self._voices: list[VoiceInfo] = []
+        self._names: frozenset[str] = frozenset()
+        self._read_at = -math.inf  # when the read of the kept list started
+        self._cleared_at = -math.inf
+
+    async def lookup(self, name: str, builtins: Collection[str]) -> list[VoiceInfo]:
+        if time.monotonic() - self._read_at < self.max_age_s and (name in self._names or name in builtins):
+            return self._voices
+        started = time.monotonic()
+        voices = await self._fetch()
+        if started > max(self._read_at, self._cleared_at):  # never replace a newer read, or keep one from before clear
+            self._voices, self._names, self._read_at = voices, frozenset(v.name for v in voices), started
+        return voices
+
+    def clear(self) -> None:
+        """This gateway registered or deleted a voice: the next request re-reads the list."""
+        self._read_at = -math.inf
+        self._cleared_at = time.monotonic()
+
+
 @dataclass
 class PreparedRequest:
     """What one synthesis sends: the talker request and the codec's priming codes."""
@@ -185,6 +222,7 @@ class GrpcBackend(Backend):
         model_id: str | None = None,
         poll_s: float = 0.5,
         down_s: float = 2.0,
+        voices_max_age_s: float = VOICES_MAX_AGE_S,
     ) -> None:
         model_dir = Path(model_dir)
         self.config = load_config(model_dir)
@@ -212,6 +250,7 @@ class GrpcBackend(Backend):
         self.refencs = ReplicaPool(
             "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, down_s
         )
+        self.voices = VoiceListCache(self.list_voices, voices_max_age_s)
         self._poller: asyncio.Task | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -286,12 +325,19 @@ class GrpcBackend(Backend):
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray | Usage]:
         prepared = await self._prepare(request)
-        talker_call, first, talker = await self._open_talker(prepared.generate)
-        codec_call: grpc.aio.StreamStreamCall | None = None
+        # The codec's stream is opened (a round trip, and a slot reset and primed) while the talker prefills,
+        # not after its first chunk: both are on the way to the first audio.
+        talker_open = asyncio.ensure_future(self._open_talker(prepared.generate))
+        codec_open = asyncio.ensure_future(self._open_codec(request.request_id, prepared))
         pump: asyncio.Task | None = None
         read: asyncio.Task | None = None
         try:
-            codec_call, codec = await self._open_codec(request.request_id, prepared)
+            done, _ = await asyncio.wait((talker_open, codec_open), return_when=asyncio.FIRST_EXCEPTION)
+            for opening in (talker_open, codec_open):  # a refusal (the talker's when both failed) ends the request
+                if opening in done:
+                    opening.result()
+            talker_call, first, talker = talker_open.result()
+            codec_call, codec = codec_open.result()
             summary: list[talker_pb2.GenerateSummary] = []
             pump = asyncio.create_task(self._pump(talker_call, first, talker, codec_call, summary))
             while True:
@@ -316,13 +362,15 @@ class GrpcBackend(Backend):
             frames = summary[0].num_frames if summary else 0
             yield Usage(prepared.text_tokens, prepared.ref_code_frames, frames)
         finally:
-            # One place cancels everything: normal end, error, client disconnect (aclose) or deadline.
-            talker_call.cancel()
-            if codec_call is not None:
-                codec_call.cancel()
-            for task in (pump, read):
-                if task is not None and not task.done():
+            # One place cancels everything: normal end, error, client disconnect (aclose) or deadline. An opening
+            # still in flight cancels its own call; one that finished has its call cancelled here.
+            for task in (talker_open, codec_open, pump, read):
+                if task is not None:
                     task.cancel()
+            await asyncio.gather(talker_open, codec_open, return_exceptions=True)
+            for opening in (talker_open, codec_open):
+                if not opening.cancelled() and opening.exception() is None:
+                    opening.result()[0].cancel()
 
     def _codec_result(self, read: asyncio.Future, codec: Replica) -> codec_pb2.DecodeResponse:
         try:
@@ -498,21 +546,27 @@ class GrpcBackend(Backend):
             return []  # no registry (no Redis) or no encoder: there are no uploaded voices to offer
         return [_voice_info(v) for v in response.voices]
 
+    async def voices_for_request(self, voice: str) -> list[VoiceInfo]:
+        return await self.voices.lookup(voice, self.model_info.speakers)
+
     async def register_voice(self, upload: VoiceUpload) -> VoiceInfo:
         try:
             await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=upload.name))
         except NotFound:
             pass
-        response = await self._refenc_call(
-            "RegisterVoice",
-            refenc_pb2.RegisterVoiceRequest(
-                name=upload.name,
-                audio=upload.audio,
-                ref_text=upload.ref_text or "",
-                consent_id=upload.consent,
-                description=upload.speaker_description or "",
-            ),
-        )
+        try:
+            response = await self._refenc_call(
+                "RegisterVoice",
+                refenc_pb2.RegisterVoiceRequest(
+                    name=upload.name,
+                    audio=upload.audio,
+                    ref_text=upload.ref_text or "",
+                    consent_id=upload.consent,
+                    description=upload.speaker_description or "",
+                ),
+            )
+        finally:
+            self.voices.clear()  # the next request through this gateway sees the change at once
         info = _voice_info(response.voice)
         return VoiceInfo(
             info.name, info.consent, info.created_at, len(upload.audio), upload.mime_type, info.ref_text,
@@ -520,7 +574,10 @@ class GrpcBackend(Backend):
         )  # fmt: skip
 
     async def delete_voice(self, name: str) -> None:
-        await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=name))
+        try:
+            await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=name))
+        finally:
+            self.voices.clear()  # the next request through this gateway sees the change at once
 
 
 async def _to_codec(write) -> None:

@@ -80,7 +80,7 @@ class SpeechServicer(speech_pb2_grpc.SpeechServiceServicer):
                 where = ".".join(str(p) for p in error["loc"])
                 raise APIError(400, f"{where}: {error['msg']}", where) from None
             needs_voices = body.voice not in (None, "", "default")
-            uploaded = await self.backend.list_voices() if needs_voices else []
+            uploaded = await self.backend.voices_for_request(body.voice) if needs_voices else []
             model, synthesis = await resolve_request(body, self.backend.models(), uploaded, self.config, request_id)
             chunks = self.backend.synthesize(synthesis)
             remaining = context.time_remaining()
