@@ -238,9 +238,14 @@ class Serve:
             "OMNI_TALKER_MAX_CONTEXT": str(frames + 1 + PROMPT_ROOM),
             "OMNI_TALKER_METRICS_PORT": str(self.metrics_ports["talker"]),
             "OMNI_CODEC_METRICS_PORT": str(self.metrics_ports["codec"]),
+            "OMNI_CODEC_GRAPH_BATCH_BUCKETS": os.environ.get("OMNI_CODEC_GRAPH_BATCH_BUCKETS", "1,4,16,64"),
         }
         command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
         command += ["--grpc-port", "0", "--work-dir", str(self.work_dir), "--max-streams", str(max_streams)]
+        # A closed loop never has more requests in flight than talker slots, so the codec gets a quarter more streams
+        # (for streams still closing), not serve's default of twice as many; with fewer graph buckets than the
+        # service default, its startup (a cuDNN autotune per captured shape) takes about a minute, not three.
+        command += ["--codec-max-streams", str(max_streams + max_streams // 4)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--device", devices["talker"], "--dtype", dtype]
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]

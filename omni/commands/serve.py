@@ -36,6 +36,9 @@ def register(subparsers) -> None:
         parser.add_argument(f"--{name}-device", default="", help=f"torch device of the {name} (default: --device)")
     parser.add_argument("--dtype", default="float32", help="model dtype (float32, bfloat16, float16)")
     parser.add_argument("--max-streams", type=int, default=32, help="talker slots (the codec gets twice as many)")
+    parser.add_argument(
+        "--codec-max-streams", type=int, default=0, help="codec streams (default 2 x --max-streams: queued requests)"
+    )
     parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes sharing its ports")
     parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
     parser.add_argument("--ready-timeout-s", type=float, default=300.0, help="give up if not ready by then")
@@ -183,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         refenc_args = [*common, *device["refenc"], "--port", str(ports["refenc"]), "--redis-url", args.redis_url]
         stack.start("refenc", refenc_args, envs["refenc"])
-        codec_streams = str(2 * args.max_streams)
+        codec_streams = str(args.codec_max_streams or 2 * args.max_streams)
         codec_args = [*common, *device["codec"], "--port", str(ports["codec"]), "--max-streams", codec_streams]
         stack.start("codec", codec_args, envs["codec"])
         talker_streams = str(args.max_streams)
