@@ -37,6 +37,7 @@ from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import TalkerPrompt
 from omni.talker.sampling import SamplingParams
+from omni.talker.step_profile import StepProfiler
 
 log = logging.getLogger("omni.talker.engine")
 
@@ -163,6 +164,7 @@ class TalkerEngine:
         self.executor = ThreadPoolExecutor(1, thread_name_prefix="talker-engine")
         self.task: asyncio.Task | None = None
         self.metrics.capacity.set(self.max_streams)
+        self.profiler = StepProfiler()  # off unless OMNI_TALKER_PROFILE_PREFILL_STEPS names steps
 
     # ---- handler side (event-loop thread) ----
 
@@ -277,6 +279,12 @@ class TalkerEngine:
     def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
         """Engine thread: prefill chunks, then one batched decode step; returns host arrays only, and the time
         (ms) the prefill part and the whole step took in this thread (both end at a host sync)."""
+        if not plan.prefills:
+            return self._compute(plan)
+        with self.profiler.prefill_step(len(plan.prefills), len(plan.decodes)):
+            return self._compute(plan)
+
+    def _compute(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
         began = time.perf_counter()
         runner = self.runner
         for request, start, _ in plan.prefills:
