@@ -1,25 +1,21 @@
 """The talker engine: continuous batching of many requests over the runner's slots.
 
-Two asyncio tasks drive the runner, each through a one-thread executor of its own, so the event loop keeps serving
-RPCs and prompts are prefilled while the decode steps go on:
+One asyncio task owns the runner; each step runs in a one-thread executor so the event loop keeps serving
+RPCs. Handlers `submit` a request (it waits in a bounded queue), read `request.outputs` (Chunk... then one
+Finished) and `cancel` it when the call ends early. They never touch tensors.
 
-- the decode loop: one batched `decode_step` over every slot that finished its prefill, one [B, 18] tensor to the
-  host; each request gets its frame and emits a chunk once it holds as many frames as its plan says (1, then the
-  ramp, then 15 by default), flushing the rest with `last` when it stops;
-- the prefill loop: admit waiting requests into free slots and run the prompt chunks of prefilling requests, up to
-  `prefill_budget` positions per forward (chunked prefill), on a CUDA stream of its own. A prefill forward is
-  eager and host-bound (hundreds of launches; ~25 ms for one 1.7B prompt on an H200 host), so in one loop with the
-  decodes it would stall every stream's step; here it overlaps them. A request joins the decode batch once its
-  prompt is done.
+A step:
+  1. drop requests whose deadline passed (waiting or in a slot),
+  2. admit waiting requests into free slots and give prefilling requests positions up to `prefill_budget`
+     (chunked prefill: a long prompt takes several steps and never stalls the decodes of the others),
+  3. one batched `decode_step` over every slot that finished its prefill, one [B, 18] tensor to the host,
+  4. hand each request its frame; a request emits a chunk once it holds as many frames as its plan says
+     (1, then the ramp, then 15 by default) and flushes the rest with `last` when it stops.
 
-Handlers `submit` a request (it waits in a bounded queue), read `request.outputs` (Chunk... then one Finished) and
-`cancel` it when the call ends early. They never touch tensors. Both loops drop requests whose deadline passed.
-
-Slot hygiene: the two loops touch disjoint slots: a slot prefills only before it decodes. A cancelled or finished
-request gives its slot back at once, except that a slot inside the decode step in flight is held until that step
-has finished (`_release`), so a new owner's prefill can never write a slot the decode step still reads. Prefill
-forwards run one at a time, and `begin_prefill` rewrites every per-slot tensor. Results go to the request objects
-captured when the work was planned, which drop them once done. So nothing of one request reaches another.
+Slot hygiene: a cancelled or finished request gives its slot back at once (in the event-loop thread). A new
+owner is admitted only between steps and `begin_prefill` rewrites every per-slot tensor, and a step's results
+go to the request objects captured when the step was planned, which drop them once done. So nothing of one
+request reaches another.
 
 KV memory: per-slot contiguous caches of `max_len` positions (the runner's KVCache). A stream's memory is
 fixed (layers x max_len x kv_heads x head_dim x 2), so admission never fails midway; paging would only pay
@@ -31,7 +27,6 @@ import logging
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -132,6 +127,12 @@ class Request:
         return self.slot is not None and self.prefilled == len(self.prompt)
 
 
+@dataclass
+class _StepPlan:
+    prefills: list[tuple[Request, int, int]]  # (request, start, end) prompt positions to run
+    decodes: list[Request]  # requests in the batched decode step, in slot order of the batch
+
+
 class TalkerEngine:
     def __init__(
         self,
@@ -156,17 +157,12 @@ class TalkerEngine:
         self.free = list(reversed(range(runner.num_slots)))  # pop() takes the lowest slot first
         self.waiting: deque[Request] = deque()
         self.slots: dict[int, Request] = {}  # slot -> request (prefilling or decoding)
-        self.stepping: set[int] = set()  # slots of the decode step in flight
-        self.held: list[int] = []  # freed slots waiting for that step to finish
         self.accepting = True
-        self.prefill_wake = asyncio.Event()  # something to admit or prefill
-        self.decode_wake = asyncio.Event()  # a request finished its prefill
+        self.wake = asyncio.Event()
         self.idle = asyncio.Event()
         self.idle.set()
-        self.executor = ThreadPoolExecutor(1, thread_name_prefix="talker-decode")
-        self.prefill_executor = ThreadPoolExecutor(1, thread_name_prefix="talker-prefill")
-        self.prefill_stream = torch.cuda.Stream(runner.device) if runner.device.type == "cuda" else None
-        self.tasks: list[asyncio.Task] = []
+        self.executor = ThreadPoolExecutor(1, thread_name_prefix="talker-engine")
+        self.task: asyncio.Task | None = None
         self.metrics.capacity.set(self.max_streams)
         self.profiler = StepProfiler()  # off unless OMNI_TALKER_PROFILE_PREFILL_STEPS names steps
 
@@ -185,14 +181,13 @@ class TalkerEngine:
         if not self.accepting:
             raise EngineClosed("the talker is shutting down")
         self.check_fits(request.prompt_tokens, request.params.max_new_tokens)
-        # Waiting requests take the free slots first (held ones are free after the step in flight); up to max_queue
-        # more may wait for one.
-        if len(self.waiting) >= len(self.free) + len(self.held) + self.max_queue:
+        # Waiting requests take the free slots first; up to max_queue more may wait for one.
+        if len(self.waiting) >= len(self.free) + self.max_queue:
             raise QueueFull(f"the wait queue is full ({len(self.waiting)} waiting)", self.retry_after_s)
         self.waiting.append(request)
         self._update_gauges()
         self.idle.clear()
-        self.prefill_wake.set()
+        self.wake.set()
         return request
 
     def cancel(self, request: Request, reason: str = CANCELLED) -> None:
@@ -203,13 +198,10 @@ class TalkerEngine:
             self.waiting.remove(request)
         self._finish(request, reason)
 
-    # ---- engine tasks ----
+    # ---- engine task ----
 
     def start(self) -> None:
-        self.tasks = [
-            asyncio.create_task(self._prefill_loop(), name="talker-prefill"),
-            asyncio.create_task(self._decode_loop(), name="talker-decode"),
-        ]
+        self.task = asyncio.create_task(self._run(), name="talker-engine")
 
     async def drain(self, timeout_s: float) -> None:
         """Stop admitting; let in-flight requests finish for up to `timeout_s`, then abort the rest."""
@@ -223,65 +215,37 @@ class TalkerEngine:
 
     async def stop(self) -> None:
         self.accepting = False
-        for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
+        if self.task is not None:
+            self.task.cancel()
             try:
-                await task
+                await self.task
             except asyncio.CancelledError:
                 pass
         self.executor.shutdown(wait=True)
-        self.prefill_executor.shutdown(wait=True)
 
-    async def _prefill_loop(self) -> None:
+    async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
             self._expire()
             self._admit()
-            chunks = self._plan_prefill()
-            if not chunks:
-                self.prefill_wake.clear()
-                await self.prefill_wake.wait()
+            plan = self._plan()
+            if not plan.prefills and not plan.decodes:
+                self.wake.clear()
+                await self.wake.wait()
                 continue
-            try:
-                eos, prefill_ms = await loop.run_in_executor(self.prefill_executor, self._prefill, chunks)
-            except Exception:  # a failed prefill ends the requests in it, not the service
-                log.exception("talker prefill failed")
-                self._fail([r for r, _, _ in chunks], "the talker prefill failed")
-                continue
-            self.metrics.prefill_ms.observe(prefill_ms)
-            self.metrics.prefill_batch.observe(len(chunks))
-            self._prefilled(chunks, eos)
-
-    async def _decode_loop(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            self._expire()
-            decodes = [r for r in self.slots.values() if r.decoding]
-            if not decodes:
-                self.decode_wake.clear()
-                await self.decode_wake.wait()
-                continue
-            self.stepping = {r.slot for r in decodes}
             start = time.perf_counter()
             try:
-                decoded, compute_ms = await loop.run_in_executor(self.executor, self._decode, decodes)
+                decoded, prefill_eos, timing = await loop.run_in_executor(self.executor, self._step, plan)
             except Exception:  # a failed step ends the requests in it, not the service
                 log.exception("talker step failed")
-                self._fail(decodes, "the talker step failed")
+                for request in [*(r for r, _, _ in plan.prefills), *plan.decodes]:
+                    if not request.done:
+                        request.outputs.put_nowait(RuntimeError("the talker step failed"))
+                        self._finish(request, "error", notify=False)
                 continue
-            finally:
-                self._step_finished()
             step_ms = (time.perf_counter() - start) * 1000.0
-            self.metrics.step_ms.observe(step_ms)
-            self.metrics.step_compute_ms.observe(compute_ms)
-            self._deliver(decodes, decoded, step_ms)
-
-    def _fail(self, requests: list[Request], message: str) -> None:
-        for request in requests:
-            if not request.done:
-                request.outputs.put_nowait(RuntimeError(message))
-                self._finish(request, "error", notify=False)
+            self._observe_step(plan, step_ms, *timing)
+            self._deliver(plan, decoded, prefill_eos, step_ms)
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -298,73 +262,79 @@ class TalkerEngine:
             self.metrics.queue_wait_ms.observe(request.queue_ms)
         self._update_gauges()
 
-    def _plan_prefill(self) -> list[tuple[Request, int, int]]:
-        """Prompt chunks (request, start, end) of the prefilling requests, oldest first, up to the token budget."""
+    def _plan(self) -> _StepPlan:
+        """Prefill chunks (oldest first, up to the token budget) and the decode batch."""
         budget = self.prefill_budget
-        chunks = []
+        prefills = []
         for request in sorted(self.slots.values(), key=lambda r: r.arrived):
             if budget == 0:
                 break
             if not request.decoding:
                 end = min(request.prefilled + budget, len(request.prompt))
-                chunks.append((request, request.prefilled, end))
+                prefills.append((request, request.prefilled, end))
                 budget -= end - request.prefilled
-        return chunks
+        decodes = [r for r in self.slots.values() if r.decoding]
+        return _StepPlan(prefills, decodes)
 
-    # ---- executor threads ----
+    def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
+        """Engine thread: prefill chunks, then one batched decode step; returns host arrays only, and the time
+        (ms) the prefill part and the whole step took in this thread (both end at a host sync)."""
+        if not plan.prefills:
+            return self._compute(plan)
+        with self.profiler.prefill_step(len(plan.prefills), len(plan.decodes)):
+            return self._compute(plan)
 
-    def _prefill(self, chunks: list[tuple[Request, int, int]]) -> tuple[list[bool], float]:
-        """Prefill thread: one forward over the chunks (their slots are distinct); returns each completed request's
-        EOS flag and the ms it took (to a host sync)."""
-        with self.profiler.prefill_step(len(chunks), len(self.stepping)):
-            began = time.perf_counter()
-            with torch.cuda.stream(self.prefill_stream) if self.prefill_stream is not None else nullcontext():
-                runner = self.runner
-                for request, start, _ in chunks:
-                    if start == 0:
-                        request.embeddings = runner.begin_prefill(request.slot, request.prompt, request.params)
-                completed = runner.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in chunks])
-                # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
-                eos = runner.finished[completed].tolist() if completed else []
-                if self.prefill_stream is not None:
-                    self.prefill_stream.synchronize()  # the decode stream reads these slots next
-            return eos, (time.perf_counter() - began) * 1000.0
-
-    def _decode(self, decodes: list[Request]) -> tuple[np.ndarray, float]:
-        """Decode thread: one batched decode step; returns [B, 18] on the host and the ms it took."""
+    def _compute(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
         began = time.perf_counter()
         runner = self.runner
-        slots = torch.tensor([r.slot for r in decodes], device=runner.device)
-        codes, finished = self.decode_step(slots)
-        eos = runner.pending[slots] == runner.eos_id
-        decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
-        return decoded.cpu().numpy(), (time.perf_counter() - began) * 1000.0
+        for request, start, _ in plan.prefills:
+            if start == 0:
+                request.embeddings = runner.begin_prefill(request.slot, request.prompt, request.params)
+        # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
+        completed = runner.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
+        # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
+        prefill_eos = runner.finished[completed].tolist() if completed else []
+        prefill_ms = (time.perf_counter() - began) * 1000.0 if plan.prefills else 0.0
+        decoded = None
+        if plan.decodes:
+            slots = torch.tensor([r.slot for r in plan.decodes], device=runner.device)
+            codes, finished = self.decode_step(slots)
+            eos = runner.pending[slots] == runner.eos_id
+            decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
+            decoded = decoded.cpu().numpy()
+        return decoded, prefill_eos, (prefill_ms, (time.perf_counter() - began) * 1000.0)
 
-    # ---- results (event-loop thread) ----
+    def _observe_step(self, plan: _StepPlan, step_ms: float, prefill_ms: float, compute_ms: float) -> None:
+        """Step timing: `step_ms` (event-loop view) minus `compute_ms` (engine thread) is the time the loop took to
+        come back to the engine after the step finished, i.e. host work competing with it."""
+        m = self.metrics
+        m.step_ms.observe(step_ms)
+        m.step_compute_ms.observe(compute_ms)
+        if plan.prefills:
+            m.prefill_ms.observe(prefill_ms)
+            m.prefill_batch.observe(len(plan.prefills))
 
-    def _prefilled(self, chunks: list[tuple[Request, int, int]], eos: list[bool]) -> None:
-        """Advance prefill counters; a request whose prompt is done decodes from the next step on."""
-        # `eos` has one flag per chunk that completed its prompt, in chunk order, cancelled requests included.
-        completed = [request for request, _, end in chunks if end == len(request.prompt)]
-        first_is_eos = dict(zip(map(id, completed), eos, strict=True))
-        for request, start, end in chunks:
-            self.metrics.prefill_tokens.inc(end - start)
+    def _deliver(self, plan: _StepPlan, decoded: np.ndarray | None, prefill_eos: list[bool], step_ms: float) -> None:
+        """Event-loop thread: advance prefill counters, hand out frames, finish stopped requests."""
+        m = self.metrics
+        completed = []
+        for request, _, end in plan.prefills:
+            m.prefill_tokens.inc(end - request.prefilled)
             if request.done:
-                continue  # cancelled while its prefill ran
+                continue
             request.prefilled = end
             if end == len(request.prompt):
                 request.embeddings = None
-                if first_is_eos[id(request)]:
-                    self._finish(request, EOS)
-        self.decode_wake.set()
-
-    def _deliver(self, decodes: list[Request], decoded: np.ndarray, step_ms: float) -> None:
-        """Hand out frames, finish stopped requests."""
-        m = self.metrics
-        m.batch_size.observe(len(decodes))
-        m.frames.inc(len(decodes))
+                completed.append(request)
+        for request, eos in zip(completed, prefill_eos, strict=True):
+            if eos:
+                self._finish(request, EOS)
+        if decoded is None:
+            return
+        m.batch_size.observe(len(plan.decodes))
+        m.frames.inc(len(plan.decodes))
         groups = self.runner.groups
-        for request, row in zip(decodes, decoded, strict=True):
+        for request, row in zip(plan.decodes, decoded, strict=True):
             if request.done:
                 continue  # cancelled while the step ran: its frame is dropped
             request.buffer.append(row[:groups])
@@ -386,12 +356,12 @@ class TalkerEngine:
         request.chunks_sent += 1
 
     def _finish(self, request: Request, reason: str, notify: bool = True) -> None:
-        """Free the slot (held while the decode step in flight has it) and end the request's output."""
+        """Free the slot at once and end the request's output with a Finished."""
         request.done = True
         request.embeddings = None
         if request.slot is not None:
             del self.slots[request.slot]
-            self._release(request.slot)
+            self.free.append(request.slot)
         if notify:
             total_ms = (time.perf_counter() - request.arrived) * 1000.0
             request.outputs.put_nowait(
@@ -407,20 +377,6 @@ class TalkerEngine:
             )
         self.metrics.outcomes.labels(reason).inc()
         self._update_gauges()
-
-    def _release(self, slot: int) -> None:
-        if slot in self.stepping:
-            self.held.append(slot)
-        else:
-            self.free.append(slot)
-            self.prefill_wake.set()
-
-    def _step_finished(self) -> None:
-        self.stepping = set()
-        if self.held:
-            self.free += self.held
-            self.held = []
-            self.prefill_wake.set()
 
     def _update_gauges(self) -> None:
         self.metrics.active_slots.set(len(self.slots))

@@ -13,13 +13,11 @@ class TalkerMetrics:
         self.capacity = m.gauge("capacity_slots", "slots (max_streams)")
         self.queue_depth = m.gauge("queue_depth", "requests waiting for a slot")
         self.queue_wait_ms = m.histogram("queue_wait_ms", "time from arrival to admission into a slot, ms")
-        self.step_ms = m.histogram(
-            "step_ms", "one batched decode step as the event loop sees it (to its results being handed out), ms"
-        )
+        self.step_ms = m.histogram("step_ms", "duration of one engine step (prefill chunks + batched decode), ms")
         self.step_compute_ms = m.histogram(
-            "step_compute_ms", "time the decode thread spent in one step (to the codes on the host), ms"
+            "step_compute_ms", "time the engine thread spent in one step (prefill + decode, to the host sync), ms"
         )
-        self.prefill_ms = m.histogram("prefill_ms", "one prefill forward in the prefill thread (to a host sync), ms")
+        self.prefill_ms = m.histogram("prefill_ms", "prefill part of a step that had prompt chunks, ms")
         self.prefill_batch = m.histogram("prefill_batch_size", "prompt chunks in one prefill", BATCH_SIZE_BUCKETS)
         self.batch_size = m.histogram("batch_size", "slots in one batched decode step", BATCH_SIZE_BUCKETS)
         self.prefill_tokens = m.counter("prefill_tokens", "prompt positions prefilled")
