@@ -4,6 +4,7 @@ Results are checked against the offline driver behind `omni synth` run on the re
 """
 
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -181,3 +182,40 @@ def test_drain_aborts_what_is_left_after_the_grace_period(synth):
     (_, _, running), (_, _, waiting), engine = asyncio.run(scenario())
     assert running.reason == ABORTED and waiting.reason == ABORTED
     assert not engine.accepting and not engine.slots
+
+
+class GatedEngine(TalkerEngine):
+    """Each step that prefills waits for `gate`, so a test can act while one is in flight."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def _step(self, plan):
+        if plan.prefills:
+            self.entered.set()
+            self.gate.wait(10)
+        return super()._step(plan)
+
+
+def test_a_request_cancelled_during_its_prefill_frees_its_slot_and_others_are_unaffected(synth):
+    async def scenario():
+        engine = engine_for(synth, GatedEngine, slots=1)
+        engine.start()
+        try:
+            doomed = engine.submit(job(synth, "Gone.", 3, 6))
+            await asyncio.to_thread(engine.entered.wait, 10)
+            engine.cancel(doomed)  # while the step that completes its prompt is in flight
+            assert engine.free == [0] and not engine.slots
+            engine.gate.set()
+            kept = engine.submit(job(synth, "Kept.", 4, 6))
+            outputs = asyncio.gather(drain_outputs(doomed), drain_outputs(kept))
+            return *(await asyncio.wait_for(outputs, 60)), engine
+        finally:
+            await engine.stop()
+
+    (doomed_codes, _, doomed_done), (codes, _, done), engine = asyncio.run(scenario())
+    assert doomed_done.reason == "cancelled" and len(doomed_codes) == 0
+    np.testing.assert_array_equal(codes, solo(synth, "Kept.", 4, 6))
+    assert done.reason in ("eos", "max_new_tokens") and engine.free == [0]

@@ -317,18 +317,18 @@ class TalkerEngine:
     def _deliver(self, plan: _StepPlan, decoded: np.ndarray | None, prefill_eos: list[bool], step_ms: float) -> None:
         """Event-loop thread: advance prefill counters, hand out frames, finish stopped requests."""
         m = self.metrics
-        completed = []
+        # `prefill_eos` has one flag per chunk that completed its prompt, in plan order, cancelled requests included.
+        completed = [request for request, _, end in plan.prefills if end == len(request.prompt)]
+        first_is_eos = dict(zip(map(id, completed), prefill_eos, strict=True))
         for request, _, end in plan.prefills:
             m.prefill_tokens.inc(end - request.prefilled)
             if request.done:
-                continue
+                continue  # cancelled while the step ran
             request.prefilled = end
             if end == len(request.prompt):
                 request.embeddings = None
-                completed.append(request)
-        for request, eos in zip(completed, prefill_eos, strict=True):
-            if eos:
-                self._finish(request, EOS)
+                if first_is_eos[id(request)]:
+                    self._finish(request, EOS)
         if decoded is None:
             return
         m.batch_size.observe(len(plan.decodes))
