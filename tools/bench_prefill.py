@@ -9,12 +9,21 @@ decode-attention cache), for a few batch sizes and prompt lengths:
 - `total_ms`: until the GPU has finished too,
 - with --profile: the top ops by host (self CPU) time and the GPU kernel total of one prefill.
 
+Three switches separate the candidate causes of the service's slower prefill (docs/perf-notes.md, "Talker
+prefill"): `--vary` gives every timed call prompts of a length not seen before (the service's pattern: a new shape
+for SDPA and the allocator on most requests), `--sdpa efficient|math|cudnn` pins the attention kernel, and
+`--decode-thread B` replays a captured batch-B decode step in a loop on another thread (as the talker's decode
+loop would) while the prefills are timed.
+
     python tools/bench_prefill.py --model 1.7B --batches 1,4,16 --lengths 40,120 --profile
+    python tools/bench_prefill.py --model 1.7B --batches 1,16 --lengths 40 --vary --sdpa efficient --decode-thread 16
 """
 
 import argparse
+import contextlib
 import json
 import os
+import threading
 import time
 
 import torch
@@ -64,17 +73,61 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def time_prefill(runner: TalkerRunner, prompts: list[TalkerPrompt], iters: int) -> dict:
+def time_prefill(runner: TalkerRunner, make_prompts, iters: int) -> dict:
+    """`make_prompts()` gives the prompts of one call (the same ones, or new lengths with --vary)."""
     for _ in range(2):
-        prefill(runner, prompts)
+        prefill(runner, make_prompts())
     sync()
     host, total = [], []
     for _ in range(iters):
+        prompts = make_prompts()
         start = time.perf_counter()
         host.append(prefill(runner, prompts))
         sync()
         total.append((time.perf_counter() - start) * 1e3)
     return {"host_ms": round(sorted(host)[iters // 2], 2), "total_ms": round(sorted(total)[iters // 2], 2)}
+
+
+def sdpa_backends(name: str):
+    """A context pinning F.scaled_dot_product_attention to one kernel (`default`: PyTorch's choice)."""
+    if name == "default":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backend = {
+        "efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "math": SDPBackend.MATH,
+        "cudnn": SDPBackend.CUDNN_ATTENTION,
+    }
+    return sdpa_kernel([backend[name]])
+
+
+class DecodeThread:
+    """Replays a captured decode step of `batch` slots (past the prefill slots) in a loop, each with its host copy."""
+
+    def __init__(self, runner: TalkerRunner, first_slot: int, batch: int, length: int) -> None:
+        from omni.talker.cuda_graphs import TalkerGraphs
+
+        gen = torch.Generator().manual_seed(1)
+        params = SamplingParams(seed=2, min_new_tokens=10_000, max_new_tokens=10_000)
+        params.max_new_tokens = runner.max_len - length
+        params.min_new_tokens = params.max_new_tokens
+        for slot in range(first_slot, first_slot + batch):
+            runner.prefill(slot, prompt_of(length, gen), params)
+        self.slots = torch.arange(first_slot, first_slot + batch, device=runner.device)
+        self.runner = runner
+        # CUDA: the service's graph replay; CPU (smoke runs): the eager step.
+        self.step = TalkerGraphs(runner, [batch]).decode_step if runner.device.type == "cuda" else runner.decode_step
+        self.stop, self.steps = threading.Event(), 0
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            if int(self.runner.next_pos[self.slots].max()) >= self.runner.max_len - 2:
+                return  # out of positions: the numbers after this are without the decode thread
+            codes, _ = self.step(self.slots)
+            codes.cpu()
+            self.steps += 1
 
 
 def profile_prefill(runner: TalkerRunner, prompts: list[TalkerPrompt], top: int = 20) -> dict:
@@ -106,26 +159,50 @@ def main() -> None:
     ap.add_argument("--no-fused", action="store_true", help="plain PyTorch layers (the service fuses on CUDA)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run of the script (tiny model, --no-fused)")
+    ap.add_argument("--vary", action="store_true", help="a prompt length not used before in every call")
+    ap.add_argument("--sdpa", default="default", choices=["default", "efficient", "math", "cudnn"])
+    ap.add_argument("--decode-thread", type=int, default=0, help="replay a decode step of this batch on a thread")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench_prefill.json"))
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     lengths = [int(n) for n in args.lengths.split(",")]
     torch.manual_seed(0)
-    runner = build_runner(args.model, max(batches), max(lengths) + 80, args.device, not args.no_fused)
+    decode_slots = args.decode_thread
+    max_len = max(lengths) + 80 + (args.iters + 2) * max(batches) * 2 * args.vary + 2048 * bool(decode_slots)
+    runner = build_runner(args.model, max(batches) + decode_slots, max_len, args.device, not args.no_fused)
     gen = torch.Generator().manual_seed(0)
     results = {
         "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
         "torch": torch.__version__,
         "model": args.model,
         "fused": not args.no_fused,
+        "vary": args.vary,
+        "sdpa": args.sdpa,
+        "decode_thread": decode_slots,
         "rows": [],
     }
-    for length in lengths:
-        for b in batches:
-            prompts = [prompt_of(length, gen) for _ in range(b)]
-            row = {"batch": b, "prompt_len": length, **time_prefill(runner, prompts, args.iters)}
-            results["rows"].append(row)
-            print(json.dumps(row), flush=True)
+    decoder = DecodeThread(runner, max(batches), decode_slots, 40) if decode_slots else None
+    if decoder is not None:
+        decoder.thread.start()
+    fresh = iter(range(1, 10**6))
+    with sdpa_backends(args.sdpa):
+        for length in lengths:
+            for b in batches:
+                fixed = [prompt_of(length, gen) for _ in range(b)]
+
+                def make_prompts(length=length, b=b, fixed=fixed):
+                    # --vary: each prompt one position longer than any before it (a new shape every call).
+                    return [prompt_of(length + next(fresh), gen) for _ in range(b)] if args.vary else fixed
+
+                steps_before = decoder.steps if decoder else 0
+                row = {"batch": b, "prompt_len": length, **time_prefill(runner, make_prompts, args.iters)}
+                if decoder is not None:
+                    row["decode_steps_meanwhile"] = decoder.steps - steps_before
+                results["rows"].append(row)
+                print(json.dumps(row), flush=True)
+    if decoder is not None:
+        decoder.stop.set()
+        decoder.thread.join()
     if args.profile:
         results["profile"] = profile_prefill(runner, [prompt_of(lengths[0], gen)])
         print(json.dumps(results["profile"], indent=1), flush=True)
