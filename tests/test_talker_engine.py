@@ -6,6 +6,7 @@ Results are checked against the offline driver behind `omni synth` run on the re
 import asyncio
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from omni.talker.engine import (
     ChunkPlan,
     EngineClosed,
     Finished,
+    PrefillCoalescing,
     QueueFull,
     Request,
     TalkerEngine,
@@ -219,3 +221,43 @@ def test_a_request_cancelled_during_its_prefill_frees_its_slot_and_others_are_un
     assert doomed_done.reason == "cancelled" and len(doomed_codes) == 0
     np.testing.assert_array_equal(codes, solo(synth, "Kept.", 4, 6))
     assert done.reason in ("eos", "max_new_tokens") and engine.free == [0]
+
+
+def test_prefill_coalescing_rule():
+    rule = PrefillCoalescing(min_batch=3, max_wait_ms=50)
+    fresh = [SimpleNamespace(prefilled=0, admitted=10.0)]
+    assert rule.hold(fresh, decoding=True, now=10.01)  # alone, 10 ms old, streams decoding
+    assert not rule.hold(fresh, decoding=False, now=10.01)  # nothing decodes: start at once
+    assert not rule.hold(fresh, decoding=True, now=10.06)  # waited max_wait_ms
+    assert not rule.hold(fresh * 3, decoding=True, now=10.01)  # min_batch reached
+    assert not rule.hold([SimpleNamespace(prefilled=5, admitted=10.0)], decoding=True, now=10.01)  # part-way
+    assert not PrefillCoalescing().hold(fresh, decoding=True, now=10.01)  # default: never hold
+
+
+def test_coalesced_prompts_share_one_prefill_and_keep_their_codes(synth):
+    async def scenario():
+        coalescing = PrefillCoalescing(min_batch=2, max_wait_ms=60_000)
+        engine = engine_for(synth, RecordingEngine, coalescing=coalescing)
+        engine.start()
+        try:
+            keep = job(synth, "Keep going.", 1, 100)
+            keep.params.min_new_tokens = keep.params.max_new_tokens  # no early EOS: it decodes all along
+            runner = engine.submit(keep)
+            await runner.outputs.get()  # decoding now
+            first = engine.submit(job(synth, "First.", 2, 6))
+            for _ in range(5):  # steps pass; `first` is held while it is alone
+                await asyncio.sleep(0.02)
+            held = not first.prefilled
+            second = engine.submit(job(synth, "Second.", 3, 6))
+            results = await asyncio.gather(drain_outputs(runner), drain_outputs(first), drain_outputs(second))
+            return engine.steps, held, results
+        finally:
+            await engine.stop()
+
+    steps, held, (_, (first_codes, _, _), (second_codes, _, _)) = asyncio.run(scenario())
+    assert held
+    prefills = [p for p, _ in steps if "2" in p or "3" in p]
+    assert prefills == [{"2": prefills[0]["2"], "3": prefills[0]["3"]}]  # one forward for both prompts
+    assert any(not p and "1" in d for p, d in steps)  # decode-only steps ran while `first` was held
+    np.testing.assert_array_equal(first_codes, solo(synth, "First.", 2, 6))
+    np.testing.assert_array_equal(second_codes, solo(synth, "Second.", 3, 6))

@@ -12,6 +12,10 @@ class TalkerConfig(ServiceConfig):
     max_context: int = option(2048, "positions per slot: prompt length + max_new_tokens must fit")
     max_new_tokens: int = option(0, "default and largest max_new_tokens (0 = generation_config, capped by context)")
     prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
+    prefill_min_batch: int = option(
+        1, "while streams decode, hold new prompts until this many can be prefilled together (1 = never hold)"
+    )
+    prefill_max_wait_ms: float = option(0.0, "the longest a new prompt is held for prefill_min_batch, ms")
     initial_chunk_frames: int = option(1, "default frames in a stream's first chunk")
     chunk_frames: int = option(15, "default frames in each steady-state chunk")
     chunk_ramp: list[int] = option(
@@ -34,6 +38,8 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(f"need max_streams >= 1 and max_queue >= 0, got {self.max_streams}, {self.max_queue}")
         if self.max_context < 3 or self.max_new_tokens < 0 or self.prefill_budget < 1:
             raise ValueError("need max_context >= 3, max_new_tokens >= 0 and prefill_budget >= 1")
+        if self.prefill_min_batch < 1 or self.prefill_max_wait_ms < 0:
+            raise ValueError("need prefill_min_batch >= 1 and prefill_max_wait_ms >= 0")
         if self.max_chunk_frames < 1:
             raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
         for name, size in [("initial_chunk_frames", self.initial_chunk_frames), ("chunk_frames", self.chunk_frames)]:

@@ -36,6 +36,7 @@ from omni.talker.engine import (
     ChunkPlan,
     EngineClosed,
     Finished,
+    PrefillCoalescing,
     QueueFull,
     Request,
     TalkerEngine,
@@ -256,7 +257,15 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         decode_kernel=fused,
     )
     graphs = TalkerGraphs(runner, config.graph_batch_buckets) if use_graphs else None
-    engine = TalkerEngine(runner, config.max_queue, config.prefill_budget, config.retry_after_s, metrics, graphs)
+    engine = TalkerEngine(
+        runner,
+        config.max_queue,
+        config.prefill_budget,
+        config.retry_after_s,
+        metrics,
+        graphs,
+        PrefillCoalescing(config.prefill_min_batch, config.prefill_max_wait_ms),
+    )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
     service.add(talker_pb2_grpc.add_TalkerServiceServicer_to_server, TalkerServicer(parts), SERVICE_NAME)
