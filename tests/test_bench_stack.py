@@ -88,6 +88,11 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["audio_s"] == pytest.approx(2 * 4 / 12.5)  # ignore_eos: exactly 4 frames per request
         assert row["talker_step_ms"] > 0 and row["codec_tick_ms"] > 0 and row["talker_batch"] >= 1
         assert row["client_processes"] == 2
+        # Diagnostics: the engine threads' share of each step, prefill time, and each service's busy cores.
+        assert 0 < row["talker_compute_ms"] <= row["talker_step_ms"] * 1.01 and row["talker_prefill_ms"] > 0
+        assert 0 < row["codec_compute_ms"] <= row["codec_tick_ms"] * 1.01 and row["talker_prefill_batch"] >= 1
+        assert set(row["cpu_cores"]) == {"talker", "codec", "refenc", "gateway", "client"}
+        assert row["cpu_cores"]["talker"] > 0 and all(v >= 0 for v in row["cpu_cores"].values())
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
     table = (out / "table.md").read_text()
     assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
