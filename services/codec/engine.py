@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
+from omni.services.common.engine_task import stop_engine_task
 from omni.services.common.packing import INT16_SCALE
 
 from omni.proto import common_pb2
@@ -179,13 +180,7 @@ class CodecEngine:
     async def stop(self) -> None:
         """Stop the engine task (call after the server has drained its streams)."""
         self.accepting = False
-        if self.task is not None:
-            self.task.cancel()
-            try:
-                await self.task
-            except asyncio.CancelledError:
-                pass
-        self.executor.shutdown(wait=True)
+        await stop_engine_task(self.task, self.executor)
 
     async def _run(self) -> None:
         while True:
