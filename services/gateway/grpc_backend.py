@@ -281,36 +281,33 @@ class GrpcBackend(Backend):
     async def _check_talker(self, replica: Replica) -> None:
         if replica.identity is None:
             info = await replica.stub.GetModelInfo(talker_pb2.GetModelInfoRequest(), timeout=2.0)
-            replica.identity = info.model
-            replica.compatible = self._talker_compatible(info.model, replica.address)
+            self._set_identity(replica, info.model, "talker replica", same_checkpoint=True)
         replica.load = (await replica.stub.GetLoad(talker_pb2.GetLoadRequest(), timeout=2.0)).load
 
     async def _check_codec(self, replica: Replica) -> None:
         if replica.identity is None:
             info = await replica.stub.GetModelInfo(codec_pb2.GetModelInfoRequest(), timeout=2.0)
-            replica.identity = info.model
-            mismatch = codec_mismatch(self.identity, info.model)
-            if mismatch:
-                log.error("codec replica %s is incompatible: %s", replica.address, mismatch)
-            replica.compatible = mismatch is None
+            self._set_identity(replica, info.model, "codec replica")
         replica.load = (await replica.stub.GetLoad(codec_pb2.GetLoadRequest(), timeout=2.0)).load
 
     async def _check_refenc(self, replica: Replica) -> None:
         info = await replica.stub.GetModelInfo(refenc_pb2.GetModelInfoRequest(), timeout=2.0)
-        replica.identity = info.model
-        mismatch = codec_mismatch(self.identity, info.model)
-        if mismatch:
-            log.error("reference encoder %s is incompatible: %s", replica.address, mismatch)
-        replica.compatible = mismatch is None
+        self._set_identity(replica, info.model, "reference encoder")
         replica.load = common_pb2.Load(capacity=1, accepting=True)  # the encoder reports no load; spread evenly
 
-    def _talker_compatible(self, identity: common_pb2.ModelIdentity, address: str) -> bool:
+    def _set_identity(
+        self, replica: Replica, identity: common_pb2.ModelIdentity, kind: str, same_checkpoint: bool = False
+    ) -> None:
+        """Record what `replica` serves. It is compatible when it speaks our codec (and, with `same_checkpoint`,
+        runs our checkpoint: a talker must build the same prompts); an incompatible one is logged and never picked."""
+        replica.identity = identity
         mismatch = codec_mismatch(self.identity, identity)
-        if mismatch is None and identity.checkpoint_fingerprint != self.identity.checkpoint_fingerprint:
-            mismatch = f"checkpoint {identity.checkpoint_fingerprint!r} != {self.identity.checkpoint_fingerprint!r}"
+        ours, theirs = self.identity.checkpoint_fingerprint, identity.checkpoint_fingerprint
+        if same_checkpoint and mismatch is None and theirs != ours:
+            mismatch = f"checkpoint {theirs!r} != {ours!r}"
         if mismatch:
-            log.error("talker replica %s is incompatible: %s", address, mismatch)
-        return mismatch is None
+            log.error("%s %s is incompatible: %s", kind, replica.address, mismatch)
+        replica.compatible = mismatch is None
 
     # --- Backend ---------------------------------------------------------------------------------------------
 
