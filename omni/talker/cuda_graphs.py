@@ -8,8 +8,12 @@ Static inputs per graph: slots [bucket] (device). The step already keeps everyth
 lengths, counters and sampling parameters are per-slot tensors read by index, and the talker attends over the whole
 `max_len` cache with a causal mask, so no shape depends on a request. A call with fewer slots than its bucket fills
 the spare rows with the runner's scratch slot; a call larger than every bucket runs eagerly.
+
+`PrefillGraphs` does the same for the prompt forward (`TalkerRunner.prefill_padded`), one graph per (batch, width)
+bucket: ~850 launches of an eager prefill become one replay plus the input copies.
 """
 
+import itertools
 from collections.abc import Sequence
 
 import torch
@@ -78,3 +82,128 @@ class TalkerGraphs:
         graph.replay()
         self.replays += 1
         return codes[:batch], finished[:batch]
+
+
+Chunk = tuple[int, torch.Tensor, int, int]  # (slot, prompt embeddings [L, H], start, end), as prefill_batch takes
+
+
+def plan_prefill(
+    chunks: Sequence[Chunk], batch_buckets: Sequence[int], width_buckets: Sequence[int]
+) -> list[tuple[tuple[int, int] | None, list[Chunk]]]:
+    """`chunks` as groups of one forward each, with the smallest (batch, width) bucket that holds the group.
+
+    Groups hold at most the largest batch bucket, in chunk order; chunks wider than every width bucket form one group
+    with bucket None (for the eager `prefill_batch`).
+    """
+    widest, largest = max(width_buckets), max(batch_buckets)
+    wide = [c for c in chunks if c[3] - c[2] > widest]
+    narrow = [c for c in chunks if c[3] - c[2] <= widest]
+    groups: list[tuple[tuple[int, int] | None, list[Chunk]]] = [(None, wide)] if wide else []
+    for i in range(0, len(narrow), largest):
+        group = narrow[i : i + largest]
+        width = max(end - start for _, _, start, end in group)
+        batch = min(b for b in batch_buckets if b >= len(group))
+        groups.append(((batch, min(w for w in width_buckets if w >= width)), group))
+    return groups
+
+
+class PrefillInputs:
+    """The static inputs of one (batch, width) prefill bucket, and the padded forward over them (`run`).
+
+    `load(chunks)` fills them: the embeddings by device copies into `x` (right-padded with zeros), the per-row
+    integers (start, slot, last index, complete) by one host-to-device copy of a [4, batch] buffer, pinned on CUDA.
+    Spare rows are the scratch slot at start 0, not complete. Works on any device; graphs capture `run`.
+    """
+
+    def __init__(self, runner: TalkerRunner, batch: int, width: int):
+        if runner.scratch_slot is None:
+            raise ValueError("PrefillInputs needs a runner built with scratch_slot=True (padding rows go there)")
+        dev, cuda = runner.device, runner.device.type == "cuda"
+        self.runner, self.batch, self.width = runner, batch, width
+        self.x = torch.zeros(batch, width, runner.config.talker.hidden_size, dtype=runner.dtype, device=dev)
+        self.offsets = torch.arange(width, device=dev)
+        self.host = torch.zeros(4, batch, dtype=torch.int64, pin_memory=cuda)  # start, slot, last, complete
+        self.host[1] = runner.scratch_slot
+        self.meta = self.host.to(dev, copy=True)
+        # The previous call's non-blocking copy must have read the pinned buffer before it is rewritten.
+        self.copied = torch.cuda.Event() if cuda else None
+
+    def load(self, chunks: Sequence[Chunk]) -> list[int]:
+        """Copy `chunks` into the static inputs; returns the slots whose prompt they complete (as prefill_batch)."""
+        if not 0 < len(chunks) <= self.batch or any(not 0 < end - start <= self.width for _, _, start, end in chunks):
+            raise ValueError(f"need 1..{self.batch} chunks of 1..{self.width} positions each")
+        pad = [(0, self.runner.scratch_slot, 0, 0)] * (self.batch - len(chunks))
+        rows = [(start, slot, end - start - 1, int(end == emb.shape[0])) for slot, emb, start, end in chunks] + pad
+        if self.copied is not None:
+            self.copied.synchronize()
+        self.host.copy_(torch.tensor(rows).T)
+        self.meta.copy_(self.host, non_blocking=True)
+        if self.copied is not None:
+            self.copied.record()
+        self.x.zero_()
+        for row, (_, emb, start, end) in enumerate(chunks):
+            self.x[row, : end - start].copy_(emb[start:end])
+        return [slot for slot, emb, _, end in chunks if end == emb.shape[0]]
+
+    def run(self) -> None:
+        """`runner.prefill_padded` over the static inputs (what a graph captures)."""
+        starts, slots, last, complete = self.meta
+        self.runner.prefill_padded(self.x, starts[:, None] + self.offsets, slots, last, complete != 0)
+
+
+class PrefillGraphs:
+    """Captured prompt forwards of `runner` (CUDA, `scratch_slot=True`), one per (batch, width) bucket."""
+
+    def __init__(
+        self,
+        runner: TalkerRunner,
+        batch_buckets: Sequence[int] = (1, 2, 4, 8, 16),
+        width_buckets: Sequence[int] = (32, 64, 128, 256, 512),
+    ):
+        if runner.device.type != "cuda":
+            raise ValueError("PrefillGraphs needs a runner on a CUDA device")
+        if runner.scratch_slot is None:
+            raise ValueError("PrefillGraphs needs a runner built with scratch_slot=True (padding rows go there)")
+        if not batch_buckets or not width_buckets or min(*batch_buckets, *width_buckets) < 1:
+            raise ValueError(f"buckets must be positive sizes, got {list(batch_buckets)}, {list(width_buckets)}")
+        self.runner = runner
+        # As TalkerGraphs: no bucket beyond what a call can fill (num_slots rows, max_len positions).
+        self.batch_buckets = sorted({min(b, runner.num_slots) for b in batch_buckets})
+        self.width_buckets = sorted({min(w, runner.max_len) for w in width_buckets})
+        self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, PrefillInputs]] = {}
+        self.replays = 0  # forwards served by a graph
+        self.eager_calls = 0  # forwards of chunks wider than every bucket, run eagerly
+        pool = torch.cuda.graph_pool_handle()
+        # Most positions first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
+        buckets = itertools.product(self.batch_buckets, self.width_buckets)
+        for bucket in sorted(buckets, key=lambda bw: bw[0] * bw[1], reverse=True):
+            self.graphs[bucket] = self._capture(PrefillInputs(runner, *bucket), pool)
+
+    @torch.no_grad()
+    def _capture(self, inputs: PrefillInputs, pool) -> tuple[torch.cuda.CUDAGraph, PrefillInputs]:
+        # Warm up on a side stream; the inputs hold scratch rows only, so real slots are not touched.
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                inputs.run()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            inputs.run()
+        return graph, inputs
+
+    @torch.no_grad()
+    def prefill(self, chunks: Sequence[Chunk]) -> list[int]:
+        """`runner.prefill_batch(chunks)` through the graphs: returns the slots whose prompt this completed, in chunk
+        order. Slots must be distinct."""
+        for bucket, group in plan_prefill(chunks, self.batch_buckets, self.width_buckets):
+            if bucket is None:
+                self.runner.prefill_batch(group)
+                self.eager_calls += 1
+                continue
+            graph, inputs = self.graphs[bucket]
+            inputs.load(group)
+            graph.replay()
+            self.replays += 1
+        return [slot for slot, emb, _, end in chunks if end == emb.shape[0]]

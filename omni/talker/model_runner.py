@@ -161,6 +161,37 @@ class TalkerRunner:
             self._draw_talker(slots[rows], hidden[rows, last])
         return [chunks[r][0] for r in done]
 
+    @torch.no_grad()
+    def prefill_padded(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        slots: torch.Tensor,
+        last: torch.Tensor,
+        complete: torch.Tensor,
+    ) -> None:
+        """`prefill_batch` over fixed shapes with no host sync and no branch on tensor values; CUDA-graph capturable.
+
+        x [B, W, H]: each row's chunk, right-padded to W; positions [B, W]: start + 0..W-1 (clamped here to
+        max_len - 1); slots [B]: spare rows are the scratch slot; last [B]: each row's last chunk index (end - start
+        - 1); complete [B] bool: the chunk reaches the end of its prompt. Attention reads the whole cache under the
+        causal mask, so one shape serves every start. The first codebook-0 id is drawn for every row, but only the
+        complete rows write it: the others are redirected to the scratch slot, so their own per-slot state is left
+        as it was. The scratch slot is reset at the end, as `decode_step_padded` does.
+        """
+        if self.scratch_slot is None:
+            raise ValueError("prefill_padded needs a runner built with scratch_slot=True")
+        b = x.shape[0]
+        if tuple(last.shape) != (b,) or tuple(complete.shape) != (b,) or complete.dtype != torch.bool:
+            raise ValueError(f"last and complete must be [{b}] (complete bool), got {last.shape}, {complete.dtype}")
+        positions = positions.clamp(max=self.max_len - 1)
+        hidden = self.talker(x, positions, self.cache, slots, kv_len=self.max_len)
+        rows = torch.arange(b, device=self.device)
+        targets = torch.where(complete, slots, torch.full_like(slots, self.scratch_slot))
+        self.next_pos[targets] = positions[rows, last] + 1
+        self._draw_talker(targets, hidden[rows, last])
+        self._reset_scratch()
+
     # ---- decoding ----
 
     def _draw_talker(self, slots: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
