@@ -10,13 +10,20 @@ decode-attention cache), for a few batch sizes and prompt lengths:
 - with --profile: the top ops by host (self CPU) time and the GPU kernel total of one prefill.
 
 Three switches separate the candidate causes of the service's slower prefill (docs/perf-notes.md, "Talker
-prefill"): `--vary` gives every timed call prompts of a length not seen before (the service's pattern: a new shape
+prefill"): `--vary` gives every timed call prompts of a new longest length (the service's pattern: a new shape
 for SDPA and the allocator on most requests), `--sdpa efficient|math|cudnn` pins the attention kernel, and
 `--decode-thread B` replays a captured batch-B decode step in a loop on another thread (as the talker's decode
 loop would) while the prefills are timed.
 
+`--graphs` (CUDA) captures `PrefillGraphs` (one CUDA graph of `prefill_padded` per (batch, width) bucket) and times
+the same call sequence through it next to the eager one (`graph_host_ms`, `graph_total_ms`; `begin_prefill` stays
+eager), and checks that it leaves the same state as `prefill_batch`: for each row's prompts, and once chunked
+(`--check-chunk` positions per call, so starts > 0 and several buckets), the max abs difference of `last_hidden`
+(bf16: attention over the whole cache sums in another order) and whether the drawn ids and counters are equal.
+
     python tools/bench_prefill.py --model 1.7B --batches 1,4,16 --lengths 40,120 --profile
     python tools/bench_prefill.py --model 1.7B --batches 1,16 --lengths 40 --vary --sdpa efficient --decode-thread 16
+    python tools/bench_prefill.py --model 1.7B --batches 1,4,16 --lengths 40,120 --vary --graphs --max-len 2048
 """
 
 import argparse
@@ -32,6 +39,7 @@ from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
+from omni.talker.cuda_graphs import PrefillGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import SamplingParams
@@ -55,15 +63,16 @@ def prompt_of(length: int, gen: torch.Generator) -> TalkerPrompt:
     )
 
 
-def prefill(runner: TalkerRunner, prompts: list[TalkerPrompt]) -> float:
-    """The engine's prefill of one step for `prompts` (slots 0..n-1); returns host ms (until the calls return)."""
+def prefill(runner: TalkerRunner, prompts: list[TalkerPrompt], graphs: PrefillGraphs | None = None) -> float:
+    """The engine's prefill of one step for `prompts` (slots 0..n-1), through `graphs` if given; returns host ms
+    (until the calls return)."""
     start = time.perf_counter()
     params = SamplingParams(seed=1, max_new_tokens=64)
     chunks = []
     for slot, prompt in enumerate(prompts):
         emb = runner.begin_prefill(slot, prompt, params)
         chunks.append((slot, emb, 0, len(prompt)))
-    completed = runner.prefill_batch(chunks)
+    completed = graphs.prefill(chunks) if graphs is not None else runner.prefill_batch(chunks)
     runner.finished[completed].tolist()  # the engine reads EOS flags back here (a host sync)
     return (time.perf_counter() - start) * 1e3
 
@@ -73,19 +82,48 @@ def sync() -> None:
         torch.cuda.synchronize()
 
 
-def time_prefill(runner: TalkerRunner, make_prompts, iters: int) -> dict:
+def time_prefill(runner: TalkerRunner, make_prompts, iters: int, graphs: PrefillGraphs | None = None) -> dict:
     """`make_prompts()` gives the prompts of one call (the same ones, or new lengths with --vary)."""
     for _ in range(2):
-        prefill(runner, make_prompts())
+        prefill(runner, make_prompts(), graphs)
     sync()
     host, total = [], []
     for _ in range(iters):
         prompts = make_prompts()
         start = time.perf_counter()
-        host.append(prefill(runner, prompts))
+        host.append(prefill(runner, prompts, graphs))
         sync()
         total.append((time.perf_counter() - start) * 1e3)
     return {"host_ms": round(sorted(host)[iters // 2], 2), "total_ms": round(sorted(total)[iters // 2], 2)}
+
+
+def prefill_state(
+    runner: TalkerRunner, prompts: list[TalkerPrompt], chunk: int | None, graphs: PrefillGraphs | None
+) -> dict[str, torch.Tensor]:
+    """Prefill `prompts` into slots 0..n-1 (all prompts' next `chunk` positions per call, as the engine) and return
+    the per-slot state it leaves."""
+    params = SamplingParams(seed=1, max_new_tokens=64)
+    embeddings = [runner.begin_prefill(slot, prompt, params) for slot, prompt in enumerate(prompts)]
+    step = chunk or max(map(len, prompts))
+    for start in range(0, max(map(len, prompts)), step):
+        chunks = [(s, e, start, min(start + step, len(e))) for s, e in enumerate(embeddings) if start < len(e)]
+        (graphs.prefill if graphs is not None else runner.prefill_batch)(chunks)
+    slots = torch.arange(len(prompts), device=runner.device)
+    names = ("pending", "next_pos", "drawn", "finished", "seen", "last_hidden")
+    return {name: getattr(runner, name)[slots].clone() for name in names}
+
+
+def check_graphs(runner: TalkerRunner, graphs: PrefillGraphs, prompts: list[TalkerPrompt], chunk=None) -> dict:
+    """The graph path against `prefill_batch` on the same prompts and slots: bf16 hidden within rounding, same ids."""
+    want = prefill_state(runner, prompts, chunk, None)
+    got = prefill_state(runner, prompts, chunk, graphs)
+    diff = (got["last_hidden"].float() - want["last_hidden"].float()).abs().max().item()
+    return {
+        "last_hidden_max_abs_diff": round(diff, 5),
+        "last_hidden_max_abs": round(want["last_hidden"].float().abs().max().item(), 3),
+        "pending_equal": torch.equal(got["pending"], want["pending"]),
+        "counters_equal": all(torch.equal(got[n], want[n]) for n in ("next_pos", "drawn", "finished", "seen")),
+    }
 
 
 def sdpa_backends(name: str):
@@ -130,13 +168,15 @@ class DecodeThread:
             self.steps += 1
 
 
-def profile_prefill(runner: TalkerRunner, prompts: list[TalkerPrompt], top: int = 20) -> dict:
+def profile_prefill(
+    runner: TalkerRunner, prompts: list[TalkerPrompt], graphs: PrefillGraphs | None = None, top: int = 20
+) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
-    prefill(runner, prompts)
+    prefill(runner, prompts, graphs)
     sync()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        prefill(runner, prompts)
+        prefill(runner, prompts, graphs)
         sync()
     events = prof.key_averages()
     gpu_us = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
@@ -159,16 +199,25 @@ def main() -> None:
     ap.add_argument("--no-fused", action="store_true", help="plain PyTorch layers (the service fuses on CUDA)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run of the script (tiny model, --no-fused)")
-    ap.add_argument("--vary", action="store_true", help="a prompt length not used before in every call")
+    ap.add_argument("--vary", action="store_true", help="a batch shape not used before in every call")
     ap.add_argument("--sdpa", default="default", choices=["default", "efficient", "math", "cudnn"])
     ap.add_argument("--decode-thread", type=int, default=0, help="replay a decode step of this batch on a thread")
+    ap.add_argument("--graphs", action="store_true", help="also time (and check) the CUDA-graph prefill (CUDA only)")
+    ap.add_argument("--graph-batches", default="1,2,4,8,16", help="PrefillGraphs batch buckets")
+    ap.add_argument("--graph-widths", default="32,64,128,256,512", help="PrefillGraphs width buckets")
+    ap.add_argument("--check-chunk", type=int, default=48, help="--graphs: positions per call of the chunked check")
+    ap.add_argument("--max-len", type=int, default=0, help="positions per slot (0: what the run needs; service 2048)")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench_prefill.json"))
     args = ap.parse_args()
+    if args.graphs and args.device != "cuda":
+        ap.error("--graphs captures CUDA graphs: it needs --device cuda (on CPU, run without --graphs)")
     batches = [int(b) for b in args.batches.split(",")]
     lengths = [int(n) for n in args.lengths.split(",")]
     torch.manual_seed(0)
     decode_slots = args.decode_thread
-    max_len = max(lengths) + 80 + (args.iters + 2) * max(batches) * 2 * args.vary + 2048 * bool(decode_slots)
+    calls = len(lengths) * len(batches) * ((args.iters + 2) * (1 + args.graphs) + args.graphs)  # --vary: 1 new each
+    max_len = max(lengths) + 80 + (calls + max(batches)) * args.vary + 2048 * bool(decode_slots)
+    max_len = max(max_len, args.max_len)
     runner = build_runner(args.model, max(batches) + decode_slots, max_len, args.device, not args.no_fused)
     gen = torch.Generator().manual_seed(0)
     results = {
@@ -179,8 +228,22 @@ def main() -> None:
         "vary": args.vary,
         "sdpa": args.sdpa,
         "decode_thread": decode_slots,
+        "max_len": max_len,
         "rows": [],
     }
+    graphs = None
+    if args.graphs:
+        sync()
+        reserved, began = torch.cuda.memory_reserved(), time.perf_counter()
+        batch_buckets = [int(b) for b in args.graph_batches.split(",")]
+        graphs = PrefillGraphs(runner, batch_buckets, [int(w) for w in args.graph_widths.split(",")])
+        sync()
+        results["graphs"] = {
+            "buckets": [list(b) for b in graphs.graphs],
+            "capture_s": round(time.perf_counter() - began, 2),
+            "pool_mib": round((torch.cuda.memory_reserved() - reserved) / 2**20),
+        }
+        print(json.dumps(results["graphs"]), flush=True)
     decoder = DecodeThread(runner, max(batches), decode_slots, 40) if decode_slots else None
     if decoder is not None:
         decoder.thread.start()
@@ -191,11 +254,19 @@ def main() -> None:
                 fixed = [prompt_of(length, gen) for _ in range(b)]
 
                 def make_prompts(length=length, b=b, fixed=fixed):
-                    # --vary: each prompt one position longer than any before it (a new shape every call).
-                    return [prompt_of(length + next(fresh), gen) for _ in range(b)] if args.vary else fixed
+                    # --vary: the longest prompt one position longer than in any call before (a new shape every
+                    # call), the others one shorter each.
+                    if not args.vary:
+                        return fixed
+                    longest = length + next(fresh) + b
+                    return [prompt_of(longest - j, gen) for j in range(b)]
 
                 steps_before = decoder.steps if decoder else 0
                 row = {"batch": b, "prompt_len": length, **time_prefill(runner, make_prompts, args.iters)}
+                if graphs is not None:
+                    timed = time_prefill(runner, make_prompts, args.iters, graphs)
+                    row.update(graph_host_ms=timed["host_ms"], graph_total_ms=timed["total_ms"])
+                    row["check"] = check_graphs(runner, graphs, make_prompts())
                 if decoder is not None:
                     row["decode_steps_meanwhile"] = decoder.steps - steps_before
                 results["rows"].append(row)
@@ -203,9 +274,17 @@ def main() -> None:
     if decoder is not None:
         decoder.stop.set()
         decoder.thread.join()
+    if graphs is not None:
+        prompts = [prompt_of(max(lengths), gen) for _ in range(max(batches))]
+        results["check_chunked"] = check_graphs(runner, graphs, prompts, args.check_chunk)
+        results["graph_replays"], results["graph_eager_calls"] = graphs.replays, graphs.eager_calls
+        print(json.dumps({k: results[k] for k in ("check_chunked", "graph_replays", "graph_eager_calls")}), flush=True)
     if args.profile:
         results["profile"] = profile_prefill(runner, [prompt_of(lengths[0], gen)])
         print(json.dumps(results["profile"], indent=1), flush=True)
+        if graphs is not None:
+            results["graph_profile"] = profile_prefill(runner, [prompt_of(lengths[0], gen)], graphs)
+            print(json.dumps(results["graph_profile"], indent=1), flush=True)
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)
 
