@@ -128,6 +128,7 @@ def test_plan_prefill_buckets_splits_and_falls_back():
         return [(slot, emb, 0, w) for slot, w in enumerate(widths)]
 
     batch, width = (1, 2, 4, 8, 16), (32, 64, 128, 256, 512)
+    assert plan_prefill([], batch, width) == []
     assert plan_prefill(chunks(5), batch, width) == [((1, 32), chunks(5))]
     assert plan_prefill(chunks(5, 33, 7), batch, width) == [((4, 64), chunks(5, 33, 7))]
     twenty = chunks(*[10] * 19, 300)
