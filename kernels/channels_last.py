@@ -16,6 +16,7 @@ import os
 import torch
 import triton
 import triton.language as tl
+from omni.kernels.snakebeta import check_snakebeta_args, snakebeta_launch_args
 
 # Elements per program (BLOCK_T * BLOCK_C). Under the Triton interpreter (CPU tests) every program is a round of
 # numpy calls, so there the tiles are large: fewer programs, same results.
@@ -81,15 +82,7 @@ def snakebeta_cl(
     tile: int = TILE,
 ) -> torch.Tensor:
     """SnakeBeta over channels-last x [B, C, T] (+ bias [C] first); alpha/beta [C] log-parameters; out channels-last."""
-    if x.dim() != 3:
-        raise ValueError(f"snakebeta_cl: x must be [B, C, T], got shape {list(x.shape)}")
-    batch, channels, length = x.shape
-    if alpha.shape != (channels,) or beta.shape != (channels,):
-        raise ValueError(
-            f"snakebeta_cl: alpha/beta must be [{channels}], got {list(alpha.shape)} and {list(beta.shape)}"
-        )
-    if bias is not None and bias.shape != (channels,):
-        raise ValueError(f"snakebeta_cl: bias must be [{channels}], got {list(bias.shape)}")
+    batch, channels, length = check_snakebeta_args("snakebeta_cl", x, alpha, beta, bias)
     if not is_channels_last(x):
         raise ValueError(f"snakebeta_cl: x must be channels-last (channel stride 1), got strides {x.stride()}")
     if out is None:
@@ -100,22 +93,8 @@ def snakebeta_cl(
         return out
     block_t, block_c = _blocks(channels, length, tile)
     grid = (batch * triton.cdiv(length, block_t), triton.cdiv(channels, block_c))
-    _snakebeta_cl_kernel[grid](
-        x,
-        out,
-        alpha.contiguous(),
-        beta.contiguous(),
-        alpha if bias is None else bias.contiguous(),
-        channels,
-        length,
-        x.stride(0),
-        x.stride(2),
-        out.stride(0),
-        out.stride(2),
-        HAS_BIAS=bias is not None,
-        BLOCK_T=block_t,
-        BLOCK_C=block_c,
-    )
+    args = snakebeta_launch_args(x, out, alpha, beta, bias, dim=2)  # x_stride_t, out_stride_t: C is contiguous
+    _snakebeta_cl_kernel[grid](*args, HAS_BIAS=bias is not None, BLOCK_T=block_t, BLOCK_C=block_c)
     return out
 
 

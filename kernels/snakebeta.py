@@ -25,6 +25,30 @@ def snakebeta_reference(
     return x + (1.0 / (b + 1e-9)) * torch.sin(x * a).pow(2)
 
 
+def check_snakebeta_args(
+    name: str, x: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor, bias: torch.Tensor | None
+) -> tuple[int, int, int]:
+    """(B, C, T) of x [B, C, T], once alpha/beta (and bias, if given) are checked to be [C]; errors start `name:`."""
+    if x.dim() != 3:
+        raise ValueError(f"{name}: x must be [B, C, T], got shape {list(x.shape)}")
+    batch, channels, length = x.shape
+    if alpha.shape != (channels,) or beta.shape != (channels,):
+        raise ValueError(f"{name}: alpha/beta must be [{channels}], got {list(alpha.shape)} and {list(beta.shape)}")
+    if bias is not None and bias.shape != (channels,):
+        raise ValueError(f"{name}: bias must be [{channels}], got {list(bias.shape)}")
+    return batch, channels, length
+
+
+def snakebeta_launch_args(
+    x: torch.Tensor, out: torch.Tensor, alpha: torch.Tensor, beta: torch.Tensor, bias: torch.Tensor | None, dim: int
+) -> tuple:
+    """The positional arguments both SnakeBeta kernels (this one and `channels_last.py`'s) take, in their order:
+    tensors, per-channel parameters (alpha stands in for an absent bias: HAS_BIAS=False never reads it), sizes, and
+    x's and out's batch stride and stride along `dim` (the one of C, T that is not contiguous)."""
+    params = (alpha.contiguous(), beta.contiguous(), alpha if bias is None else bias.contiguous())
+    return (x, out, *params, x.shape[1], x.shape[2], x.stride(0), x.stride(dim), out.stride(0), out.stride(dim))
+
+
 @triton.jit
 def _snakebeta_kernel(
     x_ptr,
@@ -65,13 +89,7 @@ def snakebeta(
     block: int = 1024,
 ) -> torch.Tensor:
     """Fused SnakeBeta over x [B, C, T] (+ bias [C] first, if given); alpha/beta [C] are the log-parameters."""
-    if x.dim() != 3:
-        raise ValueError(f"snakebeta: x must be [B, C, T], got shape {list(x.shape)}")
-    batch, channels, length = x.shape
-    if alpha.shape != (channels,) or beta.shape != (channels,):
-        raise ValueError(f"snakebeta: alpha/beta must be [{channels}], got {list(alpha.shape)} and {list(beta.shape)}")
-    if bias is not None and bias.shape != (channels,):
-        raise ValueError(f"snakebeta: bias must be [{channels}], got {list(bias.shape)}")
+    batch, channels, length = check_snakebeta_args("snakebeta", x, alpha, beta, bias)
     if x.stride(-1) != 1:
         x = x.contiguous()
     if out is None:
@@ -82,21 +100,8 @@ def snakebeta(
         return out
     block = min(block, triton.next_power_of_2(length))
     grid = (batch * channels, triton.cdiv(length, block))
-    _snakebeta_kernel[grid](
-        x,
-        out,
-        alpha.contiguous(),
-        beta.contiguous(),
-        alpha if bias is None else bias.contiguous(),
-        channels,
-        length,
-        x.stride(0),
-        x.stride(1),
-        out.stride(0),
-        out.stride(1),
-        HAS_BIAS=bias is not None,
-        BLOCK=block,
-    )
+    args = snakebeta_launch_args(x, out, alpha, beta, bias, dim=1)  # x_stride_c, out_stride_c: rows are (b, c)
+    _snakebeta_kernel[grid](*args, HAS_BIAS=bias is not None, BLOCK=block)
     return out
 
 
