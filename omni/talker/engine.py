@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from omni.services.common.engine_task import stop_engine_task
 from omni.services.talker.metrics import TalkerMetrics
-from omni.talker.cuda_graphs import TalkerGraphs
+from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import TalkerPrompt
 from omni.talker.sampling import SamplingParams
@@ -166,13 +167,16 @@ class TalkerEngine:
         metrics: TalkerMetrics | None = None,
         graphs: TalkerGraphs | None = None,
         coalescing: PrefillCoalescing = PrefillCoalescing(),
+        prefill_graphs: PrefillGraphs | None = None,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
-        `coalescing`: when to hold new prompts so that they share a prefill forward (default: never)."""
+        `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
+        `prefill_graphs`: captured prefill forwards (CUDA); without them prefill runs eagerly."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
         self.decode_step = graphs.decode_step if graphs is not None else runner.decode_step
+        self.prefill_batch = prefill_graphs.prefill if prefill_graphs is not None else runner.prefill_batch
         self.max_streams = runner.num_slots
         self.max_len = runner.max_len
         self.max_queue = max_queue
@@ -241,13 +245,7 @@ class TalkerEngine:
 
     async def stop(self) -> None:
         self.accepting = False
-        if self.task is not None:
-            self.task.cancel()
-            try:
-                await self.task
-            except asyncio.CancelledError:
-                pass
-        self.executor.shutdown(wait=True)
+        await stop_engine_task(self.task, self.executor)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -320,7 +318,7 @@ class TalkerEngine:
             if start == 0:
                 request.embeddings = runner.begin_prefill(request.slot, request.prompt, request.params)
         # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
-        completed = runner.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
+        completed = self.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
         # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
         prefill_eos = runner.finished[completed].tolist() if completed else []
         prefill_ms = (time.perf_counter() - began) * 1000.0 if plan.prefills else 0.0

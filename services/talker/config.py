@@ -28,6 +28,11 @@ class TalkerConfig(ServiceConfig):
     fused_kernels: bool = option(
         True, "on a CUDA device: Triton decode attention over live lengths, fused RMSNorm/RoPE/SiLU (ignored on CPU)"
     )
+    prefill_graphs: bool = option(
+        False,
+        "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket "
+        "(not yet measured on a GPU; off until it is)",
+    )
     graph_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16, 32, 64, 128, 256],
         "batch sizes to capture a graph for; those >= max_streams are replaced by max_streams (one graph fits all)",

@@ -25,7 +25,7 @@ from omni.services.talker.requests import (
 )
 
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
-from omni.talker.cuda_graphs import TalkerGraphs
+from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
 from omni.talker.engine import (
     ABORTED,
     CANCELLED,
@@ -257,6 +257,11 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         decode_kernel=fused,
     )
     graphs = TalkerGraphs(runner, config.graph_batch_buckets) if use_graphs else None
+    prefill_graphs = None
+    if use_graphs and config.prefill_graphs:
+        # Width buckets up to the prefill budget: no prompt chunk is wider, so none falls back to eager.
+        widths = sorted({w for w in (32, 64, 128, 256, 512) if w < config.prefill_budget} | {config.prefill_budget})
+        prefill_graphs = PrefillGraphs(runner, width_buckets=widths)
     engine = TalkerEngine(
         runner,
         config.max_queue,
@@ -265,6 +270,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         metrics,
         graphs,
         PrefillCoalescing(config.prefill_min_batch, config.prefill_max_wait_ms),
+        prefill_graphs,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
