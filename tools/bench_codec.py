@@ -529,28 +529,32 @@ def main() -> None:
                 guarded(mode, lambda m=mode: ours(m))
         if args.profile and "triton" in modes:
             guarded("profile triton", lambda: profile_ours("triton"))
-    if {"fused", "fused+graph"} & set(modes):
-        guarded("fuse fused_residual_units", lambda: fuse("fused_residual_units", fuse_residual_units))
-    if {"fused", "fused+graph"} & set(modes) and "fuse fused_residual_units" not in results["errors"]:
-        check("fused_graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
-        for mode in ("fused", "fused+graph"):
-            if mode in modes:
-                guarded(mode, lambda m=mode: ours(m))
-        if args.profile and "fused" in modes:
-            guarded("profile fused", lambda: profile_ours("fused"))
+
+    def build(mode: str, fused: str, fuser, graph_check: str, checks: dict | None = None) -> None:
+        """A build of ours applied to the decoder in place: its checks, the fusion, graph == eager, then `mode` and
+        `mode+graph` (and its profile); nothing of it runs when neither mode was asked for or the fusion failed."""
+        if not {mode, f"{mode}+graph"} & set(modes):
+            return
+        for name, fn in (checks or {}).items():
+            check(name, fn)
+        guarded(f"fuse {fused}", lambda: fuse(fused, fuser))
+        if f"fuse {fused}" in results["errors"]:
+            return
+        check(graph_check, lambda: check_graph_equals_eager(decoder, device))
+        for m in (mode, f"{mode}+graph"):
+            if m in modes:
+                guarded(m, lambda m=m: ours(m))
+        if args.profile and mode in modes:
+            guarded(f"profile {mode}", lambda: profile_ours(mode))
+
+    build("fused", "fused_residual_units", fuse_residual_units, "fused_graph_vs_eager")
     # Channels-last on top of whatever build ran last (it replaces the whole vocoder, so the builds before only
     # change the "before" side of its comparison).
-    if {"fused-cl", "fused-cl+graph"} & set(modes):
-        check("channels_last_kernels", lambda: check_channels_last_kernels(device))
-        check("channels_last_decoder", lambda: check_channels_last(cfg, device))
-        guarded("fuse channels_last", lambda: fuse("channels_last", fuse_channels_last))
-    if {"fused-cl", "fused-cl+graph"} & set(modes) and "fuse channels_last" not in results["errors"]:
-        check("channels_last_graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
-        for mode in ("fused-cl", "fused-cl+graph"):
-            if mode in modes:
-                guarded(mode, lambda m=mode: ours(m))
-        if args.profile and "fused-cl" in modes:
-            guarded("profile fused-cl", lambda: profile_ours("fused-cl"))
+    cl_checks = {
+        "channels_last_kernels": lambda: check_channels_last_kernels(device),
+        "channels_last_decoder": lambda: check_channels_last(cfg, device),
+    }
+    build("fused-cl", "channels_last", fuse_channels_last, "channels_last_graph_vs_eager", cl_checks)
 
     print("\nmode          batch chunk   step ms   new frames/s  audio-s/s  GFLOP/frame  TFLOP/s   TB/s")
     for r in results["rows"]:
