@@ -6,7 +6,6 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from omni.bench import (
 )
 from omni.cli import main
 from omni.client import SpeechClient
+from tests.processes import interrupt_and_wait
 
 READY_TIMEOUT_S = 300
 
@@ -226,12 +226,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
             forced_grpc_audio = np.concatenate(list(forced_stream))
             forced_grpc_summary = forced_stream.summary
     finally:
-        serve.send_signal(signal.SIGINT)
-        try:
-            serve.wait(60)
-        except subprocess.TimeoutExpired:
-            serve.kill()
-            raise
+        interrupt_and_wait(serve)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "concurrency 2" in result.stderr  # the progress line
     report = json.loads(out.read_text())

@@ -26,6 +26,7 @@ from openai import OpenAI
 
 from omni.client import SpeechClient, SpeechError
 from omni.proto import codec_pb2, codec_pb2_grpc, talker_pb2, talker_pb2_grpc
+from tests.processes import interrupt_and_wait
 from tests.prometheus_server import PrometheusServer
 from tests.redis_server import RedisServer
 
@@ -105,12 +106,7 @@ def stack(tiny_model_dir, tmp_path_factory):
             stack_ = Stack(process, lines, model_dir)
             yield stack_
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                code = process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                raise
+            code = interrupt_and_wait(process)
         assert code == (1 if stack_ is not None and stack_.killed else 0), "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ import pytest
 import soundfile as sf
 
 from omni.client import SpeechClient
+from tests.processes import interrupt_and_wait
 
 SAMPLES_PER_FRAME = 1920
 START_TIMEOUT_S = 300
@@ -136,13 +137,7 @@ def stack(tiny_model_dir, tmp_path_factory):
         out.wait_for(r"^Press Ctrl-C")
         yield Stack(process, out, model_dir, work)
     finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
+        interrupt_and_wait(process)
 
 
 def test_workers_are_children_of_the_gateway_and_share_its_ports(stack):
