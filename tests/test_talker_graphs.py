@@ -143,6 +143,37 @@ def test_bad_setups_fail_clearly(synth):
         TalkerGraphs(runner_for(synth, scratch_slot=True))
 
 
+def test_attention_backend_setting_allows_only_the_named_kernel():
+    from omni.services.talker.config import TalkerConfig
+
+    from omni.talker.attention_backend import use_attention_backend
+
+    assert TalkerConfig().prefill_attention == "auto" and TalkerConfig().prefill_graphs
+    with pytest.raises(ValueError, match="prefill_attention"):
+        TalkerConfig(prefill_attention="efficient").validate()
+    cuda = torch.backends.cuda
+    enabled = {
+        "flash": cuda.flash_sdp_enabled,
+        "efficient": cuda.mem_efficient_sdp_enabled,
+        "math": cuda.math_sdp_enabled,
+        "cudnn": cuda.cudnn_sdp_enabled,
+    }
+    try:
+        use_attention_backend("math")
+        assert {name: on() for name, on in enabled.items()} == {
+            "flash": False,
+            "efficient": False,
+            "math": True,
+            "cudnn": False,
+        }
+        use_attention_backend("default")
+        assert all(on() for on in enabled.values())
+        with pytest.raises(ValueError, match="attention backend"):
+            use_attention_backend("flash")
+    finally:
+        use_attention_backend("default")
+
+
 def test_config_rejects_empty_or_nonpositive_buckets():
     from omni.services.talker.config import TalkerConfig
 

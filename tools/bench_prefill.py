@@ -27,7 +27,6 @@ eager), and checks that it leaves the same state as `prefill_batch`: for each ro
 """
 
 import argparse
-import contextlib
 import json
 import os
 import threading
@@ -39,6 +38,7 @@ from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
+from omni.talker.attention_backend import BACKENDS, use_attention_backend
 from omni.talker.cuda_graphs import PrefillGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
@@ -126,20 +126,6 @@ def check_graphs(runner: TalkerRunner, graphs: PrefillGraphs, prompts: list[Talk
     }
 
 
-def sdpa_backends(name: str):
-    """A context pinning F.scaled_dot_product_attention to one kernel (`default`: PyTorch's choice)."""
-    if name == "default":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    backend = {
-        "efficient": SDPBackend.EFFICIENT_ATTENTION,
-        "math": SDPBackend.MATH,
-        "cudnn": SDPBackend.CUDNN_ATTENTION,
-    }
-    return sdpa_kernel([backend[name]])
-
-
 class DecodeThread:
     """Replays a captured decode step of `batch` slots (past the prefill slots) in a loop, each with its host copy."""
 
@@ -200,7 +186,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run of the script (tiny model, --no-fused)")
     ap.add_argument("--vary", action="store_true", help="a batch shape not used before in every call")
-    ap.add_argument("--sdpa", default="default", choices=["default", "efficient", "math", "cudnn"])
+    ap.add_argument("--sdpa", default="default", choices=BACKENDS)
     ap.add_argument("--decode-thread", type=int, default=0, help="replay a decode step of this batch on a thread")
     ap.add_argument("--graphs", action="store_true", help="also time (and check) the CUDA-graph prefill (CUDA only)")
     ap.add_argument("--graph-batches", default="1,2,4,8,16", help="PrefillGraphs batch buckets")
@@ -248,29 +234,29 @@ def main() -> None:
     if decoder is not None:
         decoder.thread.start()
     fresh = iter(range(1, 10**6))
-    with sdpa_backends(args.sdpa):
-        for length in lengths:
-            for b in batches:
-                fixed = [prompt_of(length, gen) for _ in range(b)]
+    use_attention_backend(args.sdpa)
+    for length in lengths:
+        for b in batches:
+            fixed = [prompt_of(length, gen) for _ in range(b)]
 
-                def make_prompts(length=length, b=b, fixed=fixed):
-                    # --vary: the longest prompt one position longer than in any call before (a new shape every
-                    # call), the others one shorter each.
-                    if not args.vary:
-                        return fixed
-                    longest = length + next(fresh) + b
-                    return [prompt_of(longest - j, gen) for j in range(b)]
+            def make_prompts(length=length, b=b, fixed=fixed):
+                # --vary: the longest prompt one position longer than in any call before (a new shape every
+                # call), the others one shorter each.
+                if not args.vary:
+                    return fixed
+                longest = length + next(fresh) + b
+                return [prompt_of(longest - j, gen) for j in range(b)]
 
-                steps_before = decoder.steps if decoder else 0
-                row = {"batch": b, "prompt_len": length, **time_prefill(runner, make_prompts, args.iters)}
-                if graphs is not None:
-                    timed = time_prefill(runner, make_prompts, args.iters, graphs)
-                    row.update(graph_host_ms=timed["host_ms"], graph_total_ms=timed["total_ms"])
-                    row["check"] = check_graphs(runner, graphs, make_prompts())
-                if decoder is not None:
-                    row["decode_steps_meanwhile"] = decoder.steps - steps_before
-                results["rows"].append(row)
-                print(json.dumps(row), flush=True)
+            steps_before = decoder.steps if decoder else 0
+            row = {"batch": b, "prompt_len": length, **time_prefill(runner, make_prompts, args.iters)}
+            if graphs is not None:
+                timed = time_prefill(runner, make_prompts, args.iters, graphs)
+                row.update(graph_host_ms=timed["host_ms"], graph_total_ms=timed["total_ms"])
+                row["check"] = check_graphs(runner, graphs, make_prompts())
+            if decoder is not None:
+                row["decode_steps_meanwhile"] = decoder.steps - steps_before
+            results["rows"].append(row)
+            print(json.dumps(row), flush=True)
     if decoder is not None:
         decoder.stop.set()
         decoder.thread.join()

@@ -4,6 +4,8 @@ import dataclasses
 
 from omni.services.common.config import ServiceConfig, option
 
+from omni.talker.attention_backend import BACKENDS
+
 
 @dataclasses.dataclass
 class TalkerConfig(ServiceConfig):
@@ -29,9 +31,13 @@ class TalkerConfig(ServiceConfig):
         True, "on a CUDA device: Triton decode attention over live lengths, fused RMSNorm/RoPE/SiLU (ignored on CPU)"
     )
     prefill_graphs: bool = option(
-        False,
-        "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket "
-        "(not yet measured on a GPU; off until it is)",
+        True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
+    )
+    prefill_attention: str = option(
+        "auto",
+        "on CUDA, the PyTorch attention kernel for prompt positions: default (PyTorch's choice, cuDNN on an H200), "
+        "math, cudnn, or auto: default under prefill graphs (each bucket's cuDNN graph is built once, at capture), "
+        "math for eager prefill (cuDNN would build a graph for every new prompt shape, ~40 ms each)",
     )
     graph_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16, 32, 64, 128, 256],
@@ -52,6 +58,8 @@ class TalkerConfig(ServiceConfig):
                 raise ValueError(f"{name} must be in [1, max_chunk_frames={self.max_chunk_frames}], got {size}")
         if any(not 1 <= s <= self.max_chunk_frames for s in self.chunk_ramp):
             raise ValueError(f"chunk_ramp sizes must be in [1, {self.max_chunk_frames}], got {self.chunk_ramp}")
+        if self.prefill_attention not in ("auto", *BACKENDS):
+            raise ValueError(f"prefill_attention must be auto or one of {BACKENDS}, got {self.prefill_attention!r}")
         if not self.graph_batch_buckets or min(self.graph_batch_buckets) < 1:
             raise ValueError(f"graph_batch_buckets must be non-empty sizes >= 1, got {self.graph_batch_buckets}")
         if not self.retry_after_s >= 0:

@@ -25,6 +25,7 @@ from omni.services.talker.requests import (
 )
 
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
+from omni.talker.attention_backend import use_attention_backend
 from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
 from omni.talker.engine import (
     ABORTED,
@@ -243,6 +244,11 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     )
     on_cuda = torch.device(config.device).type == "cuda"
     use_graphs, fused = config.cuda_graphs and on_cuda, config.fused_kernels and on_cuda
+    if on_cuda:
+        attention = config.prefill_attention
+        if attention == "auto":
+            attention = "default" if use_graphs and config.prefill_graphs else "math"
+        use_attention_backend(attention)
     if fused:
         from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: CUDA serving only
 
