@@ -1,9 +1,9 @@
 """Talker prefill on a GPU: what one engine step's prompt work costs, split into host time and GPU time.
 
-The talker service prefills every step's new prompts in one batched eager forward (`TalkerRunner.begin_prefill` per
-request, then `prefill_batch`), on the same thread and stream as the decode step, so every decoding stream waits for
-it. This times exactly that call sequence at the released shapes (random weights, the service's fused kernels and
-decode-attention cache), for a few batch sizes and prompt lengths:
+The talker service admits every step's new prompts in one call (`TalkerRunner.begin_prefill_batch`) and prefills
+them in one batched forward (`prefill_batch`, or `PrefillGraphs` on CUDA), on the same thread and stream as the
+decode step, so every decoding stream waits for it. This times exactly that call sequence at the released shapes
+(random weights, the service's fused kernels and decode-attention cache), for a few batch sizes and prompt lengths:
 
 - `host_ms`: until the Python calls return (launches, host syncs inside the calls),
 - `total_ms`: until the GPU has finished too,
@@ -11,18 +11,18 @@ decode-attention cache), for a few batch sizes and prompt lengths:
 
 Three switches separate the candidate causes of the service's slower prefill (docs/perf-notes.md, "Talker
 prefill"): `--vary` gives every timed call prompts of a new longest length (the service's pattern: a new shape
-for SDPA and the allocator on most requests), `--sdpa efficient|math|cudnn` pins the attention kernel, and
+for SDPA and the allocator on most requests), `--sdpa math|cudnn` pins the attention kernel, and
 `--decode-thread B` replays a captured batch-B decode step in a loop on another thread (as the talker's decode
 loop would) while the prefills are timed.
 
 `--graphs` (CUDA) captures `PrefillGraphs` (one CUDA graph of `prefill_padded` per (batch, width) bucket) and times
-the same call sequence through it next to the eager one (`graph_host_ms`, `graph_total_ms`; `begin_prefill` stays
-eager), and checks that it leaves the same state as `prefill_batch`: for each row's prompts, and once chunked
+the same call sequence through it next to the eager one (`graph_host_ms`, `graph_total_ms`; `begin_prefill_batch`
+stays eager), and checks that it leaves the same state as `prefill_batch`: for each row's prompts, and once chunked
 (`--check-chunk` positions per call, so starts > 0 and several buckets), the max abs difference of `last_hidden`
 (bf16: attention over the whole cache sums in another order) and whether the drawn ids and counters are equal.
 
     python tools/bench_prefill.py --model 1.7B --batches 1,4,16 --lengths 40,120 --profile
-    python tools/bench_prefill.py --model 1.7B --batches 1,16 --lengths 40 --vary --sdpa efficient --decode-thread 16
+    python tools/bench_prefill.py --model 1.7B --batches 1,16 --lengths 40 --vary --sdpa math --decode-thread 16
     python tools/bench_prefill.py --model 1.7B --batches 1,4,16 --lengths 40,120 --vary --graphs --max-len 2048
 """
 
@@ -68,10 +68,8 @@ def prefill(runner: TalkerRunner, prompts: list[TalkerPrompt], graphs: PrefillGr
     (until the calls return)."""
     start = time.perf_counter()
     params = SamplingParams(seed=1, max_new_tokens=64)
-    chunks = []
-    for slot, prompt in enumerate(prompts):
-        emb = runner.begin_prefill(slot, prompt, params)
-        chunks.append((slot, emb, 0, len(prompt)))
+    embeddings = runner.begin_prefill_batch([(slot, prompt, params) for slot, prompt in enumerate(prompts)])
+    chunks = [(slot, emb, 0, len(emb)) for slot, emb in enumerate(embeddings)]
     completed = graphs.prefill(chunks) if graphs is not None else runner.prefill_batch(chunks)
     runner.finished[completed].tolist()  # the engine reads EOS flags back here (a host sync)
     return (time.perf_counter() - start) * 1e3
@@ -103,7 +101,7 @@ def prefill_state(
     """Prefill `prompts` into slots 0..n-1 (all prompts' next `chunk` positions per call, as the engine) and return
     the per-slot state it leaves."""
     params = SamplingParams(seed=1, max_new_tokens=64)
-    embeddings = [runner.begin_prefill(slot, prompt, params) for slot, prompt in enumerate(prompts)]
+    embeddings = runner.begin_prefill_batch([(slot, prompt, params) for slot, prompt in enumerate(prompts)])
     step = chunk or max(map(len, prompts))
     for start in range(0, max(map(len, prompts)), step):
         chunks = [(s, e, start, min(start + step, len(e))) for s, e in enumerate(embeddings) if start < len(e)]

@@ -13,7 +13,7 @@ A step:
      (1, then the ramp, then 15 by default) and flushes the rest with `last` when it stops.
 
 Slot hygiene: a cancelled or finished request gives its slot back at once (in the event-loop thread). A new
-owner is admitted only between steps and `begin_prefill` rewrites every per-slot tensor, and a step's results
+owner is admitted only between steps and `begin_prefill_batch` rewrites every per-slot tensor, and a step's results
 go to the request objects captured when the step was planned, which drop them once done. So nothing of one
 request reaches another.
 
@@ -314,9 +314,11 @@ class TalkerEngine:
     def _compute(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
         began = time.perf_counter()
         runner = self.runner
-        for request, start, _ in plan.prefills:
-            if start == 0:
-                request.embeddings = runner.begin_prefill(request.slot, request.prompt, request.params)
+        new = [request for request, start, _ in plan.prefills if start == 0]
+        if new:  # one batched admission: its device calls do not grow with the number of requests
+            embeddings = runner.begin_prefill_batch([(r.slot, r.prompt, r.params) for r in new])
+            for request, emb in zip(new, embeddings, strict=True):
+                request.embeddings = emb
         # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
         completed = self.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
         # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.

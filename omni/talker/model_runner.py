@@ -10,12 +10,14 @@ codebook-0 id from the talker, exactly as the official `Qwen3TTSTalkerForConditi
 back to the host.
 """
 
+from collections.abc import Sequence
+
 import torch
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
-from omni.talker.sampling import SamplingParams, SlotSampling, sample_subtalker, sample_talker
+from omni.talker.sampling import SamplingParams, SlotSampling, sample_subtalker, sample_talker, to_device
 
 
 class TalkerRunner:
@@ -80,19 +82,27 @@ class TalkerRunner:
     @torch.no_grad()
     def embed_prompt(self, prompt: TalkerPrompt) -> torch.Tensor:
         """[L, H]: per position the text-track vector plus the codec-track vector (id, x-vector or ref frame)."""
+        return self.embed_prompts([prompt])[0]
+
+    @torch.no_grad()
+    def embed_prompts(self, prompts: Sequence[TalkerPrompt]) -> list[torch.Tensor]:
+        """`embed_prompt` of each prompt: all their ids reach the device in one copy and go through one embedding
+        pass, with no host sync (no boolean indexing). Returns views [L_i, H] of one tensor."""
         t = self.talker
-        text_ids = prompt.text_ids.to(self.device)
-        codec_ids = prompt.codec_ids.to(self.device)
-        x = torch.zeros(len(prompt), self.config.talker.hidden_size, dtype=self.dtype, device=self.device)
-        has_text, has_codec = text_ids != NO_ID, codec_ids != NO_ID
-        x[has_text] += t.embed_text(text_ids[has_text])
-        x[has_codec] += t.embed_codec(codec_ids[has_codec])
-        if prompt.x_vector is not None:
-            x[prompt.x_vector_pos] += prompt.x_vector.to(device=self.device, dtype=self.dtype)
-        if prompt.ref_codes is not None:
-            rows = prompt.ref_codes.shape[0]
-            x[prompt.ref_codes_pos : prompt.ref_codes_pos + rows] += t.embed_frame(prompt.ref_codes.to(self.device))
-        return x
+        ids = to_device(torch.cat([torch.stack([p.text_ids, p.codec_ids]) for p in prompts], dim=1), self.device)
+        text, codec = ids
+        zero = torch.zeros((), dtype=self.dtype, device=self.device)
+        # Where a track has no term its vector is 0 (NO_ID rows are embedded as id 0 and masked out).
+        x = torch.where((text != NO_ID)[:, None], t.embed_text(text.clamp(min=0)), zero)
+        x = x + torch.where((codec != NO_ID)[:, None], t.embed_codec(codec.clamp(min=0)), zero)
+        rows = list(x.split([len(p) for p in prompts]))
+        for row, prompt in zip(rows, prompts, strict=True):  # voice-clone terms: only prompts that have them
+            if prompt.x_vector is not None:
+                row[prompt.x_vector_pos] += prompt.x_vector.to(device=self.device, dtype=self.dtype)
+            if prompt.ref_codes is not None:
+                n = prompt.ref_codes.shape[0]
+                row[prompt.ref_codes_pos : prompt.ref_codes_pos + n] += t.embed_frame(prompt.ref_codes.to(self.device))
+        return rows
 
     @torch.no_grad()
     def prefill(self, slot: int, prompt: TalkerPrompt, params: SamplingParams, chunk_size: int | None = None) -> None:
@@ -106,25 +116,40 @@ class TalkerRunner:
     @torch.no_grad()
     def begin_prefill(self, slot: int, prompt: TalkerPrompt, params: SamplingParams) -> torch.Tensor:
         """Reset `slot` for a new request; returns its prompt embeddings [L, H] for `prefill_chunk`."""
-        length = len(prompt)
-        if not 0 <= slot < self.num_slots:
-            raise ValueError(f"slot {slot} is outside [0, {self.num_slots})")
-        if length == 0:
-            raise ValueError("the prompt is empty")
-        if length + params.max_new_tokens > self.max_len:
-            raise ValueError(
-                f"prompt length {length} + max_new_tokens {params.max_new_tokens} exceeds the slot length "
-                f"{self.max_len}"
-            )
-        trailing = prompt.trailing_ids
-        self.sampling.set(slot, params)
-        self.seen[slot] = False
-        self.drawn[slot] = 0
-        self.finished[slot] = False
-        self.trailing[slot] = self.tts_pad_id
-        self.trailing[slot, : trailing.numel()] = trailing.to(self.device)
-        self.trailing_len[slot] = trailing.numel()
-        return self.embed_prompt(prompt)
+        return self.begin_prefill_batch([(slot, prompt, params)])[0]
+
+    @torch.no_grad()
+    def begin_prefill_batch(self, requests: Sequence[tuple[int, TalkerPrompt, SamplingParams]]) -> list[torch.Tensor]:
+        """`begin_prefill` for several (slot, prompt, params) at once, in a fixed number of device calls: the
+        engine admits many requests in one step, and per-request copies and writes would cost more host time than
+        the prefill forward itself. Slots must be distinct."""
+        for slot, prompt, params in requests:
+            if not 0 <= slot < self.num_slots:
+                raise ValueError(f"slot {slot} is outside [0, {self.num_slots})")
+            if len(prompt) == 0:
+                raise ValueError("the prompt is empty")
+            if len(prompt) + params.max_new_tokens > self.max_len:
+                raise ValueError(
+                    f"prompt length {len(prompt)} + max_new_tokens {params.max_new_tokens} exceeds the slot length "
+                    f"{self.max_len}"
+                )
+        if len({slot for slot, _, _ in requests}) != len(requests):
+            raise ValueError("begin_prefill_batch needs distinct slots")
+        # One host buffer: the slots, then each request's trailing-text queue padded with tts_pad to max_len.
+        host = torch.full((len(requests), 1 + self.max_len), self.tts_pad_id, dtype=torch.int64)
+        for row, (slot, prompt, _) in enumerate(requests):
+            host[row, 0] = slot
+            host[row, 1 : 1 + prompt.trailing_ids.numel()] = prompt.trailing_ids
+        host = to_device(host, self.device)
+        slots = host[:, 0]
+        self.sampling.set_many(slots, [params for _, _, params in requests])
+        self.seen.index_fill_(0, slots, False)
+        self.drawn.index_fill_(0, slots, 0)
+        self.finished.index_fill_(0, slots, False)
+        self.trailing.index_copy_(0, slots, host[:, 1:])
+        lengths = torch.tensor([prompt.trailing_ids.numel() for _, prompt, _ in requests])
+        self.trailing_len.index_copy_(0, slots, to_device(lengths, self.device))
+        return self.embed_prompts([prompt for _, prompt, _ in requests])
 
     @torch.no_grad()
     def prefill_chunk(self, slot: int, x: torch.Tensor, start: int, end: int) -> None:

@@ -10,6 +10,7 @@ request's codes depend only on its own seed and step count, never on its batch n
 generator state lives on the host.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -86,20 +87,50 @@ class SlotSampling:
         self.max_new_tokens = zeros(torch.int64)
 
     def set(self, slot: int, p: SamplingParams) -> None:
-        p.validate()
-        seed = p.seed - (1 << 64) if p.seed >= (1 << 63) else p.seed
-        self.seed[slot] = seed
-        self.do_sample[slot] = p.do_sample
-        self.temperature[slot] = p.temperature
-        self.top_k[slot] = p.top_k
-        self.top_p[slot] = p.top_p
-        self.repetition_penalty[slot] = p.repetition_penalty
-        self.sub_do_sample[slot] = p.subtalker_dosample
-        self.sub_temperature[slot] = p.subtalker_temperature
-        self.sub_top_k[slot] = p.subtalker_top_k
-        self.sub_top_p[slot] = p.subtalker_top_p
-        self.min_new_tokens[slot] = p.min_new_tokens
-        self.max_new_tokens[slot] = p.max_new_tokens
+        self.set_many(torch.tensor([slot]), [p])
+
+    # (field, the SamplingParams value) for the integer and the float tensors: each group travels in one copy.
+    _INTS = (
+        ("seed", lambda p: p.seed - (1 << 64) if p.seed >= (1 << 63) else p.seed),
+        ("do_sample", lambda p: p.do_sample),
+        ("top_k", lambda p: p.top_k),
+        ("sub_do_sample", lambda p: p.subtalker_dosample),
+        ("sub_top_k", lambda p: p.subtalker_top_k),
+        ("min_new_tokens", lambda p: p.min_new_tokens),
+        ("max_new_tokens", lambda p: p.max_new_tokens),
+    )
+    _FLOATS = (
+        ("temperature", lambda p: p.temperature),
+        ("top_p", lambda p: p.top_p),
+        ("repetition_penalty", lambda p: p.repetition_penalty),
+        ("sub_temperature", lambda p: p.subtalker_temperature),
+        ("sub_top_p", lambda p: p.subtalker_top_p),
+    )
+
+    def set_many(self, slots: torch.Tensor, params: Sequence[SamplingParams]) -> None:
+        """Write `params[i]` into slot `slots[i]`: two host-to-device copies and one indexed write per field,
+        however many slots (admission costs no per-request device calls)."""
+        for p in params:
+            p.validate()
+        device = self.seed.device
+        slots = to_device(slots, device)
+        ints = to_device(torch.tensor([[get(p) for p in params] for _, get in self._INTS], dtype=torch.int64), device)
+        floats = to_device(
+            torch.tensor([[get(p) for p in params] for _, get in self._FLOATS], dtype=torch.float32), device
+        )
+        for row, (name, _) in enumerate(self._INTS):
+            target = getattr(self, name)
+            target.index_copy_(0, slots, ints[row].to(target.dtype))
+        for row, (name, _) in enumerate(self._FLOATS):
+            getattr(self, name).index_copy_(0, slots, floats[row])
+
+
+def to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device` without a host sync: through pinned memory on CUDA (the caching host allocator
+    keeps the pinned block until the copy is done)."""
+    if device.type != "cuda" or host.device.type == "cuda":
+        return host.to(device)
+    return host.pin_memory().to(device, non_blocking=True)
 
 
 # ---- logits processors (each [B, V] -> [B, V], per-row parameters [B]) ----
