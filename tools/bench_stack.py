@@ -25,7 +25,7 @@ For each model it writes a CustomVoice checkpoint (a built-in speaker: no refere
 stays off the request path, as with the official `generate_custom_voice`) to a temp dir, then for each GPU layout
 (one GPU: talker, codec and refenc on cuda:0; two GPUs when there are two: talker and refenc on cuda:0, codec on
 cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
-up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(2 x
+up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(rounds x
 concurrency, 16)), from `--client-processes` client processes (default 1; statistics are over all requests). The
 one H200 run with 8 gateway workers and 8 client processes (docs/benchmarks.md, run 6) was slower than the run with
 one of each, with other changes in between, so the cause is not isolated; the defaults stay at 1 until an A/B run
@@ -85,7 +85,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--models", nargs="+", default=["0.6b", "1.7b"], choices=("tiny", "0.6b", "1.7b"))
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 16, 64, 128, 256])
     parser.add_argument("--frames", type=int, default=125, help="frames per request (12.5 per second of audio)")
-    parser.add_argument("--requests", type=int, default=0, help="requests per level (default max(2 x c, 16))")
+    parser.add_argument("--requests", type=int, default=0, help="requests per level (default max(rounds x c, 16))")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="requests per stream per level when --requests is 0 (more: steadier)"
+    )
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--dtype", default="", help="serving dtype (default bfloat16 on cuda, float32 on cpu)")
     parser.add_argument("--gpus", nargs="+", type=int, default=[], help="layouts to run (default 1, and 2 if there)")
@@ -102,8 +105,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    if args.frames < 1 or min(args.concurrency) < 1 or args.requests < 0 or args.client_processes < 1:
-        parser.error("--frames and --concurrency must be positive, --requests not negative, --client-processes >= 1")
+    if min(args.frames, *args.concurrency, args.rounds, args.client_processes) < 1 or args.requests < 0:
+        parser.error("--frames, --concurrency, --rounds, --client-processes must be positive, --requests not negative")
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     return args
 
@@ -361,7 +364,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
         run_level(url, texts, args, warmup, warmup, seed=10_000)
         print_log_problems(f"[{name}] warm-up", serve.log_problems(since))
         for concurrency in args.concurrency:
-            requests = args.requests or max(2 * concurrency, 16)
+            requests = args.requests or max(args.rounds * concurrency, 16)
             before = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
             since = serve.log_sizes()
             pids = serve.service_pids()
