@@ -17,7 +17,15 @@ import torch
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
-from omni.talker.sampling import SamplingParams, SlotSampling, sample_subtalker, sample_talker, to_device
+from omni.talker.sampling import (
+    SamplingParams,
+    SlotSampling,
+    SubtalkerRows,
+    draw,
+    sample_subtalker,
+    sample_talker,
+    to_device,
+)
 
 
 class TalkerRunner:
@@ -30,6 +38,7 @@ class TalkerRunner:
         device: torch.device | str | None = None,
         scratch_slot: bool = False,
         decode_kernel: bool | None = None,
+        sampler_kernel: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -37,6 +46,9 @@ class TalkerRunner:
         (`decode_step_padded`, used by the CUDA graphs); requests never get it.
         `decode_kernel`: decode steps attend with the Triton kernel over each slot's live length instead of the
         masked PyTorch attention over all `max_len` positions; default: on for CUDA devices.
+        `sampler_kernel`: the 16 draws of a step (codebook 0 after the talker's processors, which stay in PyTorch, and
+        the predictor's 15) each run as one Triton kernel (kernels/sampling.py) instead of ~45 PyTorch ones; same ids
+        (see that module for the top-p boundary). Off by default until measured on a GPU.
         """
         self.talker = talker
         self.config = config
@@ -55,6 +67,11 @@ class TalkerRunner:
 
         if decode_kernel is None:
             decode_kernel = self.device.type == "cuda"
+        self.draw = draw
+        if sampler_kernel:
+            from omni.kernels.sampling import draw as kernel_draw  # imports Triton: only when asked for
+
+            self.draw = kernel_draw
         self.cache = talker.new_cache(rows, max_len, self.dtype, dev, decode_kernel)
         self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, decode_kernel)
         self.sampling = SlotSampling(rows, dev)
@@ -223,7 +240,7 @@ class TalkerRunner:
         """Codebook-0 ids from talker hidden [B, H] of `slots`; updates the per-slot history and counters."""
         logits = self.talker.codec_logits(hidden)
         ids = sample_talker(
-            logits, self.sampling, slots, self.seen[slots], self.drawn[slots], self.suppressed, self.eos_id
+            logits, self.sampling, slots, self.seen[slots], self.drawn[slots], self.suppressed, self.eos_id, self.draw
         )
         self.seen.index_put_((slots, ids), torch.ones_like(ids, dtype=torch.bool))  # no host scalar: capturable
         self.pending[slots] = ids
@@ -250,12 +267,13 @@ class TalkerRunner:
         x = torch.stack([self.last_hidden[slots], t.embed_codec(codes[:, 0])], dim=1)
         positions = self._predictor_pos[:2].expand(b, 2)
         h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups)[:, -1]
+        sub = SubtalkerRows.gather(self.sampling, slots)
         for g in range(1, self.groups):
             if g > 1:
                 x = predictor.codec_embedding[g - 2](codes[:, g - 1])[:, None]
                 positions = self._predictor_pos[g : g + 1].expand(b, 1)
                 h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups)[:, -1]
-            codes[:, g] = sample_subtalker(predictor.logits(h, g), self.sampling, slots, frame, g)
+            codes[:, g] = sample_subtalker(predictor.logits(h, g), sub, frame, g, self.draw)
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
         text_ids = torch.where(

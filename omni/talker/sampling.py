@@ -10,7 +10,7 @@ request's codes depend only on its own seed and step count, never on its batch n
 generator state lives on the host.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
@@ -255,6 +255,10 @@ def talker_scores(
     return suppress(x, suppressed)
 
 
+# `draw` or a function with its signature and results (kernels/sampling.py: `draw` as one Triton kernel).
+DrawFn = Callable[..., torch.Tensor]
+
+
 def sample_talker(
     logits: torch.Tensor,
     params: SlotSampling,
@@ -263,13 +267,14 @@ def sample_talker(
     generated: torch.Tensor,
     suppressed: torch.Tensor,
     eos_id: int,
+    draw_fn: DrawFn = draw,
 ) -> torch.Tensor:
     """Codebook-0 ids [B] for the rows of `slots`; `generated` [B] counts the codebook-0 ids drawn so far."""
     x = talker_scores(
         logits, params.repetition_penalty[slots], seen, generated, params.min_new_tokens[slots], suppressed, eos_id
     )
     counter = generated * DRAWS_PER_FRAME
-    return draw(
+    return draw_fn(
         x,
         params.do_sample[slots],
         params.temperature[slots],
@@ -280,17 +285,32 @@ def sample_talker(
     )
 
 
+@dataclass
+class SubtalkerRows:
+    """The code predictor's sampling parameters of one step's rows, gathered once for its 15 draws."""
+
+    do_sample: torch.Tensor
+    temperature: torch.Tensor
+    top_k: torch.Tensor
+    top_p: torch.Tensor
+    seed: torch.Tensor
+
+    @classmethod
+    def gather(cls, params: SlotSampling, slots: torch.Tensor) -> "SubtalkerRows":
+        return cls(
+            params.sub_do_sample[slots],
+            params.sub_temperature[slots],
+            params.sub_top_k[slots],
+            params.sub_top_p[slots],
+            params.seed[slots],
+        )
+
+
 def sample_subtalker(
-    logits: torch.Tensor, params: SlotSampling, slots: torch.Tensor, frame: torch.Tensor, group: int
+    logits: torch.Tensor, rows: SubtalkerRows, frame: torch.Tensor, group: int, draw_fn: DrawFn = draw
 ) -> torch.Tensor:
     """Codebook-`group` ids [B] (1..15) of frame `frame` [B] from the code predictor's logits."""
     counter = frame * DRAWS_PER_FRAME + group
-    return draw(
-        logits.float(),
-        params.sub_do_sample[slots],
-        params.sub_temperature[slots],
-        params.sub_top_k[slots],
-        params.sub_top_p[slots],
-        params.seed[slots],
-        counter,
-    )
+    if draw_fn is draw:
+        logits = logits.float()  # the warpers' arithmetic is fp32 (the kernel upcasts each row itself, exactly)
+    return draw_fn(logits, rows.do_sample, rows.temperature, rows.top_k, rows.top_p, rows.seed, counter)

@@ -1,0 +1,183 @@
+"""The fused sampler kernel (kernels/sampling.py) against `omni.talker.sampling.draw`, on CPU through the Triton
+interpreter; tools/bench_talker_step.py runs the same comparisons on a GPU.
+
+What is exact here: the hash bits, greedy rows, temperature, top-k, and every id given the same noise outside the
+top-p boundary rows (`top_p_boundary_rows`: a token within fp32 rounding of the cut). The noise itself is numpy's log
+under the interpreter, a few ulps from torch's CPU log, so ids equal `draw`'s wherever torch's own argmax does not
+move with that noise (on a GPU both use CUDA's logf and the noise is bit-identical).
+"""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run on CPU tensors
+
+import pytest
+import torch
+from omni.kernels.sampling import draw as kernel_draw
+from omni.kernels.sampling import gumbel, top_p_boundary_rows, uniform_bits
+
+from omni.talker import sampling
+from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import SpeechRequest
+
+
+def torch_bits(seed: torch.Tensor, counter: torch.Tensor, vocab: int) -> torch.Tensor:
+    """sampling.uniform's integers before the conversion to (0, 1)."""
+    stream = sampling._mix64(sampling._mix64(seed) + counter * sampling._GOLDEN)
+    column = torch.arange(1, vocab + 1, dtype=torch.int64)
+    return sampling._shr(sampling._mix64(stream[:, None] + column[None, :] * sampling._GOLDEN), 64 - 23)
+
+
+def test_hash_bits_equal_torch():
+    seed = torch.tensor([0, -1, (1 << 63) - 1, -(1 << 63), 12345, -987654321])
+    counter = torch.tensor([0, 1, 16 * 2047 + 15, 7, (1 << 40) + 3, 31])
+    for vocab in (37, 3072):
+        assert torch.equal(uniform_bits(seed, counter, vocab).long(), torch_bits(seed, counter, vocab))
+
+
+def test_gumbel_noise_of_every_uniform():
+    """All 2^23 uniforms: finite, and within 4 units of 2^-23 (relative to max(1, |g|)) of torch's CPU noise; the
+    difference is numpy's float32 log against torch's (each up to a few ulps off the correctly rounded log)."""
+    bits = torch.arange(1 << sampling.UNIFORM_BITS, dtype=torch.int32)
+    got = gumbel(bits)
+    want = -torch.log(-torch.log(sampling.unit_interval(bits.long())))
+    assert torch.isfinite(got).all()
+    error = ((got - want).abs() / want.abs().clamp(min=1)).max()
+    assert error <= 4 * 2.0**-23, float(error)
+
+
+def rows(vocab: int, n: int, seed: int) -> dict:
+    """Mixed rows: greedy and sampled, temperatures, top-k 0 / 1 / 50 / V / > V, top-p 1 / 0.8 / 0.1, suppressed
+    (-inf) ids, and coarse values with many ties; a few rows in bf16 precision (the talker's logits dtype)."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(n, vocab, generator=gen) * 3
+    logits[1::4] = (logits[1::4] * 2).round() / 2  # ties
+    logits[2::4] = logits[2::4].bfloat16().float()
+    suppressed = torch.rand(n, vocab, generator=gen) < 0.2
+    suppressed[::3] = False
+    logits = logits.masked_fill(suppressed, -torch.inf)
+    return dict(
+        logits=logits,
+        do_sample=torch.arange(n) % 5 != 0,
+        temperature=torch.tensor([0.9, 0.5, 1.0, 1.7])[torch.arange(n) % 4],
+        top_k=torch.tensor([50, 0, 1, vocab, vocab + 5, 50, 3])[torch.arange(n) % 7],
+        top_p=torch.tensor([1.0, 0.8, 0.1])[torch.arange(n) % 3],
+        seed=torch.randint(-(1 << 63), (1 << 63) - 1, (n,), generator=gen),
+        counter=torch.randint(0, 1 << 20, (n,), generator=gen),
+    )
+
+
+def draw_with_noise(r: dict, noise: torch.Tensor) -> torch.Tensor:
+    """sampling.draw with the given Gumbel noise in place of torch's."""
+    warped = sampling.warp(r["logits"], r["temperature"], r["top_k"], r["top_p"])
+    return torch.where(r["do_sample"], (warped + noise).argmax(dim=-1), r["logits"].argmax(dim=-1))
+
+
+@pytest.mark.parametrize("vocab,n", [(2048, 40), (3072, 40), (37, 60)])
+def test_draw_equals_sampling_draw(vocab, n):
+    r = rows(vocab, n, seed=vocab)
+    got = kernel_draw(**r)
+    assert got.dtype == torch.int64 and ((got >= 0) & (got < vocab)).all()
+    noise = gumbel(uniform_bits(r["seed"], r["counter"], vocab))  # the kernel's own noise
+    warped = sampling.apply_top_k(sampling.apply_temperature(r["logits"], r["temperature"]), r["top_k"])
+    boundary = top_p_boundary_rows(warped, noise, r["top_p"], r["do_sample"])
+    checked = ~boundary
+    assert checked[r["do_sample"] & (r["top_p"] < 1)].sum() >= n // 4  # the top-p rows are not all excluded
+    # Given the kernel's noise, every id outside the top-p boundary rows is torch's.
+    assert torch.equal(got[checked], draw_with_noise(r, noise)[checked])
+    # With torch's own noise: the same ids wherever the few-ulp noise difference does not move torch's argmax.
+    want = sampling.draw(**r)
+    steady = checked & (draw_with_noise(r, noise) == want)
+    assert torch.equal(got[steady], want[steady])
+    greedy = ~r["do_sample"]
+    assert torch.equal(got[greedy], r["logits"][greedy].argmax(dim=-1))
+
+
+def test_top_p_cut_inside_a_tie_group_follows_a_stable_sort():
+    """Four tokens tied at p = 0.1 (columns 7, 2, 5, 0) below one of p = 0.6, top_p = 0.75: the ascending cumulative
+    probabilities of the ties are 0.1, 0.2, 0.3, 0.4 in column order, so columns 0 and 2 (<= 0.25) are removed and
+    5 and 7 stay, as a stable sort orders them; the rest of the row is suppressed."""
+    n, vocab = 64, 9
+    row = torch.full((vocab,), -torch.inf)
+    row[[7, 2, 5, 0]] = torch.tensor(0.1).log()
+    row[4] = torch.tensor(0.6).log()
+    ids = kernel_draw(
+        row.expand(n, vocab).contiguous(),
+        torch.ones(n, dtype=torch.bool),
+        torch.ones(n),
+        torch.zeros(n, dtype=torch.int64),
+        torch.full((n,), 0.75),
+        torch.full((n,), 5, dtype=torch.int64),
+        torch.arange(n),
+    )
+    assert set(ids.tolist()) == {4, 5, 7}
+
+
+def test_top_p_keeps_the_maximum_and_top_k_keeps_ties():
+    n = 16
+    row = torch.tensor([1.0, 3.0, 2.0, 3.0, 3.0, -torch.inf, 0.5])
+    args = dict(
+        do_sample=torch.ones(n, dtype=torch.bool),
+        temperature=torch.full((n,), 0.7),
+        seed=torch.full((n,), -3, dtype=torch.int64),
+        counter=torch.arange(n),
+    )
+    logits = row.expand(n, -1).contiguous()
+    # top_p tiny: only the last of the tied maxima in (value, column) order stays.
+    tiny_p = kernel_draw(logits, top_k=torch.zeros(n, dtype=torch.int64), top_p=torch.full((n,), 1e-6), **args)
+    assert set(tiny_p.tolist()) == {4}
+    # top_k = 1 with three tied maxima keeps all three (the k-th largest value, ties kept).
+    top1 = kernel_draw(logits, top_k=torch.ones(n, dtype=torch.int64), top_p=torch.ones(n), **args)
+    assert set(top1.tolist()) == {1, 3, 4}
+    assert torch.equal(top1, sampling.draw(logits, top_k=torch.ones(n, dtype=torch.int64), top_p=torch.ones(n), **args))
+
+
+def test_bad_input_is_refused():
+    b, v = 2, 16
+    ok = dict(
+        logits=torch.zeros(b, v),
+        do_sample=torch.ones(b, dtype=torch.bool),
+        temperature=torch.ones(b),
+        top_k=torch.zeros(b, dtype=torch.int64),
+        top_p=torch.ones(b),
+        seed=torch.zeros(b, dtype=torch.int64),
+        counter=torch.zeros(b, dtype=torch.int64),
+    )
+    for change, message in [
+        (dict(logits=torch.zeros(b, 4097)), "1 <= V <= 4096"),
+        (dict(logits=torch.zeros(b, v, 2)), "logits must be"),
+        (dict(logits=torch.zeros(v, b).t()), "contiguous last dim"),
+        (dict(top_k=torch.zeros(b, dtype=torch.int32)), "top_k must be"),
+        (dict(temperature=torch.ones(b + 1)), "temperature must be"),
+        (dict(do_sample=torch.ones(b)), "do_sample must be"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            kernel_draw(**{**ok, **change})
+
+
+def test_runner_with_sampler_kernel_gives_the_same_codes(tiny_model_dir):
+    """A few decode steps of a tiny talker (talker and predictor draws through the kernel), mixed sampling settings,
+    through the capturable padded step: the same codes as the PyTorch sampler."""
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    runners = [
+        TalkerRunner(synth.model.talker, synth.model.config, 3, 40, scratch_slot=True, sampler_kernel=kernel)
+        for kernel in (False, True)
+    ]
+    options = [
+        SynthesisOptions(seed=11, max_new_tokens=8),
+        SynthesisOptions(greedy=True, max_new_tokens=8),
+        SynthesisOptions(seed=12, max_new_tokens=8, top_p=0.8, top_k=0, temperature=1.3),
+    ]
+    text = ["One.", "Two words.", "And three."]
+    for r in runners:
+        for slot, (t, o) in enumerate(zip(text, options, strict=True)):
+            request = SpeechRequest(text=t, speaker="Ryan", language="English")
+            r.prefill(slot, synth.builder.build(request), synth.sampling_params(o))
+    assert torch.equal(runners[0].pending, runners[1].pending)
+    slots = torch.tensor([2, 0, 1, runners[0].scratch_slot])
+    for step in range(3):
+        want, want_finished = runners[0].decode_step_padded(slots)
+        got, got_finished = runners[1].decode_step_padded(slots)
+        assert torch.equal(got[:3], want[:3]) and torch.equal(got_finished[:3], want_finished[:3]), f"step {step}"
+    assert torch.equal(runners[0].pending, runners[1].pending) and torch.equal(runners[0].seen, runners[1].seen)
