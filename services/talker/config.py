@@ -30,6 +30,11 @@ class TalkerConfig(ServiceConfig):
     fused_kernels: bool = option(
         True, "on a CUDA device: Triton decode attention over live lengths, fused RMSNorm/RoPE/SiLU (ignored on CPU)"
     )
+    sampler_kernel: bool = option(
+        False,
+        "on a CUDA device: each of a decode step's 16 sampling draws as one Triton kernel instead of ~45 PyTorch ones "
+        "(same ids; not yet measured on a GPU, off until it is; ignored on CPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

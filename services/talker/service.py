@@ -261,6 +261,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.device,
         scratch_slot=use_graphs,
         decode_kernel=fused,
+        sampler_kernel=config.sampler_kernel and on_cuda,
     )
     graphs = TalkerGraphs(runner, config.graph_batch_buckets) if use_graphs else None
     prefill_graphs = None
