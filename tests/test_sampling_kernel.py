@@ -94,6 +94,19 @@ def test_draw_equals_sampling_draw(vocab, n):
     assert torch.equal(got[greedy], r["logits"][greedy].argmax(dim=-1))
 
 
+def test_bf16_logits_are_upcast_exactly():
+    """The predictor's logits are bf16 when serving: the kernel reads them as they are (sample_subtalker casts
+    them to fp32 for the PyTorch draw, and the kernel's upcast is the same exact conversion)."""
+    r = rows(37, 24, seed=5)
+    r["logits"] = r["logits"].bfloat16()
+    noise = gumbel(uniform_bits(r["seed"], r["counter"], 37))
+    got = kernel_draw(**r)
+    r["logits"] = r["logits"].float()
+    warped = sampling.apply_top_k(sampling.apply_temperature(r["logits"], r["temperature"]), r["top_k"])
+    checked = ~top_p_boundary_rows(warped, noise, r["top_p"], r["do_sample"])
+    assert torch.equal(got[checked], draw_with_noise(r, noise)[checked])
+
+
 def test_top_p_cut_inside_a_tie_group_follows_a_stable_sort():
     """Four tokens tied at p = 0.1 (columns 7, 2, 5, 0) below one of p = 0.6, top_p = 0.75: the ascending cumulative
     probabilities of the ties are 0.1, 0.2, 0.3, 0.4 in column order, so columns 0 and 2 (<= 0.25) are removed and

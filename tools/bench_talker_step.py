@@ -9,13 +9,18 @@ on the device (no download), prefills every slot with a random prompt, then
 2. the decode-attention kernel (reads each slot's live length in place), alone and with the fused layer kernels
    (talker_fused.py), against the masked PyTorch attention over all `max_len` positions: share of equal codes and
    the hidden-state difference over the same steps, in bf16 and in fp32;
-3. timing: ms per decode step at each batch size through `TalkerGraphs.decode_step`, per mode (and the eager
+3. the fused sampler kernel (kernels/sampling.py) against `sampling.draw`: the Gumbel noise of all 2^23 uniforms and
+   the hash bits must be bit-identical, ids on random rows must be equal except on the documented top-p boundary rows
+   (`top_p_boundary_rows`), and a runner's codes with and without the kernel must be equal in fp32; any other
+   difference raises. --sampler-only runs just this check (seconds);
+4. timing: ms per decode step at each batch size through `TalkerGraphs.decode_step`, per mode (and the eager
    `decode_step` with --eager); --profile prints the top CUDA kernels of one eager step at the largest batch.
 
 Every slot is prefilled with --prompt-len positions, so the live length during the timed steps is about that: 160 is
 the middle of a 10 s utterance after a ~100-position prompt.
 
     python tools/bench_talker_step.py --models 0.6B,1.7B --batches 1,16,64,256 --max-len 2048 --profile
+    python tools/bench_talker_step.py --models 1.7B --modes fused,fused+sampler   # the sampler kernel's gain
 """
 
 import argparse
@@ -150,9 +155,12 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
-def check_correctness(talker, config, steps: int, device: str) -> dict:
+def check_correctness(talker, config, steps: int, device: str, sampler_kernel: bool = False) -> dict:
     slots, max_len = 64, PROMPT_LEN + steps + 8
-    runners = [TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True) for _ in range(3)]
+    runners = [
+        TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, sampler_kernel=sampler_kernel)
+        for _ in range(3)
+    ]
     for r in runners:
         prefill_all(r, seed=0)
     graphs = TalkerGraphs(runners[0], (1, 8, 16, 64))
@@ -180,6 +188,86 @@ def check_correctness(talker, config, steps: int, device: str) -> dict:
             "codes_equal_to_unpadded_eager": f"{equal_codes}/{total_codes}"}  # fmt: skip
 
 
+def random_draw_rows(vocab: int, n: int, device: str, dtype: torch.dtype, seed: int) -> dict:
+    """`draw` arguments for n mixed rows: greedy and sampled, temperatures, top-k 0 / 1 / 50 / V, top-p 1 / 0.8 /
+    0.1, suppressed (-inf) ids, coarse values with ties; logits in `dtype` (the talker's logits are bf16)."""
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(n, vocab, generator=gen) * 3
+    logits[1::4] = (logits[1::4] * 2).round() / 2
+    logits = logits.masked_fill(torch.rand(n, vocab, generator=gen) < 0.1, -torch.inf)
+    i = torch.arange(n)
+    rows = dict(
+        logits=logits.to(dtype),
+        do_sample=i % 5 != 0,
+        temperature=torch.tensor([0.9, 0.5, 1.0, 1.7])[i % 4],
+        top_k=torch.tensor([50, 0, 1, vocab, 50, 3])[i % 6],
+        top_p=torch.tensor([1.0, 0.8, 0.1])[i % 3],
+        seed=torch.randint(-(1 << 63), (1 << 63) - 1, (n,), generator=gen),
+        counter=torch.randint(0, 1 << 20, (n,), generator=gen),
+    )
+    return {k: v.to(device) for k, v in rows.items()}
+
+
+def check_sampler_kernel(device: str) -> dict:
+    """The sampler kernel against `sampling.draw` on this GPU; raises on any difference the kernel's docs do not
+    allow (kernels/sampling.py: only the top-p cut within fp32 rounding may differ)."""
+    from omni.kernels import sampling as kernel
+
+    from omni.talker import sampling
+
+    bits = torch.arange(1 << sampling.UNIFORM_BITS, dtype=torch.int32, device=device)
+    noise = kernel.gumbel(bits)
+    torch_noise = -torch.log(-torch.log(sampling.unit_interval(bits.long())))
+    out: dict = {"noise_bit_identical": torch.equal(noise, torch_noise),
+                 "noise_values_differing": int((noise != torch_noise).sum())}  # fmt: skip
+    rows = random_draw_rows(3072, 256, device, torch.float32, seed=0)
+    stream = sampling._mix64(sampling._mix64(rows["seed"]) + rows["counter"] * sampling._GOLDEN)
+    column = torch.arange(1, 3073, device=device)
+    torch_bits = sampling._shr(sampling._mix64(stream[:, None] + column * sampling._GOLDEN), 64 - sampling.UNIFORM_BITS)
+    out["hash_bits_identical"] = torch.equal(
+        kernel.uniform_bits(rows["seed"], rows["counter"], 3072).long(), torch_bits
+    )
+    failures = [name for name in ("noise_bit_identical", "hash_bits_identical") if not out[name]]
+    for vocab, dtype in ((2048, torch.bfloat16), (3072, torch.bfloat16), (3072, torch.float32), (37, torch.float32)):
+        r = random_draw_rows(vocab, 2048, device, dtype, seed=vocab)
+        got, want = kernel.draw(**r), sampling.draw(**r)
+        warped = sampling.apply_top_k(sampling.apply_temperature(r["logits"], r["temperature"]), r["top_k"])
+        noise = -torch.log(-torch.log(sampling.uniform(r["seed"], r["counter"], vocab)))
+        boundary = kernel.top_p_boundary_rows(warped, noise, r["top_p"], r["do_sample"]).to(device)
+        differ = got != want
+        name = f"draw_V{vocab}_{str(dtype).removeprefix('torch.')}"
+        out[name] = {"ids_equal": f"{int((~differ).sum())}/{len(got)}", "top_p_boundary_rows": int(boundary.sum()),
+                     "differ_on_boundary_rows": int((differ & boundary).sum()),
+                     "differ_elsewhere": int((differ & ~boundary).sum())}  # fmt: skip
+        if out[name]["differ_elsewhere"]:
+            failures.append(name)
+    if failures:
+        raise RuntimeError(f"the sampler kernel differs from sampling.draw beyond the top-p boundary: {failures} {out}")
+    return out
+
+
+def compare_sampler_runners(talker, config, steps: int, device: str) -> dict:
+    """fp32 runners with and without the sampler kernel over the same prompts (greedy and sampled slots, top-p 1):
+    the codes must be equal; raises otherwise."""
+    slots, max_len = 64, PROMPT_LEN + steps + 8
+    runners = [TalkerRunner(talker, config, slots, max_len, device, sampler_kernel=s) for s in (False, True)]
+    for r in runners:
+        prefill_all(r, seed=0)
+    batch = torch.arange(slots, device=device)
+    equal = total = 0
+    for _ in range(steps):
+        want, _ = runners[0].decode_step(batch)
+        got, _ = runners[1].decode_step(batch)
+        equal += int((got == want).sum())
+        total += got.numel()
+    same_state = all(torch.equal(getattr(runners[0], n), getattr(runners[1], n)) for n in ("pending", "seen", "drawn"))
+    del runners
+    out = {"codes_equal": f"{equal}/{total}", "same_state": same_state}
+    if equal != total or not same_state:
+        raise RuntimeError(f"runner codes differ with the sampler kernel (fp32, top-p 1): {out}")
+    return out
+
+
 def time_steps(step, slots: torch.Tensor, iters: int) -> float:
     for _ in range(3):
         step(slots)
@@ -197,21 +285,37 @@ def main() -> None:
     ap.add_argument("--batches", default="1,16,64,256")
     ap.add_argument("--max-len", type=int, default=2048, help="positions per slot (the service's max_context)")
     ap.add_argument("--prompt-len", type=int, default=160, help="positions prefilled per slot before timing")
-    modes_help = "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels"
+    modes_help = (
+        "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels; "
+        "fused+sampler: + the fused sampler kernel (one kernel per draw)"
+    )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
     ap.add_argument("--profile", action="store_true", help="top CUDA kernels of an eager step at the largest batch")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--check-steps", type=int, default=12)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
+    ap.add_argument("--sampler-only", action="store_true", help="only check the sampler kernel against sampling.draw")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench_talker_step.json"))
     args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_talker_step needs a CUDA GPU (the CPU tests cover the same code under the interpreter)")
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
-    modes = sorted(args.modes.split(","), key=lambda m: m == "fused")
+    modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
+    unknown = set(modes) - {"sdpa", "kernel", "fused", "fused+sampler"}
+    if unknown:
+        raise SystemExit(f"unknown modes {sorted(unknown)}")
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype,
                "max_len": args.max_len, "prompt_len": args.prompt_len, "iters": args.iters, "models": {}}  # fmt: skip
+    results["sampler_kernel"] = check_sampler_kernel(device)
+    print("sampler kernel vs sampling.draw:", results["sampler_kernel"], flush=True)
+    if args.sampler_only:
+        print(json.dumps(results, indent=1))
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+        return
     for name in args.models.split(","):
         torch.manual_seed(0)
         talker, config = build_talker(name, dtype, device)
@@ -227,14 +331,21 @@ def main() -> None:
             if args.dtype != "float32":  # again in fp32 (TF32 off): separates a kernel error from bf16 rounding
                 out[label + "_fp32"] = compare_paths(copy.deepcopy(talker).float(), config, 3, device, fused)
                 print(name, label, "fp32", out[label + "_fp32"], flush=True)
+        if "fused+sampler" in modes:
+            out["sampler_runner_fp32"] = compare_sampler_runners(
+                copy.deepcopy(talker).float(), config, args.check_steps, device
+            )
+            print(name, "runner with vs without the sampler kernel, fp32", out["sampler_runner_fp32"], flush=True)
         out["modes"] = {}
-        for mode in modes:  # fused last: it rewires the talker in place
-            if mode == "fused":
-                fuse_talker_kernels(talker)
-                out["check_fused"] = check_correctness(talker, config, args.check_steps, device)
-                print(name, "fused graph vs eager", out["check_fused"], flush=True)
+        for mode in modes:  # fused modes last: they rewire the talker in place
+            sampler = mode == "fused+sampler"
+            if mode.startswith("fused"):
+                fuse_talker_kernels(talker)  # idempotent
+                label = "check_" + mode.replace("+", "_")
+                out[label] = check_correctness(talker, config, args.check_steps, device, sampler_kernel=sampler)
+                print(name, mode, "graph vs eager", out[label], flush=True)
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
-                                  decode_kernel=mode != "sdpa")  # fmt: skip
+                                  decode_kernel=mode != "sdpa", sampler_kernel=sampler)  # fmt: skip
             prefill_all(runner, seed=2, prompt_len=args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)
