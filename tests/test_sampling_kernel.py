@@ -107,11 +107,15 @@ def test_bf16_logits_are_upcast_exactly():
     assert torch.equal(got[checked], draw_with_noise(r, noise)[checked])
 
 
-def test_top_p_cut_inside_a_tie_group_follows_a_stable_sort():
-    """Four tokens tied at p = 0.1 (columns 7, 2, 5, 0) below one of p = 0.6, top_p = 0.75: the ascending cumulative
-    probabilities of the ties are 0.1, 0.2, 0.3, 0.4 in column order, so columns 0 and 2 (<= 0.25) are removed and
-    5 and 7 stay, as a stable sort orders them; the rest of the row is suppressed."""
-    n, vocab = 64, 9
+@pytest.mark.parametrize(
+    "top_p,kept",
+    [(0.795, {4, 5, 7}), (0.805, {2, 4, 5, 7}), (0.55, {4})],
+)
+def test_top_p_cut_inside_a_tie_group_follows_a_stable_sort(top_p, kept):
+    """Four tokens tied at p = 0.1 (columns 7, 2, 5, 0) below one of p = 0.6: their ascending cumulative
+    probabilities are 0.1, 0.2, 0.3, 0.4 in column order (a stable sort's), so a cut of 1 - top_p = 0.205 removes
+    columns 0 and 2, 0.195 only column 0, and 0.45 all four; the rest of the row is suppressed."""
+    n, vocab = 48, 9
     row = torch.full((vocab,), -torch.inf)
     row[[7, 2, 5, 0]] = torch.tensor(0.1).log()
     row[4] = torch.tensor(0.6).log()
@@ -120,11 +124,11 @@ def test_top_p_cut_inside_a_tie_group_follows_a_stable_sort():
         torch.ones(n, dtype=torch.bool),
         torch.ones(n),
         torch.zeros(n, dtype=torch.int64),
-        torch.full((n,), 0.75),
+        torch.full((n,), top_p),
         torch.full((n,), 5, dtype=torch.int64),
         torch.arange(n),
     )
-    assert set(ids.tolist()) == {4, 5, 7}
+    assert set(ids.tolist()) == kept
 
 
 def test_top_p_keeps_the_maximum_and_top_k_keeps_ties():
@@ -140,6 +144,10 @@ def test_top_p_keeps_the_maximum_and_top_k_keeps_ties():
     # top_p tiny: only the last of the tied maxima in (value, column) order stays.
     tiny_p = kernel_draw(logits, top_k=torch.zeros(n, dtype=torch.int64), top_p=torch.full((n,), 1e-6), **args)
     assert set(tiny_p.tolist()) == {4}
+    # 1 - 1e-8 rounds to 1 in fp32: every cumulative probability is <= the cut, only the exemption keeps the maximum.
+    lone = torch.tensor([0.0, 50.0, -torch.inf, -1.0]).expand(n, -1).contiguous()
+    kw = dict(top_k=torch.zeros(n, dtype=torch.int64), top_p=torch.full((n,), 1e-8), **args)
+    assert set(kernel_draw(lone, **kw).tolist()) == {1} and set(sampling.draw(lone, **kw).tolist()) == {1}
     # top_k = 1 with three tied maxima keeps all three (the k-th largest value, ties kept).
     top1 = kernel_draw(logits, top_k=torch.ones(n, dtype=torch.int64), top_p=torch.ones(n), **args)
     assert set(top1.tolist()) == {1, 3, 4}
