@@ -34,12 +34,12 @@ from triton.language.extra import libdevice
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 MAX_VOCAB = 4096  # one row in registers; the sort packs (key, column) into an int64
-UNIFORM_BITS = 23  # as omni.talker.sampling.UNIFORM_BITS
-
+# Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
+UNIFORM_BITS = tl.constexpr(23)  # as omni.talker.sampling.UNIFORM_BITS
 # splitmix64 constants as uint64 (omni.talker.sampling holds the same bits as signed int64).
-GOLDEN: tl.constexpr = 0x9E3779B97F4A7C15
-MIX1: tl.constexpr = 0xBF58476D1CE4E5B9
-MIX2: tl.constexpr = 0x94D049BB133111EB
+GOLDEN = tl.constexpr(0x9E3779B97F4A7C15)
+MIX1 = tl.constexpr(0xBF58476D1CE4E5B9)
+MIX2 = tl.constexpr(0x94D049BB133111EB)
 
 
 @triton.jit
@@ -86,12 +86,6 @@ def _order_key(x):
     """int32 keys ordered as the floats (no NaN); -0.0 gets +0.0's key, since the float comparisons tie them."""
     bits = tl.where(x == 0.0, 0.0, x).to(tl.int32, bitcast=True)
     return tl.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
-
-
-@triton.jit
-def _key_value(key):
-    """The float of an `_order_key` key."""
-    return tl.where(key >= 0, key, key ^ 0x7FFFFFFF).to(tl.float32, bitcast=True)
 
 
 @triton.jit
