@@ -26,14 +26,15 @@ stays off the request path, as with the official `generate_custom_voice`) to a t
 (one GPU: talker, codec and refenc on cuda:0; two GPUs when there are two: talker and refenc on cuda:0, codec on
 cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
 up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(rounds x
-concurrency, 16)), from `--client-processes` client processes (default 1; statistics are over all requests). The
-one H200 run with 8 gateway workers and 8 client processes (docs/benchmarks.md, run 6) was slower than the run with
-one of each, with other changes in between, so the cause is not isolated; the defaults stay at 1 until an A/B run
-with one change at a time says otherwise. Every request has `ignore_eos`
-and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per level it also reads the
-talker's and codec's /metrics (mean step time, mean batch), and the error lines the gateway, talker and codec
-logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
-why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and
+concurrency, 16)), from `--client-processes` client processes (default 4; statistics are over all requests),
+through `--gateway-workers` gateway processes (default 2). With one of each, 256 streams lost ~4 s per request
+between the client and the gateway's handler (the gateway's own log had TTFA p50 0.35-0.49 s, the client 4.3-4.5 s);
+with 4 and 2, same code and machine type, throughput at 256 streams went from 301 to 537 audio-s/s on one H200 and
+from 371 to 832 on two (docs/benchmarks.md, runs 13-14). Which of the two was the limit is not separated. Every
+request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per
+level it also reads the talker's and codec's /metrics (mean step time, mean batch), and the error lines the gateway,
+talker and codec logged during the level (a count and the first five, in the row's `log_problems` and printed), so a
+run says why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and
 layout, and the services' logs as plain files one folder down (`logs/<model>-<n>gpu-<service>.log`, plus
 `-serve.log` and `-command.txt`).
 """
@@ -95,9 +96,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--refenc-device", default="", help="override the reference encoder's device (e.g. cpu)")
     parser.add_argument("--warmup", type=int, default=0, help="warm-up requests (default min(max c, 32))")
     parser.add_argument(
-        "--client-processes", type=int, default=1, help="omni bench client processes per level (default 1)"
+        "--client-processes", type=int, default=4, help="omni bench client processes per level (default 4)"
     )
-    parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes (default 1)")
+    parser.add_argument("--gateway-workers", type=int, default=2, help="gateway processes (default 2)")
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
     parser.add_argument(
@@ -241,13 +242,14 @@ class Serve:
             "OMNI_TALKER_MAX_CONTEXT": str(frames + 1 + PROMPT_ROOM),
             "OMNI_TALKER_METRICS_PORT": str(self.metrics_ports["talker"]),
             "OMNI_CODEC_METRICS_PORT": str(self.metrics_ports["codec"]),
-            "OMNI_CODEC_GRAPH_BATCH_BUCKETS": os.environ.get("OMNI_CODEC_GRAPH_BATCH_BUCKETS", "1,4,16,64"),
+            "OMNI_CODEC_GRAPH_BATCH_BUCKETS": os.environ.get("OMNI_CODEC_GRAPH_BATCH_BUCKETS", "1,4,16,64,128"),
         }
         command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
         command += ["--grpc-port", "0", "--work-dir", str(self.work_dir), "--max-streams", str(max_streams)]
         # A closed loop never has more requests in flight than talker slots, so the codec gets a quarter more streams
         # (for streams still closing), not serve's default of twice as many; with fewer graph buckets than the
-        # service default, its startup (a cuDNN autotune per captured shape) takes about a minute, not three.
+        # service default (1, 4, 16, 64, 128 and the largest), its startup (a cuDNN autotune per captured shape) takes
+        # about a minute and a half, not three. Run 14 had no 128 bucket: 128 streams were padded to 320 (115 ms ticks).
         command += ["--codec-max-streams", str(max_streams + max_streams // 4)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--device", devices["talker"], "--dtype", dtype]
