@@ -35,7 +35,9 @@ from triton.language.extra import libdevice
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 MAX_VOCAB = 4096  # one row in registers; the sort packs (key, column) into an int64
 # Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
-UNIFORM_BITS = tl.constexpr(23)  # as omni.talker.sampling.UNIFORM_BITS
+UNIFORM_BITS = 23  # as omni.talker.sampling.UNIFORM_BITS: the top 23 bits of the hash, scaled by 2^-23
+UNIFORM_SHIFT = tl.constexpr(64 - UNIFORM_BITS)
+UNIFORM_SCALE = tl.constexpr(2.0**-UNIFORM_BITS)
 # splitmix64 constants as uint64 (omni.talker.sampling holds the same bits as signed int64).
 GOLDEN = tl.constexpr(0x9E3779B97F4A7C15)
 MIX1 = tl.constexpr(0xBF58476D1CE4E5B9)
@@ -71,13 +73,13 @@ def _uniform_bits(seed, counter, cols):
     """The top 23 bits of the hash of (seed, counter, column cols + 1), as sampling.uniform (int32)."""
     stream = _mix64(_mix64(seed.to(tl.uint64, bitcast=True)) + counter.to(tl.uint64, bitcast=True) * GOLDEN)
     z = _mix64(stream + (cols + 1).to(tl.uint64) * GOLDEN)
-    return (z >> (64 - UNIFORM_BITS)).to(tl.int32)
+    return (z >> UNIFORM_SHIFT).to(tl.int32)
 
 
 @triton.jit
 def _gumbel(bits, LIBDEVICE: tl.constexpr):
     """-log(-log(u)) with u = (bits + 0.5) / 2^23 (exact in fp32, strictly inside (0, 1)), as sampling.draw."""
-    u = (bits.to(tl.float32) + 0.5) * (1.0 / (1 << UNIFORM_BITS))
+    u = (bits.to(tl.float32) + 0.5) * UNIFORM_SCALE
     return -_log(-_log(u, LIBDEVICE), LIBDEVICE)
 
 
