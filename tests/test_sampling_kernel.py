@@ -8,6 +8,8 @@ move with that noise (on a GPU both use CUDA's logf and the noise is bit-identic
 """
 
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run on CPU tensors
 
@@ -202,3 +204,35 @@ def test_runner_with_sampler_kernel_gives_the_same_codes(tiny_model_dir):
         got, got_finished = runners[1].decode_step_padded(slots)
         assert torch.equal(got[:3], want[:3]) and torch.equal(got_finished[:3], want_finished[:3]), f"step {step}"
     assert torch.equal(runners[0].pending, runners[1].pending) and torch.equal(runners[0].seen, runners[1].seen)
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels import sampling as ks
+
+rows = {"do_sample_ptr": "*i1", "temperature_ptr": "*fp32", "top_k_ptr": "*i64", "top_p_ptr": "*fp32",
+        "seed_ptr": "*i64", "counter_ptr": "*i64"}
+kernels = [
+    (ks._draw_kernel, {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", **rows, "out_ptr": "*i64",
+                       "BLOCK": "constexpr", "LIBDEVICE": "constexpr"}, {"BLOCK": 64, "LIBDEVICE": True}),
+    (ks._noise_kernel, {"seed_ptr": "*i64", "counter_ptr": "*i64", "bits_ptr": "*i32", "vocab": "i32",
+                        "BLOCK": "constexpr"}, {"BLOCK": 64}),
+    (ks._gumbel_kernel, {"bits_ptr": "*i32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",
+                         "LIBDEVICE": "constexpr"}, {"BLOCK": 64, "LIBDEVICE": True}),
+]
+for fn, signature, constexprs in kernels:
+    ptx = compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    if fn is ks._draw_kernel:
+        assert "div.rn.f32" in ptx and "div.full.f32" not in ptx, "temperature and softmax need IEEE division"
+print("compiled")
+"""
+
+
+def test_kernels_compile_for_sm90(tmp_path):
+    """The interpreter skips the compiler's checks (globals must be constexpr instances, branch types must agree, ...):
+    compile each kernel of the module for sm_90 (H100/H200) to PTX with the Triton wheel's own toolchain, in a process
+    without TRITON_INTERPRET (no GPU needed). A small BLOCK keeps it to seconds; the code is the same for every size."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
