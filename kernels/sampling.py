@@ -33,7 +33,7 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-MAX_VOCAB = 4096  # one row in registers; the sort packs (key, column) into an int64
+MAX_VOCAB = 4096  # one row in registers per program (the talker's vocabulary is 3072, the predictor's 2048)
 # Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
 UNIFORM_BITS = 23  # as omni.talker.sampling.UNIFORM_BITS: the top 23 bits of the hash, scaled by 2^-23
 UNIFORM_SHIFT = tl.constexpr(64 - UNIFORM_BITS)
