@@ -12,7 +12,7 @@ on the device (no download), prefills every slot with a random prompt, then
 3. the fused sampler kernel (kernels/sampling.py) against `sampling.draw`: the Gumbel noise of all 2^23 uniforms and
    the hash bits must be bit-identical, ids on random rows must be equal except on the documented top-p boundary rows
    (`top_p_boundary_rows`), and a runner's codes with and without the kernel must be equal in fp32; any other
-   difference raises. --sampler-only runs just this check (seconds);
+   difference raises. Runs with the mode fused+sampler; --sampler-only runs just this check (seconds);
 4. timing: ms per decode step at each batch size through `TalkerGraphs.decode_step`, per mode (and the eager
    `decode_step` with --eager); --profile prints the top CUDA kernels of one eager step at the largest batch.
 
@@ -309,8 +309,9 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype,
                "max_len": args.max_len, "prompt_len": args.prompt_len, "iters": args.iters, "models": {}}  # fmt: skip
-    results["sampler_kernel"] = check_sampler_kernel(device)
-    print("sampler kernel vs sampling.draw:", results["sampler_kernel"], flush=True)
+    if args.sampler_only or "fused+sampler" in modes:
+        results["sampler_kernel"] = check_sampler_kernel(device)
+        print("sampler kernel vs sampling.draw:", results["sampler_kernel"], flush=True)
     if args.sampler_only:
         print(json.dumps(results, indent=1))
         with open(args.json, "w") as f:
