@@ -104,6 +104,16 @@ def test_config_errors_name_their_source(tmp_path, profiles):
         load_profile("no-such-profile")
 
 
+def test_capture_buckets_always_hold_the_largest_batch():
+    from omni.services.common.config import capture_buckets
+
+    default = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    # The H200 profile's 512 talker streams: batches of 257..512 get a graph too, not an eager step.
+    assert capture_buckets(default, 512) == [*default, 512]
+    assert capture_buckets(default, 64) == [1, 2, 4, 8, 16, 32, 64]
+    assert capture_buckets([16, 4, 4, 300], 100) == [4, 16, 100]
+
+
 def test_repo_deploy_profiles_inherit_base():
     h200 = load_profile("qwen3-tts-1.7b-h200")
     cpu = load_profile(ROOT / "deploy" / "qwen3-tts-0.6b-cpu.yaml")

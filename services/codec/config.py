@@ -18,7 +18,7 @@ class CodecConfig(ServiceConfig):
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
     graph_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16, 32, 64, 128, 256],
-        "batch sizes to capture a graph for; those >= max_streams are replaced by max_streams (one graph fits all)",
+        "batch sizes to capture a graph for (those below max_streams; max_streams itself is always captured)",
     )
     graph_chunk_lengths: list[int] = option(
         [1, 15],

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
+from omni.services.common.config import capture_buckets
 from omni.services.common.engine_task import stop_engine_task
 from omni.services.common.packing import INT16_SCALE
 
@@ -336,9 +337,7 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
     buckets: list[int] = []
     lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
     if on_cuda and config.cuda_graphs:
-        # No batch exceeds max_streams, so a bucket of max_streams is the largest one needed and holds every batch
-        # (and no chunk exceeds max_chunk_frames).
-        buckets = sorted({b for b in config.graph_batch_buckets if b < config.max_streams} | {config.max_streams})
+        buckets = capture_buckets(config.graph_batch_buckets, config.max_streams)  # no chunk exceeds max_chunk_frames
     else:
         log.info("codec: eager decode (device %s, cuda_graphs=%s)", config.device, config.cuda_graphs)
     return CodecEngine(

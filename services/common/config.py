@@ -179,6 +179,12 @@ def load_config(
     return cls(**values)
 
 
+def capture_buckets(requested: list[int], max_streams: int) -> list[int]:
+    """The batch sizes a service captures CUDA graphs for: the requested ones below `max_streams`, and `max_streams`
+    itself, which holds every batch, so no step falls back to an eager forward (~10x slower) whatever the load."""
+    return sorted({b for b in requested if b < max_streams} | {max_streams})
+
+
 @dataclasses.dataclass
 class ServiceConfig:
     """Settings every gRPC service has; a service's config dataclass extends it."""

@@ -46,7 +46,7 @@ class TalkerConfig(ServiceConfig):
     )
     graph_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16, 32, 64, 128, 256],
-        "batch sizes to capture a graph for; those >= max_streams are replaced by max_streams (one graph fits all)",
+        "batch sizes to capture a graph for (those below max_streams; max_streams itself is always captured)",
     )
 
     def validate(self) -> "TalkerConfig":

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import grpc
 import torch
+from omni.services.common.config import capture_buckets
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.packing import pack_codes
@@ -263,7 +264,9 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         decode_kernel=fused,
         sampler_kernel=config.sampler_kernel and on_cuda,
     )
-    graphs = TalkerGraphs(runner, config.graph_batch_buckets) if use_graphs else None
+    graphs = None
+    if use_graphs:
+        graphs = TalkerGraphs(runner, capture_buckets(config.graph_batch_buckets, config.max_streams))
     prefill_graphs = None
     if use_graphs and config.prefill_graphs:
         # Width buckets up to the prefill budget: no prompt chunk is wider, so none falls back to eager.
