@@ -64,6 +64,18 @@ def test_underrun_counts_only_gaps_after_playback_starts():
         underrun_seconds([0.0], [])
 
 
+def test_a_playout_buffer_absorbs_early_jitter_but_not_starvation():
+    # 80 ms first chunk, then 160 ms at 0.1 s, 320 ms at 0.3 s: at once the player starves 20 + 40 ms; started
+    # 100 ms late it plays the first chunk until 0.18 s, the second until 0.34 s: no gap.
+    arrivals, durations = [0.0, 0.1, 0.3], [0.08, 0.16, 0.32]
+    assert underrun_seconds(arrivals, durations) == pytest.approx(0.06)
+    assert underrun_seconds(arrivals, durations, buffer_s=0.1) == 0.0
+    # A chunk 1 s late starves any small buffer: 0.1 s played, the next at 1.2 s -> 1.1 s - 0.1 s buffer = 1.0 s.
+    assert underrun_seconds([0.0, 1.2], [0.1, 0.1], buffer_s=0.1) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="buffer_s"):
+        underrun_seconds([0.0], [0.1], buffer_s=-0.1)
+
+
 def test_summarize_aggregates_successes_and_counts_failures_by_status():
     def ok(index: int, ttfa: float, total: float, audio: float, underrun: float) -> RequestResult:
         return RequestResult(index, "200", True, 0.0, ttfa, total, audio, total / audio, underrun)
@@ -85,7 +97,9 @@ def test_summarize_aggregates_successes_and_counts_failures_by_status():
     assert s["ttfa_p99_s"] == pytest.approx(0.298)
     assert s["rtf_p50"] == pytest.approx(0.75)  # rtf 0.5 and 1.0
     assert s["underrun_total_s"] == pytest.approx(0.25)
-    assert s["requests_with_underrun"] == 1
+    assert s["requests_with_underrun"] == 1 and s["requests_with_underrun_buffered"] == 0
+    results[1].underrun_buffered_s = 0.05
+    assert summarize(results, elapsed_s=4.0)["requests_with_underrun_buffered"] == 1
     table = format_table({"mode": "closed", "levels": [{**s, "concurrency": 4}]})
     assert "503: talker overloaded" in table and "concurrency" in table
 
@@ -171,6 +185,9 @@ def test_bench_rejects_bad_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["bench", "--url", "http://127.0.0.1:9", "--texts", str(empty)])
     assert exit_.value.code == 2 and "empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--url", "http://127.0.0.1:9", "--playout-buffer-ms", "-5"])
+    assert exit_.value.code == 2 and "playout-buffer-ms" in capsys.readouterr().err
 
 
 def test_bench_against_a_tiny_stack(tmp_path):
@@ -239,7 +256,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
             assert r["ok"] and r["status"] == "200"
             assert 0 < r["ttfa_s"] <= r["total_s"]
             assert 0 < r["audio_s"] <= 6 * 1920 / 24000  # at most max_new_tokens frames of audio
-            assert r["underrun_s"] >= 0
+            assert r["underrun_s"] >= r["underrun_buffered_s"] >= 0  # a buffer never adds a gap
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert split.returncode == 0, split.stdout + split.stderr
     assert "concurrency 2 (2 processes)" in split.stderr

@@ -54,6 +54,12 @@ def register(subparsers) -> None:
         help="client processes per level, each at concurrency c/N (or rate/N), so the client is not the bottleneck; "
         "statistics are over all requests (default 1: this process)",
     )
+    parser.add_argument(
+        "--playout-buffer-ms",
+        type=float,
+        default=100.0,
+        help="also count underrun for a player that starts this long after the first audio (default 100)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     parser.add_argument("--plot", type=Path, default=None, help="write a PNG (TTFA CDF, throughput) here")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -70,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.processes < 1:
         print("omni bench: --processes must be at least 1", file=sys.stderr)
+        return 2
+    if args.playout_buffer_ms < 0:
+        print("omni bench: --playout-buffer-ms must not be negative", file=sys.stderr)
         return 2
     if args.ignore_eos and args.max_new_tokens is None:
         print("omni bench: --ignore-eos needs --max-new-tokens (the fixed length)", file=sys.stderr)
@@ -103,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         timeout_s=args.timeout,
         progress=not args.no_progress,
         processes=args.processes,
+        playout_buffer_ms=args.playout_buffer_ms,
     )
     report = asyncio.run(bench.run_bench(config))
     print(bench.format_table(report), flush=True)
