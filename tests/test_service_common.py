@@ -108,7 +108,7 @@ def test_capture_buckets_always_hold_the_largest_batch():
     from omni.services.common.config import capture_buckets
 
     default = [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    # The H200 profile's 512 talker streams: batches of 257..512 get a graph too, not an eager step.
+    # 512 streams (as the H200 profile's codec): batches of 257..512 get a graph too, not an eager step.
     assert capture_buckets(default, 512) == [*default, 512]
     assert capture_buckets(default, 64) == [1, 2, 4, 8, 16, 32, 64]
     assert capture_buckets([16, 4, 4, 300], 100) == [4, 16, 100]
