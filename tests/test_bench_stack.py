@@ -18,6 +18,7 @@ from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.tiny import _fast_random, _released_speech_tokenizer_sizes, shape_config
+from tests.reference import ref_python
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,6 +79,8 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     command = [sys.executable, str(ROOT / "tools" / "bench_stack.py"), "--device", "cpu", "--models", "tiny"]
     command += ["--concurrency", "1", "2", "--requests", "2", "--frames", "4", "--warmup", "1", "--out", str(out)]
     command += ["--client-processes", "2"]
+    # The official qwen-tts on the same checkpoint, in the same invocation (its own venv, as on the GPU machine).
+    command += ["--official", "--official-python", ref_python(), "--official-batches", "1", "2"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -100,7 +103,15 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     # The logs come back flat: plain files one folder below --out (the device tool copies only a few levels).
     logs = {path.name for path in (out / "logs").iterdir() if path.is_file()}
     names = ("serve", "gateway", "talker", "codec", "refenc")
-    assert logs == {f"tiny-0gpu-{name}.log" for name in names} | {"tiny-0gpu-command.txt"}
+    assert logs == {f"tiny-0gpu-{name}.log" for name in names} | {"tiny-0gpu-command.txt", "official-tiny.log"}
+    (official,) = json.loads((out / "results.json").read_text())["official"]
+    detail = json.loads((out / "official-tiny.json").read_text())
+    assert detail["max_new_tokens"] == 5 and [r["batch"] for r in detail["rows"]] == [1, 2]  # the same 4 frames
+    assert official["official_best"]["audio_s_per_s"] == max(r["audio_s_per_s"] for r in detail["rows"])
+    ours = max(r["audio_s_per_s"] for r in rows)
+    assert official["ours_best"]["0"]["audio_s_per_s"] == ours
+    assert official["ratio"]["0"] == pytest.approx(ours / official["official_best"]["audio_s_per_s"])
+    assert "official qwen-tts (tiny, same checkpoint and length, this run)" in table
     serve_log = (out / "logs" / "tiny-0gpu-serve.log").read_text()
     for name in ("talker", "codec", "refenc"):  # omni serve's per-service device flags reached each service
         assert f"{name} service:" in serve_log

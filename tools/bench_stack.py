@@ -37,6 +37,13 @@ talker and codec logged during the level (a count and the first five, in the row
 run says why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and
 layout, and the services' logs as plain files one folder down (`logs/<model>-<n>gpu-<service>.log`, plus
 `-serve.log` and `-command.txt`).
+
+`--official` then runs the official qwen-tts (`tools/bench_official.py`: `generate_custom_voice` + decode, the same
+checkpoint, device, dtype and fixed length) in a subprocess, after the stacks are down, and prints our best
+throughput per layout against its best batch, so the ratio comes from one invocation on one machine. It needs
+transformers 4.57 and qwen-tts: on the GPU machine install `.whl_codec/*.whl` with `--target /tmp/off` and pass
+`--official-pythonpath /tmp/off` (the stack's own PYTHONPATH is not passed on); on CPU, `--official-python
+.venv-ref/bin/python`. A 1.7B sweep over batches 1, 8, 32, 64 takes about two and a half minutes on an H200.
 """
 
 from __future__ import annotations
@@ -105,11 +112,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--checkpoints", type=Path, default=None, help="keep the checkpoints here and reuse any already written"
     )
+    parser.add_argument(
+        "--official",
+        action="store_true",
+        help="also run the official qwen-tts (tools/bench_official.py) on the same checkpoint, after the stack",
+    )
+    parser.add_argument(
+        "--official-python", default=sys.executable, help="python for the official run (CPU smoke: .venv-ref's)"
+    )
+    parser.add_argument(
+        "--official-pythonpath",
+        default="",
+        help="PYTHONPATH of the official run, e.g. the --target dir of the .whl_codec wheels (ours is not passed on)",
+    )
+    parser.add_argument("--official-batches", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--official-max-seconds", type=float, default=60.0, help="stop its sweep after a slower batch")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     if min(args.frames, *args.concurrency, args.rounds, args.client_processes) < 1 or args.requests < 0:
         parser.error("--frames, --concurrency, --rounds, --client-processes must be positive, --requests not negative")
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
+    if args.official and args.dtype not in ("bfloat16", "float32"):
+        parser.error("--official runs the official model in bfloat16 or float32 only")
     return args
 
 
@@ -451,6 +475,61 @@ def format_diagnostics(row: dict) -> str:
     return ", ".join(parts)
 
 
+def run_official(model: str, model_dir: Path, device: str, args: argparse.Namespace) -> dict:
+    """The official qwen-tts on the same checkpoint and device, with the same fixed length, in a subprocess with its
+    own PYTHONPATH (it needs transformers 4.57, the stack 5.x); returns bench_official's JSON."""
+    out = args.out / f"official-{model}.json"
+    command = [args.official_python, str(Path(__file__).with_name("bench_official.py")), "--model", str(model_dir)]
+    command += ["--device", device, "--dtype", args.dtype, "--frames", str(args.frames), "--out", str(out)]
+    command += ["--batches", *map(str, args.official_batches), "--max-seconds", str(args.official_max_seconds)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env |= {"PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if args.official_pythonpath:
+        env["PYTHONPATH"] = args.official_pythonpath
+    # Each batch: a warm-up call and the timed one, each stopped by the sweep after --official-max-seconds.
+    timeout = 120 + 3 * args.official_max_seconds * len(args.official_batches)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+    (args.out / "logs").mkdir(parents=True, exist_ok=True)
+    (args.out / "logs" / f"official-{model}.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"the official run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return json.loads(out.read_text())
+
+
+def official_summary(model: str, official: dict, rows: list[dict]) -> dict:
+    """Our best throughput per layout against the official best batch, measured in the same invocation."""
+    ok = [r for r in official["rows"] if "error" not in r]
+    batch1 = next((r for r in ok if r["batch"] == 1), None)
+    best = official["best"]
+    ours = {}
+    for r in rows:
+        if r["model"] == model and r["audio_s_per_s"] > ours.get(r["gpus"], {}).get("audio_s_per_s", 0):
+            ours[r["gpus"]] = {"audio_s_per_s": r["audio_s_per_s"], "concurrency": r["concurrency"]}
+    return {
+        "model": model,
+        "official_batch1_audio_s_per_s": batch1["audio_s_per_s"] if batch1 else None,
+        "official_best": {"batch": best["batch"], "audio_s_per_s": best["audio_s_per_s"]} if best else None,
+        "ours_best": ours,
+        "ratio": {gpus: o["audio_s_per_s"] / best["audio_s_per_s"] for gpus, o in ours.items()} if best else {},
+    }
+
+
+def format_official(summary: dict) -> str:
+    best = summary["official_best"]
+    if best is None:
+        return f"official qwen-tts ({summary['model']}): no batch completed"
+    ours = "; ".join(
+        f"ours on {gpus} GPU(s) {o['audio_s_per_s']:.1f} at {o['concurrency']} streams = {summary['ratio'][gpus]:.1f}x"
+        for gpus, o in summary["ours_best"].items()
+    )
+    batch1 = summary["official_batch1_audio_s_per_s"]
+    first = f"{batch1:.2f} audio-s/s at batch 1, " if batch1 is not None else ""
+    return (
+        f"official qwen-tts ({summary['model']}, same checkpoint and length, this run): {first}best "
+        f"{best['audio_s_per_s']:.2f} at batch {best['batch']}; {ours}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
@@ -463,6 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs = layouts(args.device, args.gpus, args.refenc_device)
     rows: list[dict] = []
+    officials: list[dict] = []
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-stack-") as tmp:
         for model in args.models:
@@ -478,12 +558,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[{model}] checkpoint written in {time.monotonic() - t0:.1f} s", flush=True)
             for devices in runs:
                 rows += bench_stack(model, model_dir, devices, args)
+            if args.official:  # after the stacks are down: the GPU is the official run's alone
+                summary = official_summary(model, run_official(model, model_dir, runs[0]["talker"], args), rows)
+                officials.append(summary)
+                print(format_official(summary), flush=True)
             if not args.checkpoints:
                 for path in model_dir.rglob("*.safetensors"):
                     path.unlink()  # free the disk before the next model
     table = HEADER + "\n" + "\n".join(format_row(r) for r in rows)
+    if officials:
+        table += "\n\n" + "\n".join(format_official(o) for o in officials)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    result = {"settings": settings, "wall_s": time.monotonic() - started, "rows": rows}
+    result = {"settings": settings, "wall_s": time.monotonic() - started, "rows": rows, "official": officials}
     (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.out / "table.md").write_text(table + "\n")
     print(table, flush=True)
