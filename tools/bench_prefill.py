@@ -43,6 +43,7 @@ from omni.talker.cuda_graphs import PrefillGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import SamplingParams
+from omni.talker.step_profile import summarize_profile
 
 
 def build_runner(name: str, slots: int, max_len: int, device: str, fused: bool) -> TalkerRunner:
@@ -162,16 +163,7 @@ def profile_prefill(
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         prefill(runner, prompts, graphs)
         sync()
-    events = prof.key_averages()
-    gpu_us = sum(e.self_device_time_total for e in events if e.device_type.name == "CUDA")
-    cpu = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:top]
-    return {
-        "gpu_kernel_ms": round(gpu_us / 1e3, 3),
-        "kernel_launches": sum(e.count for e in events if e.device_type.name == "CUDA"),
-        "top_host_ops": [
-            {"op": e.key[:80], "calls": e.count, "self_cpu_ms": round(e.self_cpu_time_total / 1e3, 3)} for e in cpu
-        ],
-    }
+    return summarize_profile(prof, top)
 
 
 def main() -> None:

@@ -152,20 +152,20 @@ class TalkerRunner:
                 )
         if len({slot for slot, _, _ in requests}) != len(requests):
             raise ValueError("begin_prefill_batch needs distinct slots")
-        # One host buffer: the slots, then each request's trailing-text queue padded with tts_pad to max_len.
-        host = torch.full((len(requests), 1 + self.max_len), self.tts_pad_id, dtype=torch.int64)
+        # One host buffer: the slot, the trailing-text length, then the trailing text padded with tts_pad to max_len.
+        host = torch.full((len(requests), 2 + self.max_len), self.tts_pad_id, dtype=torch.int64)
         for row, (slot, prompt, _) in enumerate(requests):
-            host[row, 0] = slot
-            host[row, 1 : 1 + prompt.trailing_ids.numel()] = prompt.trailing_ids
+            n = prompt.trailing_ids.numel()
+            host[row, 0], host[row, 1] = slot, n
+            host[row, 2 : 2 + n] = prompt.trailing_ids
         host = to_device(host, self.device)
         slots = host[:, 0]
         self.sampling.set_many(slots, [params for _, _, params in requests])
         self.seen.index_fill_(0, slots, False)
         self.drawn.index_fill_(0, slots, 0)
         self.finished.index_fill_(0, slots, False)
-        self.trailing.index_copy_(0, slots, host[:, 1:])
-        lengths = torch.tensor([prompt.trailing_ids.numel() for _, prompt, _ in requests])
-        self.trailing_len.index_copy_(0, slots, to_device(lengths, self.device))
+        self.trailing_len.index_copy_(0, slots, host[:, 1])
+        self.trailing.index_copy_(0, slots, host[:, 2:])
         return self.embed_prompts([prompt for _, prompt, _ in requests])
 
     @torch.no_grad()

@@ -37,20 +37,19 @@ class StepProfiler:
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
         wall_ms = (time.perf_counter() - start) * 1000.0
-        events = prof.key_averages()
-        gpu = [e for e in events if e.device_type.name == "CUDA"]
-        top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:12]
-        log.info(
-            "profiled prefill step",
-            extra={
-                "fields": {
-                    "prefill_step": self.prefill_steps,
-                    "prompts": prompts,
-                    "decodes": decodes,
-                    "wall_ms": round(wall_ms, 2),
-                    "gpu_kernel_ms": round(sum(e.self_device_time_total for e in gpu) / 1e3, 3),
-                    "kernel_launches": sum(e.count for e in gpu),
-                    "top_host_ops": [[e.key[:60], e.count, round(e.self_cpu_time_total / 1e3, 3)] for e in top],
-                }
-            },
-        )
+        fields = {"prefill_step": self.prefill_steps, "prompts": prompts, "decodes": decodes}
+        fields |= {"wall_ms": round(wall_ms, 2), **summarize_profile(prof, top=12)}
+        log.info("profiled prefill step", extra={"fields": fields})
+
+
+def summarize_profile(prof, top: int) -> dict:
+    """A finished torch profile in short: GPU kernel time and launches, and the `top` ops by host (self CPU) time as
+    [name, calls, ms] (tools/bench_prefill.py reports its prefills the same way)."""
+    events = prof.key_averages()
+    gpu = [e for e in events if e.device_type.name == "CUDA"]
+    host = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:top]
+    return {
+        "gpu_kernel_ms": round(sum(e.self_device_time_total for e in gpu) / 1e3, 3),
+        "kernel_launches": sum(e.count for e in gpu),
+        "top_host_ops": [[e.key[:80], e.count, round(e.self_cpu_time_total / 1e3, 3)] for e in host],
+    }

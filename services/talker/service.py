@@ -270,7 +270,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     prefill_graphs = None
     if use_graphs and config.prefill_graphs:
         # Width buckets up to the prefill budget: no prompt chunk is wider, so none falls back to eager.
-        widths = sorted({w for w in (32, 64, 128, 256, 512) if w < config.prefill_budget} | {config.prefill_budget})
+        widths = capture_buckets([32, 64, 128, 256, 512], config.prefill_budget)
         prefill_graphs = PrefillGraphs(runner, width_buckets=widths)
     engine = TalkerEngine(
         runner,
