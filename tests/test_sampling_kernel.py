@@ -24,18 +24,11 @@ from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import SpeechRequest
 
 
-def torch_bits(seed: torch.Tensor, counter: torch.Tensor, vocab: int) -> torch.Tensor:
-    """sampling.uniform's integers before the conversion to (0, 1)."""
-    stream = sampling._mix64(sampling._mix64(seed) + counter * sampling._GOLDEN)
-    column = torch.arange(1, vocab + 1, dtype=torch.int64)
-    return sampling._shr(sampling._mix64(stream[:, None] + column[None, :] * sampling._GOLDEN), 64 - 23)
-
-
 def test_hash_bits_equal_torch():
     seed = torch.tensor([0, -1, (1 << 63) - 1, -(1 << 63), 12345, -987654321])
     counter = torch.tensor([0, 1, 16 * 2047 + 15, 7, (1 << 40) + 3, 31])
     for vocab in (37, 3072):
-        assert torch.equal(uniform_bits(seed, counter, vocab).long(), torch_bits(seed, counter, vocab))
+        assert torch.equal(uniform_bits(seed, counter, vocab).long(), sampling.hash_bits(seed, counter, vocab))
 
 
 def test_gumbel_noise_of_every_uniform():

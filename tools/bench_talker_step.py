@@ -221,9 +221,7 @@ def check_sampler_kernel(device: str) -> dict:
     out: dict = {"noise_bit_identical": torch.equal(noise, torch_noise),
                  "noise_values_differing": int((noise != torch_noise).sum())}  # fmt: skip
     rows = random_draw_rows(3072, 256, device, torch.float32, seed=0)
-    stream = sampling._mix64(sampling._mix64(rows["seed"]) + rows["counter"] * sampling._GOLDEN)
-    column = torch.arange(1, 3073, device=device)
-    torch_bits = sampling._shr(sampling._mix64(stream[:, None] + column * sampling._GOLDEN), 64 - sampling.UNIFORM_BITS)
+    torch_bits = sampling.hash_bits(rows["seed"], rows["counter"], 3072)
     out["hash_bits_identical"] = torch.equal(
         kernel.uniform_bits(rows["seed"], rows["counter"], 3072).long(), torch_bits
     )

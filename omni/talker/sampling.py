@@ -211,12 +211,16 @@ def unit_interval(bits: torch.Tensor) -> torch.Tensor:
     return (bits.to(torch.float32) + 0.5) * (1.0 / (1 << UNIFORM_BITS))
 
 
-def uniform(seed: torch.Tensor, counter: torch.Tensor, n: int) -> torch.Tensor:
-    """[B, n] floats in (0, 1), a pure function of (seed[b], counter[b], column)."""
+def hash_bits(seed: torch.Tensor, counter: torch.Tensor, n: int) -> torch.Tensor:
+    """[B, n] int64 in [0, 2^23): the top 23 bits of the hash of (seed[b], counter[b], column)."""
     stream = _mix64(_mix64(seed) + counter * _GOLDEN)
     column = torch.arange(1, n + 1, device=seed.device, dtype=torch.int64)
-    bits = _shr(_mix64(stream[:, None] + column[None, :] * _GOLDEN), 64 - UNIFORM_BITS)  # the top 23 bits
-    return unit_interval(bits)
+    return _shr(_mix64(stream[:, None] + column[None, :] * _GOLDEN), 64 - UNIFORM_BITS)
+
+
+def uniform(seed: torch.Tensor, counter: torch.Tensor, n: int) -> torch.Tensor:
+    """[B, n] floats in (0, 1), a pure function of (seed[b], counter[b], column)."""
+    return unit_interval(hash_bits(seed, counter, n))
 
 
 def warp(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
