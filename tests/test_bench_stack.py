@@ -159,3 +159,10 @@ def test_serve_pins_each_gpu_backend_to_its_own_device():
     assert pin_gpu("cuda:1", {"CUDA_VISIBLE_DEVICES": "4, 6"}) == ("cuda", {"CUDA_VISIBLE_DEVICES": "6"})
     with pytest.raises(ValueError, match="only 1 GPU"):
         pin_gpu("cuda:1", {"CUDA_VISIBLE_DEVICES": "3"})
+
+
+def test_mps_is_refused_without_a_gpu(capsys):
+    # MPS shares one GPU between processes; on CPU the option is an error before anything starts.
+    with pytest.raises(SystemExit):
+        load_bench_stack().parse_args(["--mps", "--device", "cpu", "--out", "/tmp/unused"])
+    assert "--mps shares a GPU" in capsys.readouterr().err

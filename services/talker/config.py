@@ -31,9 +31,9 @@ class TalkerConfig(ServiceConfig):
         True, "on a CUDA device: Triton decode attention over live lengths, fused RMSNorm/RoPE/SiLU (ignored on CPU)"
     )
     sampler_kernel: bool = option(
-        False,
+        True,
         "on a CUDA device: each of a decode step's 16 sampling draws as one Triton kernel instead of ~45 PyTorch ones "
-        "(same ids; not yet measured on a GPU, off until it is; ignored on CPU)",
+        "(same ids; 1.7B step 15.2 -> 11.4 ms at batch 256 on an H200; ignored on CPU)",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
