@@ -7,12 +7,21 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the fused kernels run on CPU tensors
 
+import random
+
 import pytest
 import torch
 
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
-from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, fuse_residual_units, fuse_snakebeta
+from omni.models.qwen3_tts.codec_graphs import (
+    CodecGraphs,
+    bucket_split,
+    codec_step,
+    fuse_residual_units,
+    fuse_snakebeta,
+    plan_replays,
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,3 +107,61 @@ def test_fused_vocoder_equals_eager():
         torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
     for a, b in zip(eager_state.history, fused_state.history, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# Replay times shaped as measured on an H200 (per row cheaper at larger buckets, a fixed cost per launch); the
+# max_streams bucket (640) costs what its rows cost.
+BUCKET_MS = {1: 1.0, 4: 1.3, 16: 2.5, 64: 7.0, 128: 13.0, 640: 60.0}
+COSTS = {(b, t): ms * (1.0 if t == 15 else 0.25) for b, ms in BUCKET_MS.items() for t in (1, 15)}
+
+
+def cost(plan):
+    return sum(COSTS[b, t] for b, t, _ in plan)
+
+
+def check_plan(plan, lengths):
+    """Every row in exactly one replay, which holds it: no more rows than its bucket, no chunk over its length."""
+    rows = sorted(i for _, _, replay_rows in plan for i in replay_rows)
+    assert rows == list(range(len(lengths)))
+    for bucket, chunk, replay_rows in plan:
+        assert 0 < len(replay_rows) <= bucket and all(lengths[i] <= chunk for i in replay_rows)
+
+
+def test_bucket_split_takes_the_cheapest_sum_of_buckets():
+    ms = {b: c for (b, t), c in COSTS.items() if t == 15}
+    assert bucket_split(263, ms) == [128, 128, 16]  # 28 ms, not one 640-row replay (60 ms)
+    assert bucket_split(128, ms) == [128]
+    assert bucket_split(3, ms) == [4]  # a 4-row replay is cheaper than three 1-row ones
+    assert bucket_split(640, ms) == [640]  # five 128-row replays would take 65 ms
+    assert bucket_split(0, ms) == []
+
+
+def test_first_chunks_fill_the_spare_rows_of_full_chunks():
+    lengths = [15] * 100 + [1] * 3  # three new streams' first chunks in a tick of steady ones
+    plan = plan_replays(lengths, COSTS)
+    check_plan(plan, lengths)
+    assert [(b, t) for b, t, _ in plan] == [(128, 15)]
+
+
+def test_first_chunks_get_their_own_short_replay_when_that_is_cheaper():
+    lengths = [15] * 64 + [1] * 60  # one padded 128x15 replay (13 ms) against 64x15 + 64x1 (7 + 1.75 ms)
+    plan = plan_replays(lengths, COSTS)
+    check_plan(plan, lengths)
+    assert sorted((b, t) for b, t, _ in plan) == [(64, 1), (64, 15)]
+
+
+def test_chunks_longer_than_every_graph_run_eagerly():
+    assert plan_replays([15, 16], COSTS) is None
+    assert plan_replays([], COSTS) is None
+
+
+def test_plans_never_cost_more_than_one_padded_replay():
+    # The old rule (the one smallest graph that holds the whole step) is always a candidate, so never beaten.
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.randint(1, 640)
+        lengths = [rng.choice((1, 2, 4, 8, 15, 15, 15)) for _ in range(n)]
+        plan = plan_replays(lengths, COSTS)
+        check_plan(plan, lengths)
+        one_graph = (next(b for b in BUCKET_MS if b >= n), 1 if max(lengths) == 1 else 15)
+        assert cost(plan) <= COSTS[one_graph] + 1e-9

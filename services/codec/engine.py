@@ -17,9 +17,9 @@ after the oldest pending chunk for `min_batch` streams to be ready, unless a str
 
 On a CUDA device (`engine_from_config`) the decode runs through `CodecGraphs`: one CUDA graph per (batch bucket,
 chunk length), captured when the engine is built, i.e. before the service reports SERVING. A batch replays the
-smallest graph that holds it (spare rows use a scratch slot past `max_streams`, short chunks are right-padded);
-a batch no graph holds (a chunk longer than the longest captured length, a reference priming) runs eagerly. The
-`decode_calls{path}` counter says which path each decode took.
+graphs that hold it at the least measured cost (`codec_graphs.plan_replays`: spare rows use a scratch slot past
+`max_streams`, short chunks are right-padded); a batch with a chunk longer than the longest captured length, or a
+reference priming, runs eagerly. The `decode_calls{path}` counter says which path each decode took.
 """
 
 import asyncio
@@ -123,11 +123,12 @@ class CodecEngine:
             start = time.perf_counter()
             self.graphs = CodecGraphs(decoder, self.state, graph_buckets, graph_chunk_lengths)
             log.info(
-                "codec: captured %d CUDA graphs (batch buckets %s x chunk lengths %s) in %.1f s",
+                "codec: captured %d CUDA graphs (batch buckets %s x chunk lengths %s) in %.1f s; replay ms %s",
                 len(self.graphs.graphs),
                 self.graphs.buckets,
                 self.graphs.chunk_lengths,
                 time.perf_counter() - start,
+                {f"{b}x{t}": round(ms, 2) for (b, t), ms in sorted(self.graphs.replay_ms.items())},
             )
         self.free = list(reversed(range(max_streams)))  # pop() leases the lowest slot first
         self.streams: dict[int, Stream] = {}
@@ -263,7 +264,7 @@ class CodecEngine:
         if self.graphs is None:
             self.metrics.decode_calls.labels("eager").inc()
             return self.decoder.decode_streams(self.state, slots, chunks)
-        fits = self.graphs.pick(len(slots), max(c.shape[0] for c in chunks)) is not None
+        fits = self.graphs.fits(max(c.shape[0] for c in chunks))
         self.metrics.decode_calls.labels("graph" if fits else "eager").inc()
         return self.graphs.decode_streams(slots, chunks)
 

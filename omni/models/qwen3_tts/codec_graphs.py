@@ -9,6 +9,11 @@ row). A call with fewer streams than its bucket fills the spare rows with the st
 scratch, and 0 frames: a row with 0 frames leaves its state unchanged, so all scratch rows write back the same
 values. A call whose chunks are shorter than the graph's chunk length is right-padded, exactly as
 `decode_streams` pads (every layer is causal and each row's state is taken behind its own valid end).
+
+A step need not fit one graph: `plan_replays` splits its streams over several replays, by the replay times measured
+right after capture. Rows go to the shortest captured chunk length that holds them (a first chunk of 1 frame is not
+padded to 15 because a 15-frame chunk shares its tick), and each length's rows to the cheapest sum of buckets (263
+streams: 256 + 16, not one 640-row replay). A replay's spare rows take shorter chunks first, at no extra cost.
 """
 
 from collections.abc import Callable, Sequence
@@ -224,6 +229,59 @@ def fuse_channels_last(decoder: CodecDecoder) -> int:
     return len(vocoder.weights)
 
 
+def bucket_split(rows: int, costs: dict[int, float]) -> list[int]:
+    """The buckets (largest first) whose replays hold `rows` rows at the least summed cost; `costs` maps each
+    captured bucket to its replay time. Dynamic programming over 0..rows: a step has at most max_streams rows."""
+    best = [0.0] + [float("inf")] * rows
+    choice = [0] * (rows + 1)
+    for n in range(1, rows + 1):
+        for bucket, cost in costs.items():
+            total = cost + best[max(n - bucket, 0)]
+            if total < best[n]:
+                best[n], choice[n] = total, bucket
+    out, n = [], rows
+    while n > 0:
+        out.append(choice[n])
+        n = max(n - choice[n], 0)
+    return sorted(out, reverse=True)
+
+
+def plan_replays(
+    lengths: Sequence[int], costs: dict[tuple[int, int], float]
+) -> list[tuple[int, int, list[int]]] | None:
+    """Replays that decode rows of these chunk lengths: [(bucket, chunk length, row indices)], every row in exactly
+    one; None when a chunk is longer than every captured length (the step runs eagerly).
+
+    `costs[(bucket, chunk length)]` is each captured graph's replay time. Of two plans it returns the cheaper: all
+    rows at the longest length they need, over the cheapest buckets (never dearer than the one smallest graph that
+    holds them all); or rows by length, longest first, where a replay's spare rows take shorter chunks (longest of
+    them first), which then need no replay of their own.
+    """
+    chunk_lengths = sorted({t for _, t in costs})
+    if not lengths or max(lengths) > chunk_lengths[-1]:
+        return None
+
+    def split(rows: list[int], t: int) -> list[tuple[int, int, list[int]]]:
+        buckets = bucket_split(len(rows), {b: c for (b, length), c in costs.items() if length == t})
+        return [(b, t, rows[sum(buckets[:k]) : sum(buckets[: k + 1])]) for k, b in enumerate(buckets)]
+
+    def fit(n: int) -> int:
+        return next(t for t in chunk_lengths if t >= n)
+
+    together = split(list(range(len(lengths))), fit(max(lengths)))
+    waiting = {t: [] for t in chunk_lengths}  # rows by the shortest captured length that holds them
+    for i, n in enumerate(lengths):
+        waiting[fit(n)].append(i)
+    by_length = []
+    for t in reversed(chunk_lengths):
+        for bucket, _, rows in split(waiting[t], t) if waiting[t] else []:
+            for shorter in reversed([u for u in chunk_lengths if u < t]):
+                take = bucket - len(rows)
+                rows, waiting[shorter] = rows + waiting[shorter][:take], waiting[shorter][take:]
+            by_length.append((bucket, t, rows))
+    return min(together, by_length, key=lambda plan: sum(costs[b, t] for b, t, _ in plan))
+
+
 class CodecGraphs:
     """Captured codec steps over `state`; its last slot is scratch for padding rows (use slots 0..num_slots-2).
 
@@ -256,6 +314,7 @@ class CodecGraphs:
         for b in reversed(self.buckets):
             for t in reversed(self.chunk_lengths):
                 self.graphs[b, t] = self._capture(b, t, pool)
+        self.replay_ms = {key: self._time_replay(key) for key in self.graphs}  # what plan_replays weighs
 
     @torch.no_grad()
     def _capture(self, bucket: int, chunk: int, pool) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
@@ -277,15 +336,26 @@ class CodecGraphs:
             io["wav"] = codec_step(self.decoder, self.state, io["codes"], io["rows"], io["frames"])
         return graph, io
 
-    def pick(self, streams: int, frames: int) -> tuple[int, int] | None:
-        """The smallest captured (bucket, chunk length) that holds `streams` rows of up to `frames` frames."""
-        b = next((b for b in self.buckets if b >= streams), None)
-        t = next((t for t in self.chunk_lengths if t >= frames), None)
-        return None if b is None or t is None else (b, t)
+    def _time_replay(self, key: tuple[int, int], replays: int = 3) -> float:
+        """Mean ms of a replay of graph `key` (its rows are all scratch right after capture: no slot changes)."""
+        graph = self.graphs[key][0]
+        graph.replay()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(replays):
+            graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / replays
+
+    def fits(self, frames: int) -> bool:
+        """Whether chunks of up to `frames` frames replay graphs (longer ones run eagerly)."""
+        return frames <= self.chunk_lengths[-1]
 
     @torch.no_grad()
     def decode_streams(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
-        """As `CodecDecoder.decode_streams(state, slots, chunks)`, replaying a graph when one fits (else eager)."""
+        """As `CodecDecoder.decode_streams(state, slots, chunks)`, through the replays `plan_replays` picks (eager
+        when a chunk is longer than every captured length)."""
         if len(set(slots)) != len(slots):
             raise ValueError(f"CodecGraphs: a slot appears twice in {slots}")
         for s in slots:
@@ -294,23 +364,31 @@ class CodecGraphs:
                     f"CodecGraphs: slot {s} outside 0..{self.scratch - 1} (slot {self.scratch} is scratch)"
                 )
         lengths = [c.shape[0] for c in chunks]
-        key = self.pick(len(slots), max(lengths)) if slots and len(slots) == len(chunks) else None
-        if key is None or max(lengths) == 0:
+        plan = plan_replays(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
+        if plan is None or max(lengths) == 0:
             return self.decoder.decode_streams(self.state, slots, chunks)
         for c in chunks:
             self.decoder._check_codes(c, dims=2, check_range=False)
+        out: list[torch.Tensor | None] = [None] * len(slots)
+        spf = self.decoder.samples_per_frame
+        for bucket, chunk, rows in plan:
+            wav = self._replay((bucket, chunk), [slots[i] for i in rows], [chunks[i] for i in rows])
+            for j, i in enumerate(rows):
+                out[i] = wav[j, : lengths[i] * spf]
+        return out
+
+    def _replay(self, key: tuple[int, int], slots: list[int], chunks: list[torch.Tensor]) -> torch.Tensor:
+        """One replay of graph `key` over these rows (fewer than its bucket: the rest are scratch); their waves."""
         graph, io = self.graphs[key]
-        n, t = len(slots), max(lengths)
-        device = io["codes"].device
+        n, device = len(slots), io["codes"].device
         codes = pad_sequence([c.to(device=device, dtype=torch.long) for c in chunks], batch_first=True)
         self.decoder._check_codes(codes, dims=3)
         io["codes"].zero_()
-        io["codes"][:n, :t] = codes
+        io["codes"][:n, : codes.shape[1]] = codes
         io["rows"][:n] = torch.tensor(slots, dtype=torch.long).to(device, non_blocking=True)
         io["rows"][n:] = self.scratch
+        lengths = [c.shape[0] for c in chunks]
         io["frames"][:n] = torch.tensor(lengths, dtype=torch.long).to(device, non_blocking=True)
         io["frames"][n:] = 0
         graph.replay()
-        wav = io["wav"][:n].clone()  # the static output is overwritten by the next replay
-        spf = self.decoder.samples_per_frame
-        return [wav[i, : m * spf] for i, m in enumerate(lengths)]
+        return io["wav"][:n].clone()  # the static output is overwritten by the next replay of this graph
