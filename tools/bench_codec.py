@@ -256,8 +256,9 @@ def check_graph_equals_eager(decoder: CodecDecoder, device: str) -> dict:
         ("10_in_16", 10, (16,), [[n] * 10 for n in (1, 15, 15)]),
         ("21_split_4_16", 21, (4, 16), mixed),
     ):
-        eager_state = decoder.new_state(max(buckets) + 1)
-        graphs = CodecGraphs(decoder, decoder.new_state(max(buckets) + 1), buckets=buckets, chunk_lengths=(1, 15))
+        slots = max(streams, *buckets) + 1  # the last one is the graphs' scratch slot
+        eager_state = decoder.new_state(slots)
+        graphs = CodecGraphs(decoder, decoder.new_state(slots), buckets=buckets, chunk_lengths=(1, 15))
         worst_wav, replays = 0.0, []
         for step, lengths in enumerate(steps):
             full = random_chunks(streams, max(lengths), device, seed=100 + step)
