@@ -89,6 +89,33 @@ def test_graphs_need_cuda_and_a_scratch_slot(decoder):
         CodecGraphs(decoder, decoder.new_state(17), buckets=(16,), chunk_lengths=(1,))
 
 
+def test_a_step_split_over_several_replays_equals_eager_decoding(decoder):
+    # 11 streams over buckets 2 and 8 (capture=False: the graphs' static buffers, scratch rows and replay plans,
+    # with codec_step run where a graph would replay). Mixed chunk lengths: first chunks, ramp chunks, full ones,
+    # and a stream that sends nothing in one step.
+    streams = 11
+    graphs = CodecGraphs(decoder, decoder.new_state(streams + 1), buckets=(2, 8), chunk_lengths=(1, 4), capture=False)
+    eager = decoder.new_state(streams)
+    steps = [[1] * streams, [4, 2, 4, 1, 3] * 2 + [4], [1, 4, 4] * 3 + [4, 1]]
+    sources = [codes(9, 40 + i) for i in range(streams)]
+    done = [0] * streams
+    replays = []
+    for lengths in steps:
+        chunks = [sources[i][done[i] : done[i] + n] for i, n in enumerate(lengths)]
+        replays.append(plan_replays(lengths, graphs.replay_ms))
+        want = decoder.decode_streams(eager, list(range(streams)), chunks)
+        got = graphs.decode_streams(list(range(streams)), chunks)
+        for g, w, n in zip(got, want, lengths, strict=True):
+            assert g.shape == w.shape == (n * decoder.samples_per_frame,)
+            torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
+        done = [d + n for d, n in zip(done, lengths, strict=True)]
+    assert all(len(plan) > 1 for plan in replays)  # every step really was split
+    for a, b in zip(eager.history, graphs.state.history, strict=True):
+        torch.testing.assert_close(a, b[:streams], rtol=1e-4, atol=1e-5)
+    # The scratch slot only ever saw 0-frame rows: still a fresh state.
+    assert int(graphs.state.positions[streams]) == 0 and all(torch.all(h[streams] == 0) for h in graphs.state.history)
+
+
 def test_fused_vocoder_equals_eager():
     # A decoder of its own (fusing rebinds its modules' forward). Two steps, so the fused units also read back the
     # conv history they wrote.

@@ -285,6 +285,9 @@ def plan_replays(
 class CodecGraphs:
     """Captured codec steps over `state`; its last slot is scratch for padding rows (use slots 0..num_slots-2).
 
+    `capture=False` (CPU tests) keeps every static buffer, scratch row and replay plan but runs `codec_step` eagerly
+    where a graph would replay.
+
     `channels_last=True` runs the vocoder channels-last (`fuse_channels_last`, applied to `decoder` in place, so the
     eager fallback for a batch no graph holds runs it too).
     """
@@ -296,8 +299,9 @@ class CodecGraphs:
         buckets: Sequence[int] = (16, 64, 256),
         chunk_lengths: Sequence[int] = (1, 15),
         channels_last: bool = False,
+        capture: bool = True,
     ):
-        if state.key.device.type != "cuda":
+        if capture and state.key.device.type != "cuda":
             raise ValueError("CodecGraphs needs the decoder and its state on a CUDA device")
         if max(buckets) > state.num_slots - 1:
             raise ValueError(f"CodecGraphs: bucket {max(buckets)} needs a state of at least {max(buckets) + 1} slots")
@@ -308,22 +312,30 @@ class CodecGraphs:
         self.scratch = state.num_slots - 1
         self.buckets = sorted(buckets)
         self.chunk_lengths = sorted(chunk_lengths)
-        self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]] = {}
-        pool = torch.cuda.graph_pool_handle()
+        self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph | None, dict[str, torch.Tensor]]] = {}
+        pool = torch.cuda.graph_pool_handle() if capture else None
         # Largest first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
         for b in reversed(self.buckets):
             for t in reversed(self.chunk_lengths):
                 self.graphs[b, t] = self._capture(b, t, pool)
-        self.replay_ms = {key: self._time_replay(key) for key in self.graphs}  # what plan_replays weighs
+        # What plan_replays weighs: measured replay times; without capture, a launch plus the padded frames.
+        if capture:
+            self.replay_ms = {key: self._time_replay(key) for key in self.graphs}
+        else:
+            self.replay_ms = {(b, t): 1.0 + b * t / 16 for b, t in self.graphs}
 
     @torch.no_grad()
-    def _capture(self, bucket: int, chunk: int, pool) -> tuple[torch.cuda.CUDAGraph, dict[str, torch.Tensor]]:
+    def _capture(self, bucket: int, chunk: int, pool) -> tuple[torch.cuda.CUDAGraph | None, dict[str, torch.Tensor]]:
+        """The graph of one (bucket, chunk length) and its static inputs and output; with no pool (capture=False,
+        the CPU tests' mode) no graph: each replay runs `codec_step` eagerly on the same static buffers."""
         device = self.state.key.device
         io = {
             "codes": torch.zeros(bucket, chunk, 16, dtype=torch.long, device=device),
             "rows": torch.full((bucket,), self.scratch, dtype=torch.long, device=device),
             "frames": torch.zeros(bucket, dtype=torch.long, device=device),
         }
+        if pool is None:
+            return None, io
         # Warm up on a side stream (library handles, autotuning), scratch rows only: real slots are not touched.
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -390,5 +402,8 @@ class CodecGraphs:
         lengths = [c.shape[0] for c in chunks]
         io["frames"][:n] = torch.tensor(lengths, dtype=torch.long).to(device, non_blocking=True)
         io["frames"][n:] = 0
-        graph.replay()
+        if graph is None:
+            io["wav"] = codec_step(self.decoder, self.state, io["codes"], io["rows"], io["frames"])
+        else:
+            graph.replay()
         return io["wav"][:n].clone()  # the static output is overwritten by the next replay of this graph
