@@ -192,3 +192,17 @@ def test_plans_never_cost_more_than_one_padded_replay():
         check_plan(plan, lengths)
         one_graph = (next(b for b in BUCKET_MS if b >= n), 1 if max(lengths) == 1 else 15)
         assert cost(plan) <= COSTS[one_graph] + 1e-9
+
+
+def test_codec_graph_buckets_are_capped_at_max_streams_with_no_max_streams_graph():
+    from omni.services.codec.engine import codec_graph_buckets
+
+    default = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert codec_graph_buckets(default, 640) == default  # 300 streams split into 256 + 32 + 8 + 4, say
+    assert codec_graph_buckets(default, 100) == [1, 2, 4, 8, 16, 32, 64, 100]
+    assert codec_graph_buckets([16, 4, 4], 3) == [3]
+    # Every step size up to max_streams has a plan over these buckets.
+    costs = {(b, t): b * t + 1.0 for b in codec_graph_buckets(default, 640) for t in (1, 15)}
+    for n in (1, 257, 640):
+        plan = plan_replays([15] * n, costs)
+        check_plan(plan, [15] * n)

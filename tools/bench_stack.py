@@ -286,9 +286,10 @@ class Serve:
         command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
         command += ["--grpc-port", "0", "--work-dir", str(self.work_dir), "--max-streams", str(max_streams)]
         # A closed loop never has more requests in flight than talker slots, so the codec gets a quarter more streams
-        # (for streams still closing), not serve's default of twice as many; with fewer graph buckets than the
-        # service default (1, 4, 16, 64, 128 and the largest), its startup (a cuDNN autotune per captured shape) takes
-        # about a minute and a half, not three. Run 14 had no 128 bucket: 128 streams were padded to 320 (115 ms ticks).
+        # (for streams still closing), not serve's default of twice as many. Its graph buckets are fewer than the
+        # service default (1, 4, 16, 64, 128): its startup (a cuDNN autotune per captured shape) is shorter. Larger
+        # steps split over 128-row replays (run 18: 44 ms each). Run 14 had no 128 bucket: 128 streams were padded to
+        # 320 (115 ms ticks); runs 17-19 also captured a max_streams bucket (640), which the codec no longer does.
         command += ["--codec-max-streams", str(max_streams + max_streams // 4)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--device", devices["talker"], "--dtype", dtype]

@@ -18,7 +18,7 @@ class CodecConfig(ServiceConfig):
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
     graph_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16, 32, 64, 128, 256],
-        "batch sizes to capture a graph for (those below max_streams; max_streams itself is always captured)",
+        "batch sizes to capture a graph for (capped at max_streams; a larger step splits over several replays)",
     )
     graph_chunk_lengths: list[int] = option(
         [1, 15],

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
-from omni.services.common.config import capture_buckets
 from omni.services.common.engine_task import stop_engine_task
 from omni.services.common.packing import INT16_SCALE
 
@@ -314,6 +313,13 @@ def pack_step_pcm(waves: Sequence[torch.Tensor], sample_formats: Sequence[int]) 
     return pcm
 
 
+def codec_graph_buckets(requested: list[int], max_streams: int) -> list[int]:
+    """The batch sizes the codec captures: the requested ones, capped at `max_streams`. A step of more streams than
+    the largest splits over several replays (`plan_replays`), so unlike the talker the codec needs no graph of
+    `max_streams` rows, whose cuDNN autotuning is the longest of its capture."""
+    return sorted({min(b, max_streams) for b in requested if b >= 1})
+
+
 def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | None, sample_rate: int) -> CodecEngine:
     """The engine the service runs: on CUDA with the configured Triton kernels and CUDA graphs, eager on CPU."""
     on_cuda = torch.device(config.device).type == "cuda"
@@ -338,7 +344,7 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
     buckets: list[int] = []
     lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
     if on_cuda and config.cuda_graphs:
-        buckets = capture_buckets(config.graph_batch_buckets, config.max_streams)  # no chunk exceeds max_chunk_frames
+        buckets = codec_graph_buckets(config.graph_batch_buckets, config.max_streams)
     else:
         log.info("codec: eager decode (device %s, cuda_graphs=%s)", config.device, config.cuda_graphs)
     return CodecEngine(
