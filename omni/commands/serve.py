@@ -2,7 +2,8 @@
 
 Each service runs as its own `omni <service>` subprocess, exactly as in a cluster; the gateway finds the others
 by their loopback addresses. Without `--model` a tiny random-weight checkpoint is built: every stage really
-runs, but the audio is noise, not speech.
+runs, but the audio is noise, not speech. `--codec-replicas N` starts N codec processes on the codec's device (one
+process's Python is the codec's limit long before its GPU is); the gateway spreads streams over them.
 """
 
 import argparse
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 SERVICES = ("refenc", "codec", "talker")  # started first; the gateway last
@@ -39,11 +41,27 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--codec-max-streams", type=int, default=0, help="codec streams (default 2 x --max-streams: queued requests)"
     )
+    parser.add_argument(
+        "--codec-replicas",
+        type=positive_int,
+        default=1,
+        help="codec processes on the codec device, the codec streams split over them (ceil)",
+    )
     parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes sharing its ports")
     parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
     parser.add_argument("--ready-timeout-s", type=float, default=300.0, help="give up if not ready by then")
     parser.add_argument("--log-level", default="info")
     parser.set_defaults(func=run)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def pin_gpu(device: str, env: dict[str, str]) -> tuple[str, dict[str, str] | None]:
@@ -60,22 +78,66 @@ def pin_gpu(device: str, env: dict[str, str]) -> tuple[str, dict[str, str] | Non
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free loopback ports (the sockets are held open together, so none is handed out twice)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def codec_metrics_ports(env_value: str | None, replicas: int) -> list[int | None]:
+    """Each codec replica's /metrics port, given as its `--metrics-port`; None leaves the codec's own setting.
+
+    One replica keeps today's behaviour: `OMNI_CODEC_METRICS_PORT` (inherited) decides. Several replicas would all
+    bind that one port, so each gets its own: replica 0 the variable's port (what a caller scrapes), the others free
+    ports; unset, every replica gets a free port (per-replica load is worth seeing). -1 keeps metrics off."""
+    value = (env_value or "").strip()
+    try:
+        port = int(value) if value else None
+    except ValueError:
+        raise ValueError(f"OMNI_CODEC_METRICS_PORT={env_value!r} is not a port number") from None
+    if port is not None and port < 0:
+        return [None] * replicas
+    if port is None and replicas == 1:
+        return [None]
+    ports = free_ports(replicas)
+    if port:
+        ports[0] = port
+    return ports
+
+
+@dataclass
+class BackendProcess:
+    """One backend process as serve starts and prints it."""
+
+    name: str  # Stack key and log file stem: "codec", "codec-1", ...
+    label: str  # as printed in the ready message: "codec", "codec1", ...
+    service: str  # the `omni <service>` subcommand
+    port: int
+    device: str
+    metrics_port: int | None = None
 
 
 class Stack:
-    """The four subprocesses; `stop()` ends them with SIGTERM (SIGKILL after a timeout)."""
+    """The subprocesses; `stop()` ends them with SIGTERM (SIGKILL after a timeout)."""
 
     def __init__(self, work_dir: Path) -> None:
         self.work_dir = work_dir
         self.processes: dict[str, subprocess.Popen] = {}
 
-    def start(self, name: str, args: list[str], env: dict[str, str] | None = None) -> None:
+    def start(self, name: str, args: list[str], env: dict[str, str] | None = None, service: str = "") -> None:
+        """Run `omni <service or name> args`, logging to `<name>.log`."""
         log = (self.work_dir / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "omni.cli", name, *args],
+            [sys.executable, "-m", "omni.cli", service or name, *args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -161,16 +223,26 @@ def run(args: argparse.Namespace) -> int:
         )
     http_port = args.port or free_port()
     grpc_port = args.grpc_port or free_port()
-    ports = {name: free_port() for name in SERVICES}
     common = ["--model", model, "--host", "127.0.0.1", "--log-level", args.log_level]
     devices = {name: getattr(args, f"{name}_device") or args.device for name in SERVICES}
     try:
         pinned = {name: pin_gpu(devices[name], dict(os.environ)) for name in SERVICES}
+        codec_metrics = codec_metrics_ports(os.environ.get("OMNI_CODEC_METRICS_PORT"), args.codec_replicas)
     except ValueError as e:
         print(f"omni serve: {e}", file=sys.stderr)
         return 2
     device = {name: ["--device", pinned[name][0], "--dtype", args.dtype] for name in SERVICES}
     envs = {name: pinned[name][1] for name in SERVICES}
+    ports = iter(free_ports(2 + args.codec_replicas))
+    refenc = BackendProcess("refenc", "refenc", "refenc", next(ports), devices["refenc"])
+    # Replica 0 keeps the single codec's names (codec.log, "codec service:"); replica k logs to codec-k.log.
+    codecs = [
+        BackendProcess(f"codec-{k}" if k else "codec", f"codec{k or ''}", "codec", next(ports), devices["codec"], m)
+        for k, m in enumerate(codec_metrics)
+    ]
+    talker = BackendProcess("talker", "talker", "talker", next(ports), devices["talker"])
+    # The codec streams serve sized for one process, split over the replicas: the total stays (at least) the same.
+    codec_streams = -(-(args.codec_max_streams or 2 * args.max_streams) // args.codec_replicas)
 
     stack = Stack(work_dir)
     stopping = False
@@ -184,27 +256,30 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        refenc_args = [*common, *device["refenc"], "--port", str(ports["refenc"]), "--redis-url", args.redis_url]
+        refenc_args = [*common, *device["refenc"], "--port", str(refenc.port), "--redis-url", args.redis_url]
         stack.start("refenc", refenc_args, envs["refenc"])
-        codec_streams = str(args.codec_max_streams or 2 * args.max_streams)
-        codec_args = [*common, *device["codec"], "--port", str(ports["codec"]), "--max-streams", codec_streams]
-        stack.start("codec", codec_args, envs["codec"])
+        for codec in codecs:
+            codec_args = [*common, *device["codec"], "--port", str(codec.port), "--max-streams", str(codec_streams)]
+            if codec.metrics_port is not None:
+                codec_args += ["--metrics-port", str(codec.metrics_port)]
+            stack.start(codec.name, codec_args, envs["codec"], service="codec")
         talker_streams = str(args.max_streams)
-        talker_args = [*common, *device["talker"], "--port", str(ports["talker"]), "--max-streams", talker_streams]
+        talker_args = [*common, *device["talker"], "--port", str(talker.port), "--max-streams", talker_streams]
         stack.start("talker", talker_args, envs["talker"])
         stack.start(
             "gateway",
             [
                 "--model", model, "--host", args.host, "--port", str(http_port), "--grpc-port", str(grpc_port),
                 "--log-level", args.log_level, "--workers", str(args.gateway_workers),
-                "--talkers", f"127.0.0.1:{ports['talker']}",
-                "--codecs", f"127.0.0.1:{ports['codec']}",
-                "--refencs", f"127.0.0.1:{ports['refenc']}",
+                "--talkers", f"127.0.0.1:{talker.port}",
+                "--codecs", ",".join(f"127.0.0.1:{codec.port}" for codec in codecs),
+                "--refencs", f"127.0.0.1:{refenc.port}",
             ],
         )  # fmt: skip
         deadline = time.monotonic() + args.ready_timeout_s
-        for name in SERVICES:
-            wait_grpc_serving(stack, f"127.0.0.1:{ports[name]}", deadline)
+        backends = [refenc, *codecs, talker]
+        for backend in backends:
+            wait_grpc_serving(stack, f"127.0.0.1:{backend.port}", deadline)
         host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
         wait_http_ready(stack, f"http://{host}:{http_port}/ready", deadline)
         print(f"omni is ready (logs in {work_dir}):", flush=True)
@@ -213,9 +288,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"  metrics:                    http://{host}:{http_port}/metrics", flush=True)
         workers = f", {args.gateway_workers} worker processes" if args.gateway_workers > 1 else ""
         print(f"  gateway:                    pid {stack.processes['gateway'].pid}{workers}", flush=True)
-        for name in SERVICES:
-            pid = stack.processes[name].pid
-            print(f"  {name + ' service:':<28}127.0.0.1:{ports[name]} (pid {pid}) on {devices[name]}", flush=True)
+        for backend in backends:
+            # bench_stack reads `<label> service: <address> (pid N)` from these lines.
+            pid = stack.processes[backend.name].pid
+            line = f"  {backend.label + ' service:':<28}127.0.0.1:{backend.port} (pid {pid}) on {backend.device}"
+            if backend.service == "codec":
+                line += f", {codec_streams} streams"
+            if backend.metrics_port is not None:
+                line += f", metrics port {backend.metrics_port}"
+            print(line, flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         while True:
             stack.check_alive()

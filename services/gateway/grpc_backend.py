@@ -84,7 +84,7 @@ class Replica:
     identity: common_pb2.ModelIdentity | None = None
     compatible: bool = False
     down_until: float = 0.0
-    picked: int = 0  # streams this gateway opened since the last load report (keeps bursts spread out)
+    picked: int = 0  # streams this gateway opened since the last load report asked (keeps bursts spread out)
 
     @property
     def up(self) -> bool:
@@ -118,9 +118,12 @@ class ReplicaPool:
         await asyncio.gather(*(self._poll(r) for r in list(self.replicas.values())))
 
     async def _poll(self, replica: Replica) -> None:
+        picked_before = replica.picked
         try:
             await self.check(replica)
-            replica.picked = 0
+            # The new load counts the streams picked before the poll asked; those picked while it was answered stay
+            # counted (a burst during a slow GetLoad would otherwise all go to the replica that looked idle).
+            replica.picked -= picked_before
             if replica.down_until:
                 log.info("%s replica %s is back", self.name, replica.address)
                 replica.down_until = 0.0
