@@ -376,8 +376,9 @@ def _client_process(config: BenchConfig, share: Share, texts: list[str], gap_see
     try:
         queue.put(("ready", None))
         go.wait()
-        results, _ = asyncio.run(run_share(config, share, texts, lambda r: queue.put(("result", r)), gap_seed))
-        queue.put(("done", len(results)))
+        cpu = time.process_time()
+        asyncio.run(run_share(config, share, texts, lambda r: queue.put(("result", r)), gap_seed))
+        queue.put(("done", time.process_time() - cpu))  # this client's CPU seconds over the level
     except BaseException:  # the parent reports it; a silent exit would look like a hang
         import traceback
 
@@ -386,9 +387,10 @@ def _client_process(config: BenchConfig, share: Share, texts: list[str], gap_see
 
 async def run_level_in_processes(
     config: BenchConfig, shares: list[Share], texts: list[str], progress: Progress, start_timeout_s: float = 300.0
-) -> tuple[list[RequestResult], float]:
+) -> tuple[list[RequestResult], float, float]:
     """Each share in its own spawned process; the level's wall time runs from the common start (every client
-    started and connected-ready) to the last client's end. Results come back per request, as they end."""
+    started and connected-ready) to the last client's end. Results come back per request, as they end. Returns the
+    results, the wall time and the clients' CPU seconds over the level (their start-up excluded)."""
     import multiprocessing
     import queue as queue_module
 
@@ -425,7 +427,7 @@ async def run_level_in_processes(
                 raise RuntimeError(f"a bench client failed:\n{payload}")
         go.set()
         level_start = time.perf_counter()
-        running = len(processes)
+        running, cpu_s = len(processes), 0.0
         while running:
             kind, payload = await receive(None)
             if kind == "result":
@@ -433,6 +435,7 @@ async def run_level_in_processes(
                 progress.update(payload)
             elif kind == "done":
                 running -= 1
+                cpu_s += payload
             else:
                 raise RuntimeError(f"a bench client failed:\n{payload}")
         elapsed = time.perf_counter() - level_start
@@ -441,15 +444,19 @@ async def run_level_in_processes(
             if process.is_alive():
                 process.terminate()
             process.join(10)
-    return merge_results(parts), elapsed
+    return merge_results(parts), elapsed, cpu_s
 
 
 async def run_level(config: BenchConfig, open_loop: bool, value: float, texts: list[str]):
-    """One level with `config.processes` clients (1: in this process)."""
+    """One level with `config.processes` clients (1: in this process): its results, wall time and the clients' CPU
+    seconds (a client near one busy core per process is the benchmark's own limit, not the server's)."""
     if config.processes < 1:
         raise ValueError(f"processes must be >= 1, got {config.processes}")
     if config.processes == 1:
-        return await (run_open_loop(config, value, texts) if open_loop else run_closed_loop(config, int(value), texts))
+        cpu = time.process_time()
+        run = run_open_loop(config, value, texts) if open_loop else run_closed_loop(config, int(value), texts)
+        results, elapsed = await run
+        return results, elapsed, time.process_time() - cpu
     if open_loop:
         total, label = open_loop_request_count(config, value), f"rate {value:g}/s"
         shares = split_level(total, config.processes, rate=value)
@@ -473,8 +480,11 @@ async def run_bench(config: BenchConfig) -> dict:
     open_loop = bool(config.rates)
     levels = []
     for value in config.rates if open_loop else config.concurrency:
-        results, elapsed = await run_level(config, open_loop, float(value) if open_loop else int(value), texts)
+        results, elapsed, client_cpu_s = await run_level(
+            config, open_loop, float(value) if open_loop else int(value), texts
+        )
         summary = summarize(results, elapsed)
+        summary["client_cpu_cores"] = client_cpu_s / elapsed if elapsed > 0 else math.nan
         summary["rate" if open_loop else "concurrency"] = value
         summary["results"] = [asdict(r) for r in results]
         levels.append(summary)

@@ -85,6 +85,8 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     rows = json.loads((out / "results.json").read_text())["rows"]
+    levels = json.loads((out / "bench-tiny-0gpu.json").read_text())["levels"]
+    by_concurrency = {level["concurrency"]: level for level in levels}
     assert [(r["model"], r["concurrency"], r["requests"]) for r in rows] == [("tiny", 1, 2), ("tiny", 2, 2)]
     for row in rows:
         assert row["succeeded"] == 2 and row["failures"] == {} and row["wrong_length_requests"] == []
@@ -97,6 +99,12 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert set(row["cpu_cores"]) == {"talker", "codec", "refenc", "gateway", "client"}
         assert row["cpu_cores"]["talker"] > 0 and all(v >= 0 for v in row["cpu_cores"].values())
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
+        # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
+        # than the client's (it starts when the handler runs and ends when the first byte is sent).
+        assert row["cpu_cores"]["client"] > 0
+        assert 1 <= row["gateway_requests_logged"] <= 2
+        client_ttfa = [r["ttfa_s"] * 1000 for r in by_concurrency[row["concurrency"]]["results"]]
+        assert 0 < row["gateway_ttfa_p50_ms"] <= row["gateway_ttfa_p99_ms"] <= max(client_ttfa)
     table = (out / "table.md").read_text()
     assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
     assert (out / "bench-tiny-0gpu.png").read_bytes()[:4] == b"\x89PNG"
@@ -166,3 +174,16 @@ def test_mps_is_refused_without_a_gpu(capsys):
     with pytest.raises(SystemExit):
         load_bench_stack().parse_args(["--mps", "--device", "cpu", "--out", "/tmp/unused"])
     assert "--mps shares a GPU" in capsys.readouterr().err
+
+
+def test_gateway_ttfa_is_read_from_the_gateways_request_lines():
+    text = "\n".join(
+        [
+            json.dumps({"level": "info", "msg": "speech", "outcome": "ok", "ttfa_ms": 12.5}),
+            json.dumps({"level": "info", "msg": "speech", "outcome": "cancelled", "ttfa_ms": None}),
+            json.dumps({"level": "info", "msg": "gateway worker 0 serving"}),
+            "Traceback (most recent call last):",
+            json.dumps({"level": "info", "msg": "speech", "outcome": "ok", "ttfa_ms": 40}),
+        ]
+    )
+    assert load_bench_stack().gateway_ttfa_ms(text) == [12.5, 40.0]

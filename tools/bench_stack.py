@@ -221,9 +221,8 @@ def process_tree_cpu_s(root: int) -> float:
 
 
 def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
-    """CPU seconds so far of each named process tree, and of this process (the benchmark client) as `client`."""
-    times = os.times()
-    return {**{name: process_tree_cpu_s(pid) for name, pid in pids.items()}, "client": times.user + times.system}
+    """CPU seconds so far of each named process tree."""
+    return {name: process_tree_cpu_s(pid) for name, pid in pids.items()}
 
 
 # The request path's logs; refenc is off it here (built-in speaker) and logs list_voices' FAILED_PRECONDITION without
@@ -248,6 +247,19 @@ def problem_lines(text: str) -> list[str]:
         elif "Traceback" in line or "Error" in line or "ERROR" in line:
             found.append(line)
     return found
+
+
+def gateway_ttfa_ms(text: str) -> list[float]:
+    """The `ttfa_ms` of every successful request line (msg "speech") in gateway log text."""
+    out = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("msg") == "speech" and record.get("ttfa_ms") is not None:
+            out.append(float(record["ttfa_ms"]))
+    return out
 
 
 def _size(path: Path) -> int:
@@ -334,17 +346,24 @@ class Serve:
         """Bytes in each service log now: `log_problems(sizes)` reads only what was written after."""
         return {name: _size(self.work_dir / f"{name}.log") for name in LOGGED_SERVICES}
 
+    def log_text(self, name: str, since: dict[str, int]) -> str:
+        """What service `name` logged since `since` (empty if it has no log)."""
+        path = self.work_dir / f"{name}.log"
+        if not path.exists():
+            return ""
+        with path.open("rb") as f:
+            f.seek(since.get(name, 0))
+            return f.read().decode(errors="replace")
+
     def log_problems(self, since: dict[str, int], keep: int = 5) -> dict:
         """The error lines the services logged since `since`: their count and the first `keep`."""
-        lines = []
-        for name in LOGGED_SERVICES:
-            path = self.work_dir / f"{name}.log"
-            if path.exists():
-                with path.open("rb") as f:
-                    f.seek(since.get(name, 0))
-                    text = f.read().decode(errors="replace")
-                lines += [f"{name}: {line}" for line in problem_lines(text)]
+        lines = [f"{name}: {line}" for name in LOGGED_SERVICES for line in problem_lines(self.log_text(name, since))]
         return {"count": len(lines), "first": [line[:600] for line in lines[:keep]]}
+
+    def gateway_ttfa_ms(self, since: dict[str, int]) -> list[float]:
+        """Time to first audio of each request the gateway logged since `since`, as its handler saw it: against the
+        client's figure, what the hop between them (and the client itself) costs."""
+        return gateway_ttfa_ms(self.log_text("gateway", since))
 
     def copy_logs(self) -> None:
         for path in sorted(self.work_dir.iterdir()):
@@ -416,6 +435,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
             after = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
             problems = serve.log_problems(since)
+            gateway_ttfa = sorted(serve.gateway_ttfa_ms(since))
             level = report["levels"][0]
             levels.append(level)
             means = {}
@@ -435,8 +455,15 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "wrong_length_requests": wrong,
                 **means,
                 # Mean busy cores of each service over the level (a Python event loop saturates at ~1).
-                "cpu_cores": {k: (cpu_after[k] - cpu_before.get(k, 0.0)) / wall for k in cpu_after},
+                # The client's: its processes' own count over the timed level (spawned clients end with the level).
+                "cpu_cores": {
+                    **{k: (cpu_after[k] - cpu_before.get(k, 0.0)) / wall for k in cpu_after},
+                    "client": level["client_cpu_cores"],
+                },  # fmt: skip
                 "client_processes": args.client_processes,
+                # The gateway's own view of time to first audio (its log; lines written by the level's end).
+                "gateway_requests_logged": len(gateway_ttfa),
+                **{f"gateway_ttfa_p{q}_ms": bench.percentile(gateway_ttfa, q) for q in (50, 99)},
                 "log_problems": problems,
             }
             rows.append(row)
@@ -486,6 +513,7 @@ def format_diagnostics(row: dict) -> str:
     """Where a level's time went: step vs compute (loop lag), prefill, queueing, and busy cores per process."""
     keys = [k for k in METRICS if k not in ("talker_step_ms", "talker_batch", "codec_tick_ms", "codec_batch")]
     parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
+    parts += [f"{k} {row[k]:.0f}" for k in ("gateway_ttfa_p50_ms", "gateway_ttfa_p99_ms") if row.get(k) is not None]
     parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
     return ", ".join(parts)
 
