@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import subprocess
 import sys
-import threading
 
 import httpx
 import numpy as np
@@ -31,7 +29,7 @@ from omni.bench import (
 )
 from omni.cli import main
 from omni.client import SpeechClient
-from tests.processes import interrupt_and_wait
+from tests.processes import SERVE_READY, interrupt_and_wait, popen
 
 READY_TIMEOUT_S = 300
 
@@ -192,28 +190,13 @@ def test_bench_rejects_bad_arguments(tmp_path, capsys):
 
 def test_bench_against_a_tiny_stack(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "omni.cli", "serve", "--tiny-variant", "custom_voice", "--port", "0"]
-        + ["--grpc-port", "0", "--work-dir", str(tmp_path / "serve"), "--max-streams", "4"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-    )
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        for line in serve.stdout:
-            lines.append(line.rstrip())
-            if line.startswith("Press Ctrl-C"):
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
+    serve, output = popen(
+        "serve", "--tiny-variant", "custom_voice", "--port", "0", "--grpc-port", "0",
+        "--work-dir", str(tmp_path / "serve"), "--max-streams", "4", env=env,
+    )  # fmt: skip
     try:
-        assert ready.wait(READY_TIMEOUT_S) and serve.poll() is None, "omni serve failed:\n" + "\n".join(lines)
-        url = re.search(r"HTTP API: (http://\S+)/v1", "\n".join(lines)).group(1)
+        output.wait_for(SERVE_READY, READY_TIMEOUT_S)
+        url = output.wait_for(r"HTTP API: (http://\S+)/v1").group(1)
         out, plot = tmp_path / "results.json", tmp_path / "results.png"
         result = omni(
             "bench", "--url", url, "--concurrency", "1,2", "--requests", "3", "--voice", "vivian",
@@ -232,7 +215,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
         fixed |= {"response_format": "pcm", "max_new_tokens": 60}
         free = httpx.post(url + "/v1/audio/speech", json=fixed, timeout=300)
         forced = httpx.post(url + "/v1/audio/speech", json={**fixed, "ignore_eos": True}, timeout=300)
-        grpc_address = re.search(r"gRPC Speech service:\s+(\S+)", "\n".join(lines)).group(1)
+        grpc_address = output.wait_for(r"gRPC Speech service:\s+(\S+)").group(1)
         with SpeechClient(grpc_address) as client:
             stream = client.stream("Hello there.", voice="vivian", language="English", seed=12, max_new_tokens=60)
             grpc_audio = np.concatenate(list(stream))

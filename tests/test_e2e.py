@@ -11,8 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +24,7 @@ from openai import OpenAI
 
 from omni.client import SpeechClient, SpeechError
 from omni.proto import codec_pb2, codec_pb2_grpc, talker_pb2, talker_pb2_grpc
-from tests.processes import interrupt_and_wait
+from tests.processes import SERVE_READY, interrupt_and_wait, popen
 from tests.prometheus_server import PrometheusServer
 from tests.redis_server import RedisServer
 
@@ -80,29 +78,14 @@ def stack(tiny_model_dir, tmp_path_factory):
     model_dir = tiny_model_dir("base")
     work = tmp_path_factory.mktemp("serve")
     with RedisServer(work / "redis") as redis:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0", "--grpc-port", "0"]
-            + ["--redis-url", redis.url, "--work-dir", str(work), "--max-streams", "32"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        lines: list[str] = []
-        ready = threading.Event()
+        process, output = popen(
+            "serve", "--model", str(model_dir), "--port", "0", "--grpc-port", "0",
+            "--redis-url", redis.url, "--work-dir", str(work), "--max-streams", "32",
+        )  # fmt: skip
+        lines = output.lines  # appended to as the stack runs: later tests read what it printed since
         stack_: Stack | None = None
-
-        def read() -> None:
-            for line in process.stdout:
-                lines.append(line.rstrip())
-                if line.startswith("Press Ctrl-C"):
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=read, daemon=True).start()
         try:
-            assert ready.wait(READY_TIMEOUT_S), "omni serve did not become ready"
-            assert process.poll() is None, "omni serve exited:\n" + "\n".join(lines)
+            output.wait_for(SERVE_READY, READY_TIMEOUT_S)
             stack_ = Stack(process, lines, model_dir)
             yield stack_
         finally:

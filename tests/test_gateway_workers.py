@@ -12,8 +12,6 @@ import re
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,50 +22,9 @@ import pytest
 import soundfile as sf
 
 from omni.client import SpeechClient
-from tests.processes import interrupt_and_wait
+from tests.processes import Lines, interrupt_and_wait, popen
 
 SAMPLES_PER_FRAME = 1920
-START_TIMEOUT_S = 300
-
-
-class Lines:
-    """A subprocess's merged output, collected by a thread; `wait_for(pattern)` returns the first match."""
-
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line.rstrip())
-
-    def wait_for(self, pattern: str, timeout_s: float = START_TIMEOUT_S) -> re.Match:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if match := re.search(pattern, line):
-                    return match
-            assert self.process.poll() is None, "exited:\n" + self.text()
-            time.sleep(0.1)
-        raise TimeoutError(f"no {pattern!r} in:\n{self.text()}")
-
-    def text(self) -> str:
-        if self.process.poll() is not None:
-            self._thread.join(5)  # the rest of the output
-        return "\n".join(self.lines)
-
-
-def popen(*args: str) -> tuple[subprocess.Popen, Lines]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "omni.cli", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    return process, Lines(process)
 
 
 def worker_pids_answering(url: str, count: int, tries: int = 400) -> set[int]:

@@ -8,9 +8,6 @@ import asyncio
 import json
 import os
 import re
-import subprocess
-import sys
-import threading
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,7 +18,7 @@ import pytest
 from omni.cli import build_parser
 from omni.commands.serve import codec_metrics_ports
 from omni.proto import codec_pb2, codec_pb2_grpc, talker_pb2
-from tests.processes import interrupt_and_wait
+from tests.processes import SERVE_READY, interrupt_and_wait, popen
 
 READY_TIMEOUT_S = 600
 REQUESTS = 6
@@ -78,27 +75,15 @@ def decoded_request_ids(log_text: str) -> list[str]:
 def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_dir, tmp_path):
     model_dir = tiny_model_dir("custom_voice")
     work = tmp_path / "serve"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = dict(os.environ)
     env.pop("OMNI_CODEC_METRICS_PORT", None)  # unset: serve gives each replica its own metrics port
-    command = [sys.executable, "-m", "omni.cli", "serve", "--model", str(model_dir), "--port", "0"]
-    command += ["--grpc-port", "0", "--work-dir", str(work), "--max-streams", "4", "--codec-max-streams", "5"]
-    command += ["--codec-replicas", "2"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        for line in process.stdout:
-            lines.append(line.rstrip())
-            if line.startswith("Press Ctrl-C"):
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
+    process, output = popen(
+        "serve", "--model", str(model_dir), "--port", "0", "--grpc-port", "0", "--work-dir", str(work),
+        "--max-streams", "4", "--codec-max-streams", "5", "--codec-replicas", "2", env=env,
+    )  # fmt: skip
     try:
-        assert ready.wait(READY_TIMEOUT_S), "omni serve did not become ready"
-        assert process.poll() is None, "omni serve exited:\n" + "\n".join(lines)
-        text = "\n".join(lines)
+        output.wait_for(SERVE_READY, READY_TIMEOUT_S)
+        text = output.text()
         http = re.search(r"HTTP API: (http://\S+)/v1", text).group(1)
         # bench_stack's two regexes: one pid per backend process, and `codec` is still replica 0.
         services = {m.group(1): int(m.group(2)) for m in re.finditer(r"(\w+) service:\s+\S+ \(pid (\d+)\)", text)}
@@ -135,7 +120,7 @@ def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_di
             assert ok == len(decoded[name]) and metric(metrics_port, "omni_codec_frames_decoded_total") > 0
     finally:
         code = interrupt_and_wait(process)
-    assert code == 0, "\n".join(lines)
+    assert code == 0, output.text()
 
 
 def test_gateway_spreads_a_burst_of_codec_opens_and_keeps_opens_during_a_poll_counted(tiny_model_dir):
