@@ -78,7 +78,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     out = tmp_path / "stack"
     command = [sys.executable, str(ROOT / "tools" / "bench_stack.py"), "--device", "cpu", "--models", "tiny"]
     command += ["--concurrency", "1", "2", "--requests", "2", "--frames", "4", "--warmup", "1", "--out", str(out)]
-    command += ["--client-processes", "2"]
+    command += ["--client-processes", "2", "--codec-replicas", "2"]
     # The official qwen-tts on the same checkpoint, in the same invocation (its own venv, as on the GPU machine).
     command += ["--official", "--official-python", ref_python(), "--official-batches", "1", "2"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -96,7 +96,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         # Diagnostics: the engine threads' share of each step, prefill time, and each service's busy cores.
         assert 0 < row["talker_compute_ms"] <= row["talker_step_ms"] * 1.01 and row["talker_prefill_ms"] > 0
         assert 0 < row["codec_compute_ms"] <= row["codec_tick_ms"] * 1.01 and row["talker_prefill_batch"] >= 1
-        assert set(row["cpu_cores"]) == {"talker", "codec", "refenc", "gateway", "client"}
+        assert set(row["cpu_cores"]) == {"talker", "codec", "codec1", "refenc", "gateway", "client"}
         assert row["cpu_cores"]["talker"] > 0 and all(v >= 0 for v in row["cpu_cores"].values())
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
         # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
@@ -110,7 +110,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     assert (out / "bench-tiny-0gpu.png").read_bytes()[:4] == b"\x89PNG"
     # The logs come back flat: plain files one folder below --out (the device tool copies only a few levels).
     logs = {path.name for path in (out / "logs").iterdir() if path.is_file()}
-    names = ("serve", "gateway", "talker", "codec", "refenc")
+    names = ("serve", "gateway", "talker", "codec", "codec-1", "refenc")
     assert logs == {f"tiny-0gpu-{name}.log" for name in names} | {"tiny-0gpu-command.txt", "official-tiny.log"}
     (official,) = json.loads((out / "results.json").read_text())["official"]
     detail = json.loads((out / "official-tiny.json").read_text())
@@ -123,7 +123,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     serve_log = (out / "logs" / "tiny-0gpu-serve.log").read_text()
     for name in ("talker", "codec", "refenc"):  # omni serve's per-service device flags reached each service
         assert f"{name} service:" in serve_log
-    assert serve_log.count(") on cpu") == 3
+    assert serve_log.count(") on cpu") == 4  # refenc, two codec replicas, talker
     assert '"msg": "generate"' in (out / "logs" / "tiny-0gpu-talker.log").read_text()
 
 

@@ -45,10 +45,13 @@ transformers 4.57 and qwen-tts: on the GPU machine install `.whl_codec/*.whl` wi
 `--official-pythonpath /tmp/off` (the stack's own PYTHONPATH is not passed on); on CPU, `--official-python
 .venv-ref/bin/python`. A 1.7B sweep over batches 1, 8, 32, 64 takes about two and a half minutes on an H200.
 
+`--codec-replicas N` starts N codec processes on the codec's GPU (`omni serve --codec-replicas`); their metrics are
+added up and their logs read like the single codec's (not yet run on a GPU).
+
 `--mps` runs everything under NVIDIA's MPS control daemon, started before any CUDA context and quit at the end. Without
 it, the talker and codec processes on one GPU time-slice it (a talker step of 28.8 ms at batch 210 beside the codec,
 15.5 ms alone: run 14); under MPS their kernels can run at the same time, as with the Kubernetes device plugin's MPS
-sharing.
+sharing. Run 16 measured no gain (505 audio-s/s at 256 streams against 537 without it in run 14): the GPU was full.
 """
 
 from __future__ import annotations
@@ -113,6 +116,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--client-processes", type=int, default=4, help="omni bench client processes per level (default 4)"
     )
     parser.add_argument("--gateway-workers", type=int, default=2, help="gateway processes (default 2)")
+    parser.add_argument(
+        "--codec-replicas", type=int, default=1, help="codec processes on the codec's GPU (omni serve --codec-replicas)"
+    )
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
     parser.add_argument(
@@ -141,8 +147,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    if min(args.frames, *args.concurrency, args.rounds, args.client_processes) < 1 or args.requests < 0:
-        parser.error("--frames, --concurrency, --rounds, --client-processes must be positive, --requests not negative")
+    if min(args.frames, *args.concurrency, args.rounds, args.client_processes, args.codec_replicas) < 1:
+        parser.error("--frames, --concurrency, --rounds, --client-processes, --codec-replicas must be positive")
+    if args.requests < 0:
+        parser.error("--requests must not be negative")
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     if args.mps and args.device != "cuda":
         parser.error("--mps shares a GPU between the services' processes: it needs --device cuda")
@@ -280,6 +288,7 @@ class Serve:
         ready_s,
         name: str = "stack",
         gateway_workers: int = 1,
+        codec_replicas: int = 1,
     ):
         # serve writes its logs in a work dir of its own; `stop()` copies them flat to `logs` (the device tool
         # brings back plain files a few folders deep, so `<out>/logs/<name>-<service>.log`).
@@ -304,6 +313,7 @@ class Serve:
         # 320 (115 ms ticks); runs 17-19 also captured a max_streams bucket (640), which the codec no longer does.
         command += ["--codec-max-streams", str(max_streams + max_streams // 4)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
+        command += ["--codec-replicas", str(codec_replicas)]
         command += ["--device", devices["talker"], "--dtype", dtype]
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
         (self.work_dir / "command.txt").write_text(" ".join(command) + "\n")
@@ -342,9 +352,29 @@ class Serve:
         gateway = re.search(r"gateway:\s+pid (\d+)", text)
         return {**pids, **({"gateway": int(gateway.group(1))} if gateway else {})}
 
+    def all_metrics_ports(self) -> list[int]:
+        """The talker's and every codec replica's /metrics port (replicas after the first print theirs)."""
+        text = "\n".join(self.lines)
+        extra = [int(m.group(1)) for m in re.finditer(r"codec\d+ service:.*, metrics port (\d+)", text)]
+        return [*self.metrics_ports.values(), *extra]
+
+    def scrape_all(self) -> dict[str, tuple[float, float]]:
+        """`scrape` of every port, (sum, count) added up per metric family: codec replicas count as one codec."""
+        total: dict[str, tuple[float, float]] = {}
+        for port in self.all_metrics_ports():
+            for family, (s, c) in scrape(port).items():
+                s0, c0 = total.get(family, (0.0, 0.0))
+                total[family] = (s0 + s, c0 + c)
+        return total
+
+    def log_names(self) -> list[str]:
+        """The request path's logs: gateway, talker, and every codec replica's (codec.log, codec-1.log, ...)."""
+        names = {path.stem for path in self.work_dir.glob("*.log")}
+        return sorted(n for n in names if n.split("-")[0] in LOGGED_SERVICES)
+
     def log_sizes(self) -> dict[str, int]:
         """Bytes in each service log now: `log_problems(sizes)` reads only what was written after."""
-        return {name: _size(self.work_dir / f"{name}.log") for name in LOGGED_SERVICES}
+        return {name: _size(self.work_dir / f"{name}.log") for name in self.log_names()}
 
     def log_text(self, name: str, since: dict[str, int]) -> str:
         """What service `name` logged since `since` (empty if it has no log)."""
@@ -357,7 +387,7 @@ class Serve:
 
     def log_problems(self, since: dict[str, int], keep: int = 5) -> dict:
         """The error lines the services logged since `since`: their count and the first `keep`."""
-        lines = [f"{name}: {line}" for name in LOGGED_SERVICES for line in problem_lines(self.log_text(name, since))]
+        lines = [f"{name}: {line}" for name in self.log_names() for line in problem_lines(self.log_text(name, since))]
         return {"count": len(lines), "first": [line[:600] for line in lines[:keep]]}
 
     def gateway_ttfa_ms(self, since: dict[str, int]) -> list[float]:
@@ -418,7 +448,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     rows, levels = [], []
     logs = args.out / "logs"
     stack = (model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout, name)
-    with Serve(*stack, gateway_workers=args.gateway_workers) as serve:
+    with Serve(*stack, gateway_workers=args.gateway_workers, codec_replicas=args.codec_replicas) as serve:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)
@@ -427,20 +457,18 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
         print_log_problems(f"[{name}] warm-up", serve.log_problems(since))
         for concurrency in args.concurrency:
             requests = args.requests or max(args.rounds * concurrency, 16)
-            before = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
+            before = serve.scrape_all()
             since = serve.log_sizes()
             pids = serve.service_pids()
             cpu_before, wall_before = cpu_snapshot(pids), time.perf_counter()
             report = run_level(url, texts, args, concurrency, requests, seed=concurrency)
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
-            after = {svc: scrape(port) for svc, port in serve.metrics_ports.items()}
+            after = serve.scrape_all()
             problems = serve.log_problems(since)
             gateway_ttfa = sorted(serve.gateway_ttfa_ms(since))
             level = report["levels"][0]
             levels.append(level)
-            means = {}
-            for svc in serve.metrics_ports:
-                means.update(metric_means(before[svc], after[svc]))
+            means = metric_means(before, after)
             wrong = [
                 r["index"] for r in level["results"] if r["ok"] and abs(r["audio_s"] * FRAME_RATE - args.frames) > 1e-6
             ]
