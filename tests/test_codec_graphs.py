@@ -161,6 +161,7 @@ def test_bucket_split_takes_the_cheapest_sum_of_buckets():
     assert bucket_split(3, ms) == [4]  # a 4-row replay is cheaper than three 1-row ones
     assert bucket_split(640, ms) == [640]  # five 128-row replays would take 65 ms
     assert bucket_split(0, ms) == []
+    assert bucket_split(1500, ms) == [640, 640, 128, 64, 16, 16]  # beyond the cached table: its own table
 
 
 def test_first_chunks_fill_the_spare_rows_of_full_chunks():

@@ -16,6 +16,8 @@ padded to 15 because a 15-frame chunk shares its tick), and each length's rows t
 streams: 256 + 16, not one 640-row replay). A replay's spare rows take shorter chunks first, at no extra cost.
 """
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -231,19 +233,30 @@ def fuse_channels_last(decoder: CodecDecoder) -> int:
 
 def bucket_split(rows: int, costs: dict[int, float]) -> list[int]:
     """The buckets (largest first) whose replays hold `rows` rows at the least summed cost; `costs` maps each
-    captured bucket to its replay time. Dynamic programming over 0..rows: a step has at most max_streams rows."""
-    best = [0.0] + [float("inf")] * rows
-    choice = [0] * (rows + 1)
-    for n in range(1, rows + 1):
-        for bucket, cost in costs.items():
-            total = cost + best[max(n - bucket, 0)]
-            if total < best[n]:
-                best[n], choice[n] = total, bucket
+    captured bucket to its replay time. The dynamic program's table is computed once per `costs` (cached), so a
+    step pays only the walk."""
+    choice = _split_choices(tuple(sorted(costs.items())), max(rows, SPLIT_TABLE_ROWS))
     out, n = [], rows
     while n > 0:
         out.append(choice[n])
         n = max(n - choice[n], 0)
     return sorted(out, reverse=True)
+
+
+SPLIT_TABLE_ROWS = 1024  # rows the cached table covers (a codec step holds at most max_streams rows)
+
+
+@functools.lru_cache(maxsize=32)
+def _split_choices(costs: tuple[tuple[int, float], ...], size: int) -> tuple[int, ...]:
+    """choice[n]: the first bucket of a cheapest cover of n rows, for n in 0..size (dynamic programming)."""
+    best = [0.0] + [math.inf] * size
+    choice = [0] * (size + 1)
+    for n in range(1, size + 1):
+        for bucket, cost in costs:
+            total = cost + best[max(n - bucket, 0)]
+            if total < best[n]:
+                best[n], choice[n] = total, bucket
+    return tuple(choice)
 
 
 def plan_replays(
