@@ -81,10 +81,15 @@ class RequestResult:
     underrun_buffered_s: float = 0.0  # the same with playback starting BenchConfig.playout_buffer_ms later
 
 
-def summarize(results: list[RequestResult], elapsed_s: float) -> dict:
-    """Aggregate one level's requests; throughput figures are over `elapsed_s`, the level's wall time."""
+def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 0) -> dict:
+    """Aggregate one level's requests; throughput figures are over `elapsed_s`, the level's wall time.
+
+    `first_wave`: a closed loop's concurrency, whose first requests all start at once; `ttfa_after_first_wave_*` are
+    over the requests started after those (the steady state, without the opening burst of prefills)."""
     ok = [r for r in results if r.ok]
     ttfa = [r.ttfa_s for r in ok if r.ttfa_s is not None]
+    later = sorted(results, key=lambda r: r.start_s)[first_wave:] if first_wave else []
+    steady_ttfa = [r.ttfa_s for r in later if r.ok and r.ttfa_s is not None]
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
     failures: dict[str, int] = {}
@@ -106,6 +111,8 @@ def summarize(results: list[RequestResult], elapsed_s: float) -> dict:
         "ttfa_p50_s": percentile(ttfa, 50),
         "ttfa_p90_s": percentile(ttfa, 90),
         "ttfa_p99_s": percentile(ttfa, 99),
+        "ttfa_after_first_wave_p50_s": percentile(steady_ttfa, 50),
+        "ttfa_after_first_wave_p99_s": percentile(steady_ttfa, 99),
         "rtf_p50": percentile(rtf, 50),
         "rtf_p90": percentile(rtf, 90),
         "underrun_total_s": sum(r.underrun_s for r in ok),
@@ -483,7 +490,7 @@ async def run_bench(config: BenchConfig) -> dict:
         results, elapsed, client_cpu_s = await run_level(
             config, open_loop, float(value) if open_loop else int(value), texts
         )
-        summary = summarize(results, elapsed)
+        summary = summarize(results, elapsed, first_wave=0 if open_loop else int(value))
         summary["client_cpu_cores"] = client_cpu_s / elapsed if elapsed > 0 else math.nan
         summary["rate" if open_loop else "concurrency"] = value
         summary["results"] = [asdict(r) for r in results]

@@ -102,6 +102,20 @@ def test_summarize_aggregates_successes_and_counts_failures_by_status():
     assert "503: talker overloaded" in table and "concurrency" in table
 
 
+def test_ttfa_after_the_first_wave_leaves_out_the_requests_that_started_together():
+    # A closed loop at concurrency 2: the first two requests start at once (a burst of prefills), later ones as
+    # earlier ones end. Indexes need not follow start times (several client processes number their own shares).
+    def ok(index: int, start: float, ttfa: float) -> RequestResult:
+        return RequestResult(index, "200", True, start, ttfa, 1.0, 1.0, 1.0)
+
+    results = [ok(5, 0.0, 0.9), ok(0, 0.0, 0.8), ok(1, 1.0, 0.1), ok(2, 1.2, 0.3), ok(3, 2.0, 0.2)]
+    steady = summarize(results, elapsed_s=3.0, first_wave=2)
+    assert steady["ttfa_after_first_wave_p50_s"] == pytest.approx(0.2)
+    assert steady["ttfa_after_first_wave_p99_s"] == pytest.approx(0.298)
+    assert steady["ttfa_p99_s"] > 0.85  # the burst is still in the overall figure
+    assert math.isnan(summarize(results, elapsed_s=3.0)["ttfa_after_first_wave_p50_s"])  # open loop: no first wave
+
+
 def test_split_level_shares_concurrency_and_interleaves_indices():
     assert split_evenly(10, 4) == [3, 3, 2, 2] and split_evenly(2, 3) == [1, 1, 0]
     shares = split_level(10, 4, concurrency=6)

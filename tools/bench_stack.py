@@ -542,6 +542,8 @@ def format_diagnostics(row: dict) -> str:
     keys = [k for k in METRICS if k not in ("talker_step_ms", "talker_batch", "codec_tick_ms", "codec_batch")]
     parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
     parts += [f"{k} {row[k]:.0f}" for k in ("gateway_ttfa_p50_ms", "gateway_ttfa_p99_ms") if row.get(k) is not None]
+    steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
+    parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
     parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
     return ", ".join(parts)
 
