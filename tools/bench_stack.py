@@ -311,7 +311,9 @@ class Serve:
         # service default (1, 4, 16, 64, 128): its startup (a cuDNN autotune per captured shape) is shorter. Larger
         # steps split over 128-row replays (run 18: 44 ms each). Run 14 had no 128 bucket: 128 streams were padded to
         # 320 (115 ms ticks); runs 17-19 also captured a max_streams bucket (640), which the codec no longer does.
-        command += ["--codec-max-streams", str(max_streams + max_streams // 4)]
+        # With replicas each gets that many (serve splits the total): the gateway's balance is by polled load, so a
+        # replica may briefly hold more than its share, and a refusal would only measure the split.
+        command += ["--codec-max-streams", str((max_streams + max_streams // 4) * codec_replicas)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--codec-replicas", str(codec_replicas)]
         command += ["--device", devices["talker"], "--dtype", dtype]
