@@ -5,6 +5,7 @@ worker stops the gateway with an error, and workers follow a killed parent."""
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -143,6 +144,24 @@ def test_grpc_speech_is_served_on_the_shared_port(stack):
                 "Hi.", ref_audio=buf.getvalue(), x_vector_only_mode=True, max_new_tokens=4, ignore_eos=True
             )
         assert rate == 24000 and audio.size == 3 * SAMPLES_PER_FRAME
+
+
+def test_an_idle_keep_alive_connection_outlives_uvicorns_default_timeout(stack):
+    # uvicorn closes idle connections after 5 s by default, racing clients whose pools keep them as long (httpx: 5 s):
+    # a request sent on a connection the server is closing fails with no response. The gateway keeps them 75 s.
+    host, port = stack.http.removeprefix("http://").rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request("GET", "/live")
+        assert connection.getresponse().read() is not None
+        local = connection.sock.getsockname()
+        time.sleep(6.0)
+        connection.request("GET", "/live")
+        response = connection.getresponse()
+        response.read()
+        assert response.status == 200 and connection.sock.getsockname() == local  # the same connection, reused
+    finally:
+        connection.close()
 
 
 def test_a_crashed_worker_stops_the_gateway_and_workers_follow_a_killed_parent(stack):

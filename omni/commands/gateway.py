@@ -92,6 +92,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
             log_level=settings.log_level,
             access_log=False,
             lifespan="off",
+            timeout_keep_alive=settings.http_keep_alive_s,
         )
     )
     http.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # we handle signals below

@@ -40,6 +40,12 @@ class GatewaySettings:
     port: int = option(8000, "HTTP port")
     workers: int = option(1, "gateway processes sharing the HTTP and gRPC ports (SO_REUSEPORT); 1: this process only")
     log_level: str = option("info", "log level (debug, info, warning, error)")
+    http_keep_alive_s: float = option(
+        75.0,
+        "how long an idle HTTP keep-alive connection stays open, seconds: longer than clients' pool expiry (httpx: "
+        "5 s) and load balancers' idle timeouts, so the server does not close a connection a client is about to "
+        "reuse (uvicorn's default is 5 s)",
+    )
     api_keys_file: str = option("", "file of API keys, one per line (also $OMNI_API_KEYS, comma-separated)")
     max_body_bytes: int = option(_DEFAULT.max_body_bytes, "largest request body, bytes")
     max_input_chars: int = option(_DEFAULT.max_input_chars, "longest `input` text, characters")
