@@ -2,8 +2,9 @@
 
 Each service runs as its own `omni <service>` subprocess, exactly as in a cluster; the gateway finds the others
 by their loopback addresses. Without `--model` a tiny random-weight checkpoint is built: every stage really
-runs, but the audio is noise, not speech. `--codec-replicas N` starts N codec processes on the codec's device (one
-process's Python is the codec's limit long before its GPU is); the gateway spreads streams over them.
+runs, but the audio is noise, not speech. `--codec-replicas N` starts N codec processes on the codec's device, for
+when one process's host work is the codec's limit (their kernels share the GPU by time-slicing; not yet measured on
+one); the gateway spreads streams over them.
 """
 
 import argparse
