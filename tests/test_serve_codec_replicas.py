@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import re
+import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -108,12 +109,19 @@ def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_di
             results = list(pool.map(one, range(REQUESTS)))
         assert all(status == 200 and size > 0 for status, size, _ in results), results
 
-        # Every request was decoded by exactly one replica, and each replica decoded some of them.
-        decoded = {
-            "codec": decoded_request_ids((work / "codec.log").read_text()),
-            "codec1": decoded_request_ids((work / "codec-1.log").read_text()),
-        }
-        assert sorted(decoded["codec"] + decoded["codec1"]) == sorted(rid for _, _, rid in results), decoded
+        # Every request was decoded by exactly one replica, and each replica decoded some of them. A codec logs its
+        # request line as its stream closes, which can come just after the client has the last byte: wait for them.
+        sent = sorted(rid for _, _, rid in results)
+        deadline = time.monotonic() + 30
+        while True:
+            decoded = {
+                "codec": decoded_request_ids((work / "codec.log").read_text()),
+                "codec1": decoded_request_ids((work / "codec-1.log").read_text()),
+            }
+            if len(decoded["codec"] + decoded["codec1"]) >= len(sent) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert sorted(decoded["codec"] + decoded["codec1"]) == sent, decoded
         assert all(decoded.values()), decoded
         for name, (_, metrics_port) in codecs.items():
             ok = metric(metrics_port, 'omni_codec_streams_total{outcome="ok"}')
