@@ -23,7 +23,7 @@ import pytest
 import soundfile as sf
 
 from omni.client import SpeechClient
-from tests.processes import Lines, interrupt_and_wait, popen
+from tests.processes import SERVE_READY, Lines, interrupt_and_wait, popen
 
 SAMPLES_PER_FRAME = 1920
 
@@ -92,7 +92,7 @@ def stack(tiny_model_dir, tmp_path_factory):
         "--max-streams", "8", "--gateway-workers", "2",
     )  # fmt: skip
     try:
-        out.wait_for(r"^Press Ctrl-C")
+        out.wait_for(SERVE_READY)
         yield Stack(process, out, model_dir, work)
     finally:
         interrupt_and_wait(process)

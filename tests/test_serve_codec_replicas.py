@@ -5,7 +5,6 @@ loopback); the spreading test polls two real in-process codec services with a `G
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 import time
@@ -15,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import httpx
 import pytest
+from omni.services.common.logging import request_records
 
 from omni.cli import build_parser
 from omni.commands.serve import codec_metrics_ports
@@ -62,15 +62,7 @@ def codec_capacity(address: str) -> int:
 
 def decoded_request_ids(log_text: str) -> list[str]:
     """The request ids of the streams a codec finished, from its per-request `decode` log lines."""
-    ids = []
-    for line in log_text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("msg") == "decode" and record.get("outcome") == "ok":
-            ids.append(record["request_id"])
-    return ids
+    return [r["request_id"] for r in request_records(log_text, "decode") if r.get("outcome") == "ok"]
 
 
 def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_dir, tmp_path):

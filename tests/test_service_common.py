@@ -24,7 +24,7 @@ from omni.services.common.config import (
     load_profile,
     option,
 )
-from omni.services.common.logging import JsonFormatter, log_request
+from omni.services.common.logging import JsonFormatter, log_request, request_records
 from omni.services.common.metrics import MetricsServer
 from omni.services.common.server import GrpcService
 
@@ -178,6 +178,11 @@ def test_request_log_is_one_json_line():
     line = json.loads(records[0])
     assert "\n" not in records[0]
     assert line["msg"] == "decode" and line["request_id"] == "r1" and line["total_ms"] == 12.346
+    # Read back from a log's text: only this event's lines, beside other events and plain text.
+    log_request(logger, "generate", request_id="r2", outcome="ok")
+    text = "\n".join([records[0], "Traceback (most recent call last):", records[1], "{not json"])
+    assert [r["request_id"] for r in request_records(text, "decode")] == ["r1"]
+    assert [r["request_id"] for r in request_records(text, "generate")] == ["r2"]
 
 
 def test_metrics_endpoint_serves_the_service_registry():

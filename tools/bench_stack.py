@@ -72,6 +72,7 @@ import time
 from pathlib import Path
 
 import httpx
+from omni.services.common.logging import request_records
 
 from omni import bench
 from omni.commands.serve import free_port
@@ -258,16 +259,8 @@ def problem_lines(text: str) -> list[str]:
 
 
 def gateway_ttfa_ms(text: str) -> list[float]:
-    """The `ttfa_ms` of every successful request line (msg "speech") in gateway log text."""
-    out = []
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("msg") == "speech" and record.get("ttfa_ms") is not None:
-            out.append(float(record["ttfa_ms"]))
-    return out
+    """The `ttfa_ms` of every request line (event "speech") in gateway log text that has one (audio was sent)."""
+    return [float(r["ttfa_ms"]) for r in request_records(text, "speech") if r.get("ttfa_ms") is not None]
 
 
 def _size(path: Path) -> int:
@@ -489,7 +482,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "cpu_cores": {
                     **{k: (cpu_after[k] - cpu_before.get(k, 0.0)) / wall for k in cpu_after},
                     "client": level["client_cpu_cores"],
-                },  # fmt: skip
+                },
                 "client_processes": args.client_processes,
                 # The gateway's own view of time to first audio (its log; lines written by the level's end).
                 "gateway_requests_logged": len(gateway_ttfa),

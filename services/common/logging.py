@@ -41,6 +41,20 @@ def log_request(logger: logging.Logger, event: str, **fields) -> None:
     logger.info(event, extra={"fields": rounded})
 
 
+def request_records(text: str, event: str) -> list[dict]:
+    """The `log_request(logger, event, ...)` lines in a log's text, parsed; every other line (another event, plain
+    text such as a traceback) is skipped."""
+    records = []
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("msg") == event:
+            records.append(record)
+    return records
+
+
 def ms_since(start: float) -> float:
     """Milliseconds elapsed since a time.perf_counter() value."""
     return (time.perf_counter() - start) * 1000.0
