@@ -116,6 +116,17 @@ def test_a_step_split_over_several_replays_equals_eager_decoding(decoder):
     assert int(graphs.state.positions[streams]) == 0 and all(torch.all(h[streams] == 0) for h in graphs.state.history)
 
 
+def test_a_code_out_of_range_is_refused_before_any_replay(decoder):
+    # The replays' inputs are checked on the host as they are staged: a bad code in the second replay of a split
+    # step raises, and no row of that replay was decoded.
+    graphs = CodecGraphs(decoder, decoder.new_state(4), buckets=(1, 2), chunk_lengths=(1,), capture=False)
+    bad = codes(1, 7)
+    bad[0, 3] = 2048
+    with pytest.raises(ValueError, match=r"\[0, 2048\)"):
+        graphs.decode_streams([0, 1, 2], [codes(1, 5), codes(1, 6), bad])
+    assert int(graphs.state.positions[2]) == 0
+
+
 def test_fused_vocoder_equals_eager():
     # A decoder of its own (fusing rebinds its modules' forward). Two steps, so the fused units also read back the
     # conv history they wrote.

@@ -167,6 +167,18 @@ def test_reset_clears_a_slot_and_leaves_the_others(window8):
     assert (decoder.decode_streams(state2, [0], [c])[0] - second[1]).abs().max() > 1e-2
 
 
+def test_reset_streams_clears_several_slots_at_once(window8):
+    # The codec engine resets a step's new streams in one call: slots 0 and 2 start over, slot 1 goes on.
+    decoder = load_codec_decoder(window8)
+    state = decoder.new_state(3)
+    a, b, c = random_codes(20, seed=4), random_codes(20, seed=5), random_codes(20, seed=6)
+    first = decoder.decode_streams(state, [0, 1, 2], [a[:10], b[:10], c[:10]])
+    decoder.reset_streams(state, [2, 0])
+    second = decoder.decode_streams(state, [0, 1, 2], [c[:10], b[10:], a[:10]])
+    assert (second[0] - first[2]).abs().max() < FP32_TOL and (second[2] - first[0]).abs().max() < FP32_TOL
+    assert (torch.cat([first[1], second[1]]) - decoder.decode(b[None])[0]).abs().max() < FP32_TOL
+
+
 def test_prime_emits_nothing_and_empty_chunks_touch_nothing(window8):
     decoder = load_codec_decoder(window8)
     state = decoder.new_state(2)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from omni.device import to_device
 from omni.services.common.engine_task import stop_engine_task
 from omni.services.talker.metrics import TalkerMetrics
 from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
@@ -327,7 +328,7 @@ class TalkerEngine:
         prefill_ms = (time.perf_counter() - began) * 1000.0 if plan.prefills else 0.0
         decoded = None
         if plan.decodes:
-            slots = torch.tensor([r.slot for r in plan.decodes], device=runner.device)
+            slots = to_device(torch.tensor([r.slot for r in plan.decodes]), runner.device)
             codes, finished = self.decode_step(slots)
             eos = runner.pending[slots] == runner.eos_id
             decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)

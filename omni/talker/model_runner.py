@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import torch
 
+from omni.device import to_device
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
@@ -24,7 +25,6 @@ from omni.talker.sampling import (
     draw,
     sample_subtalker,
     sample_talker,
-    to_device,
 )
 
 
@@ -188,18 +188,18 @@ class TalkerRunner:
             return []
         width = max(end - start for _, _, start, end in chunks)
         x = torch.zeros(len(chunks), width, self.config.talker.hidden_size, dtype=self.dtype, device=self.device)
-        starts = torch.tensor([start for _, _, start, _ in chunks], device=self.device)
+        starts = to_device(torch.tensor([start for _, _, start, _ in chunks]), self.device)
         for row, (_, emb, start, end) in enumerate(chunks):
             x[row, : end - start] = emb[start:end]
         positions = (starts[:, None] + torch.arange(width, device=self.device)).clamp(max=self.max_len - 1)
-        slots = torch.tensor([slot for slot, _, _, _ in chunks], device=self.device)
+        slots = to_device(torch.tensor([slot for slot, _, _, _ in chunks]), self.device)
         kv_len = min(max(start for _, _, start, _ in chunks) + width, self.max_len)
         hidden = self.talker(x, positions, self.cache, slots, kv_len=kv_len)
         done = [row for row, (_, emb, _, end) in enumerate(chunks) if end == emb.shape[0]]
         if done:
-            rows = torch.tensor(done, device=self.device)
-            last = torch.tensor([chunks[r][3] - chunks[r][2] - 1 for r in done], device=self.device)
-            self.next_pos[slots[rows]] = torch.tensor([chunks[r][3] for r in done], device=self.device)
+            rows = to_device(torch.tensor(done), self.device)
+            last = to_device(torch.tensor([chunks[r][3] - chunks[r][2] - 1 for r in done]), self.device)
+            self.next_pos[slots[rows]] = to_device(torch.tensor([chunks[r][3] for r in done]), self.device)
             self._draw_talker(slots[rows], hidden[rows, last])
         return [chunks[r][0] for r in done]
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from omni.device import to_device
+
 # splitmix64 constants, as signed int64 (torch has no uint64 arithmetic; int64 ops wrap around).
 _GOLDEN = 0x9E3779B97F4A7C15 - (1 << 64)
 _MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)
@@ -123,14 +125,6 @@ class SlotSampling:
             target.index_copy_(0, slots, ints[row].to(target.dtype))
         for row, (name, _) in enumerate(self._FLOATS):
             getattr(self, name).index_copy_(0, slots, floats[row])
-
-
-def to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A host tensor on `device` without a host sync: through pinned memory on CUDA (the caching host allocator
-    keeps the pinned block until the copy is done)."""
-    if device.type != "cuda" or host.device.type == "cuda":
-        return host.to(device)
-    return host.pin_memory().to(device, non_blocking=True)
 
 
 # ---- logits processors (each [B, V] -> [B, V], per-row parameters [B]) ----

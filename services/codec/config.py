@@ -21,9 +21,9 @@ class CodecConfig(ServiceConfig):
         "batch sizes to capture a graph for (capped at max_streams; a larger step splits over several replays)",
     )
     graph_chunk_lengths: list[int] = option(
-        [1, 15],
+        [1, 4, 8, 15],
         "chunk lengths to capture a graph for (frames, capped at max_chunk_frames); shorter chunks are padded up, "
-        "longer ones run eagerly",
+        "longer ones run eagerly (4 and 8 hold the talker's ramp chunks of 2, 4, 8 frames without padding to 15)",
     )
     fused_kernels: str = option(
         "channels_last",

@@ -104,7 +104,7 @@ class CodecEngine:
         metrics: CodecMetrics | None = None,
         sample_rate: int = 24000,
         graph_buckets: Sequence[int] = (),
-        graph_chunk_lengths: Sequence[int] = (1, 15),
+        graph_chunk_lengths: Sequence[int] = (1, 4, 8, 15),
     ) -> None:
         self.decoder = decoder
         self.max_streams = max_streams
@@ -244,8 +244,7 @@ class CodecEngine:
         """Engine thread: reset/prime new slots, then one batched decode of one chunk per stream -> PCM bytes;
         and the ms this thread spent on it (PCM on the host is the sync)."""
         start = time.perf_counter()
-        for s in fresh:
-            self.decoder.reset(self.state, s.slot)
+        self.decoder.reset_streams(self.state, [s.slot for s in fresh])
         primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
         if primes:
             # Priming is a decode whose audio is dropped: the reference is left context only.

@@ -15,6 +15,7 @@ Module tree = the `decoder.` keys of the official `speech_tokenizer/model.safete
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
+from omni.device import to_device
 from omni.models.weights import CheckpointError, load_state_strict, read_safetensors, split_prefix
 
 SAMPLE_RATE = 24000
@@ -510,12 +512,19 @@ class CodecDecoder(nn.Module):
 
     def reset(self, state: CodecState, slot: int) -> None:
         """Forget everything stream `slot` has seen: it decodes like a fresh stream from position 0."""
-        state.positions[slot] = 0
-        state.key[:, slot] = 0
-        state.value[:, slot] = 0
-        state.key_positions[slot] = -1
+        self.reset_streams(state, [slot])
+
+    def reset_streams(self, state: CodecState, slots: Sequence[int]) -> None:
+        """`reset` of several streams: one indexed write per state tensor however many streams, and no host sync."""
+        if not slots:
+            return
+        rows = to_device(torch.tensor(slots, dtype=torch.long), state.positions.device)
+        state.positions[rows] = 0
+        state.key[:, rows] = 0
+        state.value[:, rows] = 0
+        state.key_positions[rows] = -1
         for h in state.history:
-            h[slot] = 0
+            h[rows] = 0
 
     def prime(self, state: CodecState, slot: int, ref_codes: torch.Tensor) -> None:
         """Feed reference codes [T,16] as left context of stream `slot`; their audio is not returned."""

@@ -20,12 +20,21 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pad_sequence
 
-from omni.models.qwen3_tts.codec import CausalConv1d, CodecDecoder, CodecState, ResidualUnit, SnakeBeta, _Batch
+from omni.device import to_device
+from omni.models.qwen3_tts.codec import (
+    NUM_CODEBOOKS,
+    CausalConv1d,
+    CodecDecoder,
+    CodecState,
+    ResidualUnit,
+    SnakeBeta,
+    _Batch,
+)
 
 
 def codec_step(
@@ -405,18 +414,35 @@ class CodecGraphs:
     def _replay(self, key: tuple[int, int], slots: list[int], chunks: list[torch.Tensor]) -> torch.Tensor:
         """One replay of graph `key` over these rows (fewer than its bucket: the rest are scratch); their waves."""
         graph, io = self.graphs[key]
-        n, device = len(slots), io["codes"].device
-        codes = pad_sequence([c.to(device=device, dtype=torch.long) for c in chunks], batch_first=True)
-        self.decoder._check_codes(codes, dims=3)
-        io["codes"].zero_()
-        io["codes"][:n, : codes.shape[1]] = codes
-        io["rows"][:n] = torch.tensor(slots, dtype=torch.long).to(device, non_blocking=True)
-        io["rows"][n:] = self.scratch
-        lengths = [c.shape[0] for c in chunks]
-        io["frames"][:n] = torch.tensor(lengths, dtype=torch.long).to(device, non_blocking=True)
-        io["frames"][n:] = 0
+        codes, rows, frames = self._stage(key, slots, chunks)
+        io["codes"].copy_(codes)
+        io["rows"].copy_(rows)
+        io["frames"].copy_(frames)
         if graph is None:
             io["wav"] = codec_step(self.decoder, self.state, io["codes"], io["rows"], io["frames"])
         else:
             graph.replay()
-        return io["wav"][:n].clone()  # the static output is overwritten by the next replay of this graph
+        return io["wav"][: len(slots)].clone()  # the static output is overwritten by the next replay of this graph
+
+    def _stage(
+        self, key: tuple[int, int], slots: list[int], chunks: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A replay's inputs (codes zero-padded to the graph's shape, rows with scratch padding, frames) built on
+        the host and sent in one non-blocking copy: a blocking copy per chunk waits for the previous replay each time.
+        """
+        bucket, length = key
+        n, split = len(slots), bucket * length * NUM_CODEBOOKS
+        host = np.zeros(split + 2 * bucket, dtype=np.int64)
+        codes = host[:split].reshape(bucket, length, NUM_CODEBOOKS)
+        rows, frames = host[split:].reshape(2, bucket)
+        for j, c in enumerate(chunks):
+            codes[j, : c.shape[0]] = c.numpy(force=True)
+        if codes.size and (codes.min() < 0 or codes.max() >= self.decoder.cfg.codebook_size):
+            raise ValueError(
+                f"codec codes must lie in [0, {self.decoder.cfg.codebook_size}), got [{codes.min()}, {codes.max()}]"
+            )
+        rows[:n], rows[n:] = slots, self.scratch
+        frames[:n] = [c.shape[0] for c in chunks]
+        device = to_device(torch.from_numpy(host), self.state.key.device)
+        codes_d, rows_d, frames_d = device.split([split, bucket, bucket])
+        return codes_d.view(bucket, length, NUM_CODEBOOKS), rows_d, frames_d
