@@ -104,15 +104,25 @@ def _decode_attention_kernel(
     )
 
 
+# Launch settings: keys per block, warps and pipeline stages per program (tools/bench_decode_attention.py sweeps them).
+LAUNCH = {"block_n": 64, "num_warps": 4, "num_stages": 3}
+
+
 def decode_attention(
-    q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slots: torch.Tensor, lengths: torch.Tensor
+    q: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    slots: torch.Tensor,
+    lengths: torch.Tensor,
+    launch: dict | None = None,
 ) -> torch.Tensor:
     """Attention of one query per row, q [B, H, D], over keys 0..lengths[b]-1 of cache slot slots[b].
 
     k_cache, v_cache: [S, L, KVH, D] with the last dim contiguous (one layer of `KVCache`). Every length must be
     in 1..L (a zero length would divide by zero; callers always attend at least to the query's own key).
-    Returns [B, H, D] in q's dtype.
+    Returns [B, H, D] in q's dtype. `launch` overrides `LAUNCH`.
     """
+    launch = {**LAUNCH, **(launch or {})}
     b, heads, dim = q.shape
     kv_heads = k_cache.shape[2]
     if heads % kv_heads:
@@ -140,9 +150,11 @@ def decode_attention(
         GROUP_PAD=max(16, triton.next_power_of_2(group)),
         DIM=dim,
         DIM_PAD=max(16, triton.next_power_of_2(dim)),
-        BLOCK_N=64,
+        BLOCK_N=launch["block_n"],
         PRECISION="ieee",  # fp32 inputs stay fp32 (no TF32 rounding); bf16/fp16 inputs are exact products anyway
         # The Triton interpreter (CPU tests) computes tl.dot of bf16 on raw bits; upcasting first is exact.
         DOT_FP32=INTERPRETED and q.dtype != torch.float32,
+        num_warps=launch["num_warps"],
+        num_stages=launch["num_stages"],
     )
     return out
