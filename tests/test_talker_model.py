@@ -9,10 +9,9 @@ import functools
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from omni.models.qwen3_tts.loader import load_qwen3_tts
-from omni.models.qwen3_tts.talker import Qwen3TTSTalker, apply_rope, few_keys_attention, rope_cos_sin
+from omni.models.qwen3_tts.talker import Qwen3TTSTalker, apply_rope, rope_cos_sin
 from omni.models.qwen3_tts.tiny import GENERATION_CONFIG, tiny_config, write_tokenizer_files
 from tests.reference import run_reference
 
@@ -229,16 +228,3 @@ def test_bad_forward_arguments_are_clear_errors(talker):
         talker(x, pos, cache, torch.tensor([0, 1]))
     with pytest.raises(ValueError, match="kv_len 9"):
         talker(x, pos, cache, slots, kv_len=9)
-
-
-def test_few_keys_attention_equals_masked_sdpa():
-    # The code predictor's first pass (2 queries over its 16-position cache) takes this path instead of SDPA.
-    gen = torch.Generator().manual_seed(3)
-    q = torch.randn(5, 2, 4, 8, generator=gen)
-    keys, values = torch.randn(5, 16, 2, 8, generator=gen), torch.randn(5, 16, 2, 8, generator=gen)
-    positions = torch.tensor([[0, 1], [3, 4], [7, 8], [13, 14], [14, 15]])
-    visible = (torch.arange(16)[None, None, :] <= positions[:, :, None])[:, None]
-    want = F.scaled_dot_product_attention(
-        q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=visible, enable_gqa=True
-    ).transpose(1, 2)
-    torch.testing.assert_close(few_keys_attention(q, keys, values, visible), want, rtol=0, atol=1e-5)

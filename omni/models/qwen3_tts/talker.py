@@ -13,8 +13,6 @@ slot at positions <= its own, so stale entries beyond a slot's prefix are never 
 Module names mirror the official checkpoint so that `state_dict()` keys equal the keys under `talker.`.
 """
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -98,23 +96,6 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return x * cos + rotated * sin
 
 
-FEW_KEYS = 16  # the code predictor's whole context (16 positions): its 2-position first pass comes here
-
-
-def few_keys_attention(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: torch.Tensor
-) -> torch.Tensor:
-    """Masked attention over a handful of keys as plain batched math in fp32: q [B, T, H, D], keys/values
-    [B, L, KVH, D], visible [B, 1, T, L] -> [B, T, H, D]. PyTorch's fused kernels tile 64 or more keys per block, so
-    at 16 keys they mostly compute padding (cuDNN's took 0.26 ms per predictor layer at batch 512 on an H200)."""
-    group = q.shape[2] // keys.shape[2]
-    keys = keys.float().repeat_interleave(group, dim=2)
-    values = values.float().repeat_interleave(group, dim=2)
-    scores = torch.einsum("bthd,blhd->bhtl", q.float(), keys) / math.sqrt(q.shape[-1])
-    probs = scores.masked_fill(~visible, -math.inf).softmax(dim=-1)
-    return torch.einsum("bhtl,blhd->bthd", probs, values).to(q.dtype)
-
-
 class Attention(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         # `project` is replaced by a fused version on CUDA (talker_fused.py); the rest of forward is shared.
@@ -153,12 +134,9 @@ class Attention(nn.Module):
             out = cache.decode_attention(q[:, 0], cache.k[layer], cache.v[layer], slots, visible)[:, None]
         else:
             keys, values = cache.read(layer, slots, visible.shape[-1])
-            if visible.shape[-1] <= FEW_KEYS:
-                out = few_keys_attention(q, keys, values, visible)
-            else:
-                out = F.scaled_dot_product_attention(
-                    q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=visible, enable_gqa=True
-                ).transpose(1, 2)
+            out = F.scaled_dot_product_attention(
+                q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=visible, enable_gqa=True
+            ).transpose(1, 2)
         return self.o_proj(out.reshape(b, t, self.heads * self.head_dim))
 
 
