@@ -104,8 +104,12 @@ def _decode_attention_kernel(
     )
 
 
-# Launch settings: keys per block, warps and pipeline stages per program (tools/bench_decode_attention.py sweeps them).
+# Launch settings (keys per block, warps, pipeline stages), by cache length: tools/bench_decode_attention.py sweeps
+# them at the talker's shapes. Long caches are the backbone's (max_context positions), short ones the code
+# predictor's 16, where a program has at most one block of keys and the launch shape is most of its time.
 LAUNCH = {"block_n": 64, "num_warps": 4, "num_stages": 3}
+LAUNCH_SHORT = {"block_n": 64, "num_warps": 4, "num_stages": 3}
+SHORT_CACHE = 64  # cache lengths up to this take LAUNCH_SHORT
 
 
 def decode_attention(
@@ -120,9 +124,9 @@ def decode_attention(
 
     k_cache, v_cache: [S, L, KVH, D] with the last dim contiguous (one layer of `KVCache`). Every length must be
     in 1..L (a zero length would divide by zero; callers always attend at least to the query's own key).
-    Returns [B, H, D] in q's dtype. `launch` overrides `LAUNCH`.
+    Returns [B, H, D] in q's dtype. `launch` overrides the settings for the cache's length.
     """
-    launch = {**LAUNCH, **(launch or {})}
+    launch = {**(LAUNCH_SHORT if k_cache.shape[1] <= SHORT_CACHE else LAUNCH), **(launch or {})}
     b, heads, dim = q.shape
     kv_heads = k_cache.shape[2]
     if heads % kv_heads:

@@ -4,7 +4,7 @@ Shapes (1.7B: 16 query heads, 8 kv heads, head dim 128):
   backbone   B rows over a [B, 512, 8, 128] cache, live lengths drawn from 60..250 (prompt + frames so far)
   predictor  B rows over a [B, 16, 8, 128] cache, live lengths 3..16 (the code predictor's 14 single steps)
 
-For each (block_n, num_warps, num_stages) it prints microseconds per call (CUDA events over --iters calls), the
+For each (block_n, num_warps, num_stages) it prints GPU microseconds per call (a CUDA graph of --iters calls), the
 bytes of live K/V read per second, and the max abs difference from `decode_attention_reference`; the last line
 names the fastest setting per shape. `kernels/decode_attention.LAUNCH` holds the default.
 
@@ -22,7 +22,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from omni.kernels.decode_attention import LAUNCH, decode_attention, decode_attention_reference  # noqa: E402
+from omni.kernels.decode_attention import (  # noqa: E402
+    LAUNCH,
+    LAUNCH_SHORT,
+    SHORT_CACHE,
+    decode_attention,
+    decode_attention_reference,
+)
 
 HEADS, KV_HEADS, DIM = 16, 8, 128
 
@@ -39,12 +45,21 @@ def case(batch: int, max_len: int, low: int, high: int, seed: int) -> tuple[torc
 
 
 def time_us(call, iters: int) -> float:
-    call()
-    torch.cuda.synchronize()
+    """GPU microseconds per call, from a CUDA graph of `iters` calls (the talker replays the kernel from a graph;
+    timed launch by launch, a kernel of a few tens of microseconds measures Triton's host launch cost instead)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()  # compile and warm up outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            call()
+    graph.replay()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
-    for _ in range(iters):
-        call()
+    graph.replay()
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / iters * 1e3
@@ -53,18 +68,19 @@ def time_us(call, iters: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--batches", type=int, nargs="+", default=[256, 512])
-    ap.add_argument("--block-n", type=int, nargs="+", default=[32, 64, 128])
-    ap.add_argument("--num-warps", type=int, nargs="+", default=[2, 4, 8])
-    ap.add_argument("--num-stages", type=int, nargs="+", default=[1, 2, 3, 4])
+    ap.add_argument("--block-n", type=int, nargs="+", default=[16, 32, 64, 128])
+    ap.add_argument("--num-warps", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--num-stages", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--shapes", nargs="+", choices=("backbone", "predictor"), default=["backbone", "predictor"])
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--out", help="write the rows as JSON here")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_decode_attention needs a CUDA GPU (tests/test_decode_attention.py covers the math)")
-    shapes = [(f"backbone B={b}", b, 512, 60, 250) for b in args.batches]
-    shapes += [(f"predictor B={b}", b, 16, 3, 16) for b in args.batches]
+    sizes = {"backbone": (512, 60, 250), "predictor": (16, 3, 16)}  # cache length, live lengths low..high
+    shapes = [(f"{kind} B={b}", b, *sizes[kind]) for kind in args.shapes for b in args.batches]
     rows, best = [], {}
-    print(f"default {LAUNCH}; {torch.cuda.get_device_name()}", flush=True)
+    print(f"defaults: {LAUNCH}, up to {SHORT_CACHE} positions {LAUNCH_SHORT}; {torch.cuda.get_device_name()}")
     print("| shape | block_n | warps | stages | us | GB/s | max abs vs reference |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, batch, max_len, low, high in shapes:
@@ -88,10 +104,12 @@ def main() -> None:
             if name not in best or us < best[name]["us"]:
                 best[name] = row
     for name, row in best.items():
-        default = next((r for r in rows if r["shape"] == name and all(r[k] == LAUNCH[k] for k in LAUNCH)), {})
+        current = LAUNCH_SHORT if name.startswith("predictor") else LAUNCH
+        default = next((r for r in rows if r["shape"] == name and all(r[k] == current[k] for k in current)), {})
         print(f"best {name}: {row} (default {default.get('us')} us)", flush=True)
     if args.out:
-        Path(args.out).write_text(json.dumps({"default": LAUNCH, "rows": rows, "best": best}, indent=1))
+        defaults = {"long": LAUNCH, "short": LAUNCH_SHORT, "short_cache": SHORT_CACHE}
+        Path(args.out).write_text(json.dumps({"defaults": defaults, "rows": rows, "best": best}, indent=1))
 
 
 if __name__ == "__main__":
