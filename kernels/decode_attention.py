@@ -108,7 +108,7 @@ def _decode_attention_kernel(
 # them at the talker's shapes. Long caches are the backbone's (max_context positions), short ones the code
 # predictor's 16, where a program has at most one block of keys and the launch shape is most of its time.
 LAUNCH = {"block_n": 64, "num_warps": 4, "num_stages": 3}
-LAUNCH_SHORT = {"block_n": 64, "num_warps": 4, "num_stages": 3}
+LAUNCH_SHORT = {"block_n": 16, "num_warps": 1, "num_stages": 2}
 SHORT_CACHE = 64  # cache lengths up to this take LAUNCH_SHORT
 
 
