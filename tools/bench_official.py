@@ -249,7 +249,7 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="cuda, cuda:N or cpu")
     parser.add_argument("--dtype", choices=("bfloat16", "float32"), help="default: bfloat16 on cuda, float32 on cpu")
     parser.add_argument("--frames", type=int, default=125, help="audio frames per item (12.5 Hz: 125 = 10 s)")
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 32, 128, 256, 512])  # flat wall to 512
     parser.add_argument("--max-seconds", type=float, default=120.0, help="stop the sweep after a slower batch")
     parser.add_argument("--warmup-frames", type=int, default=8, help="frames of the warm-up call before each batch")
     parser.add_argument("--text", default=DEFAULT_TEXT)
