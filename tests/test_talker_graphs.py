@@ -177,7 +177,7 @@ def test_attention_backend_setting_allows_only_the_named_kernel():
 def test_config_rejects_empty_or_nonpositive_buckets():
     from omni.services.talker.config import TalkerConfig
 
-    assert TalkerConfig().cuda_graphs and TalkerConfig().graph_batch_buckets[-1] == 256
+    assert TalkerConfig().cuda_graphs and TalkerConfig().graph_batch_buckets[-1] == 448
     for buckets in ([], [0, 4]):
         with pytest.raises(ValueError, match="graph_batch_buckets"):
             TalkerConfig(graph_batch_buckets=buckets).validate()

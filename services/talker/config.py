@@ -45,8 +45,10 @@ class TalkerConfig(ServiceConfig):
         "math for eager prefill (cuDNN would build a graph for every new prompt shape, ~40 ms each)",
     )
     graph_batch_buckets: list[int] = option(
-        [1, 2, 4, 8, 16, 32, 64, 128, 256],
-        "batch sizes to capture a graph for (those below max_streams; max_streams itself is always captured)",
+        [1, 2, 4, 8, 16, 32, 64, 128, 256, 320, 384, 448],
+        "batch sizes to capture a graph for (those below max_streams; max_streams itself is always captured). "
+        "Above 256 the 1.7B step grows ~1.3 ms per 64 rows on an H200, so a batch of 443 is 16.1 ms in its 448 graph "
+        "and 17.4 ms padded to 512",
     )
 
     def validate(self) -> "TalkerConfig":
