@@ -63,10 +63,16 @@ class RecordingEngine(TalkerEngine):
         super().__init__(*args, **kwargs)
         self.steps: list[tuple[dict[str, int], list[str]]] = []
 
-    def _step(self, plan):
-        prefills = {r.request_id: end - start for r, start, end in plan.prefills}
+    def _launch(self, plan):
+        prefills = {r.request_id: end - start for r, _, start, end in plan.prefills}
         self.steps.append((prefills, [r.request_id for r in plan.decodes]))
-        return super()._step(plan)
+        return super()._launch(plan)
+
+
+@pytest.fixture(params=[False, True], ids=["sync", "async"])
+def scheduling(request) -> dict:
+    """Engine kwargs for synchronous and asynchronous scheduling: every behaviour holds under both."""
+    return {"async_scheduling": request.param}
 
 
 def engine_for(synth, cls=TalkerEngine, slots=4, max_len=160, **kwargs) -> TalkerEngine:
@@ -80,11 +86,11 @@ def test_chunk_plan_sizes():
     assert [ChunkPlan().size(k) for k in range(3)] == [1, 15, 15]
 
 
-def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth):
+def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, scheduling):
     budget = 6
 
     async def scenario():
-        engine = engine_for(synth, RecordingEngine, prefill_budget=budget)
+        engine = engine_for(synth, RecordingEngine, prefill_budget=budget, **scheduling)
         engine.start()
         try:
             short = engine.submit(job(synth, "Hi.", 1, 30))
@@ -111,11 +117,11 @@ def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth):
     assert not engine.slots and sorted(engine.free) == list(range(4))
 
 
-def test_more_requests_than_slots_wait_and_each_equals_its_solo_run(synth):
+def test_more_requests_than_slots_wait_and_each_equals_its_solo_run(synth, scheduling):
     texts = ["One.", "Two words.", "Three more words.", "Four.", "Five six.", "Seven."]
 
     async def scenario():
-        engine = engine_for(synth, slots=2, prefill_budget=64)
+        engine = engine_for(synth, slots=2, prefill_budget=64, **scheduling)
         engine.start()
         try:
             requests = [engine.submit(job(synth, t, 10 + i, 4 + i)) for i, t in enumerate(texts)]
@@ -149,9 +155,9 @@ def test_admission_limits(synth):
     asyncio.run(scenario())
 
 
-def test_deadline_while_waiting_and_while_decoding(synth):
+def test_deadline_while_waiting_and_while_decoding(synth, scheduling):
     async def scenario():
-        engine = engine_for(synth, slots=1)
+        engine = engine_for(synth, slots=1, **scheduling)
         engine.start()
         try:
             running = engine.submit(job(synth, "Hi.", 5, 140, deadline=time.monotonic() + 0.3))
@@ -168,9 +174,9 @@ def test_deadline_while_waiting_and_while_decoding(synth):
     assert not engine.slots and not engine.waiting
 
 
-def test_drain_aborts_what_is_left_after_the_grace_period(synth):
+def test_drain_aborts_what_is_left_after_the_grace_period(synth, scheduling):
     async def scenario():
-        engine = engine_for(synth, slots=1)
+        engine = engine_for(synth, slots=1, **scheduling)
         engine.start()
         try:
             running = engine.submit(job(synth, "Hi.", 5, 140))
@@ -194,16 +200,16 @@ class GatedEngine(TalkerEngine):
         self.gate = threading.Event()
         self.entered = threading.Event()
 
-    def _step(self, plan):
+    def _launch(self, plan):
         if plan.prefills:
             self.entered.set()
             self.gate.wait(10)
-        return super()._step(plan)
+        return super()._launch(plan)
 
 
-def test_a_request_cancelled_during_its_prefill_frees_its_slot_and_others_are_unaffected(synth):
+def test_a_request_cancelled_during_its_prefill_frees_its_slot_and_others_are_unaffected(synth, scheduling):
     async def scenario():
-        engine = engine_for(synth, GatedEngine, slots=1)
+        engine = engine_for(synth, GatedEngine, slots=1, **scheduling)
         engine.start()
         try:
             doomed = engine.submit(job(synth, "Gone.", 3, 6))
@@ -234,10 +240,10 @@ def test_prefill_coalescing_rule():
     assert not PrefillCoalescing().hold(fresh, decoding=True, now=10.01)  # default: never hold
 
 
-def test_coalesced_prompts_share_one_prefill_and_keep_their_codes(synth):
+def test_coalesced_prompts_share_one_prefill_and_keep_their_codes(synth, scheduling):
     async def scenario():
         coalescing = PrefillCoalescing(min_batch=2, max_wait_ms=60_000)
-        engine = engine_for(synth, RecordingEngine, coalescing=coalescing)
+        engine = engine_for(synth, RecordingEngine, coalescing=coalescing, **scheduling)
         engine.start()
         try:
             keep = job(synth, "Keep going.", 1, 100)
@@ -261,3 +267,78 @@ def test_coalesced_prompts_share_one_prefill_and_keep_their_codes(synth):
     assert any(not p and "1" in d for p, d in steps)  # decode-only steps ran while `first` was held
     np.testing.assert_array_equal(first_codes, solo(synth, "First.", 2, 6))
     np.testing.assert_array_equal(second_codes, solo(synth, "Second.", 3, 6))
+
+
+class OrderEngine(TalkerEngine):
+    """Logs the engine thread's launches and read-backs, each step by its launch number."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.log: list[tuple[str, int]] = []
+        self.numbers: dict[int, int] = {}  # id of a launched step -> its number (the log holds the steps alive)
+        self.launched: list = []
+
+    def _launch(self, plan):
+        launched = super()._launch(plan)
+        self.launched.append(launched)
+        self.numbers[id(launched)] = len(self.launched)
+        self.log.append(("launch", len(self.launched)))
+        return launched
+
+    def _collect(self, launched):
+        self.log.append(("collect", self.numbers[id(launched)]))
+        return super()._collect(launched)
+
+
+def test_async_scheduling_queues_the_next_step_before_reading_one_back(synth):
+    async def scenario(async_scheduling: bool):
+        engine = engine_for(synth, OrderEngine, async_scheduling=async_scheduling)
+        engine.start()
+        try:
+            codes, _, done = await drain_outputs(engine.submit(job(synth, "Hi.", 7, 12)))
+            for _ in range(1000):  # the engine reads its last step back after the request ended: let it
+                if engine.log[-1] == ("collect", len(engine.launched)):
+                    break
+                await asyncio.sleep(0.01)
+            return engine.log, codes, done
+        finally:
+            await engine.stop()
+
+    for async_scheduling in (False, True):
+        log, codes, done = asyncio.run(scenario(async_scheduling))
+        np.testing.assert_array_equal(codes, solo(synth, "Hi.", 7, 12))
+        steps = [step for what, step in log if what == "launch"]
+        if async_scheduling:
+            # Each step is read back after the next one was queued (the last one, with nothing left to queue, after
+            # the one before it). The request was stepped once past its last frame: prefill + frames + 1 launches.
+            want = [("launch", 1)] + [e for n in steps[1:] for e in (("launch", n), ("collect", n - 1))]
+            assert log == want + [("collect", steps[-1])]
+            assert len(steps) == done.num_frames + 2
+        else:
+            assert log == [(what, n) for n in steps for what in ("launch", "collect")]
+            assert len(steps) == done.num_frames + 1
+
+
+def test_async_scheduling_at_the_context_limit_keeps_its_extra_step_in_the_slot(synth):
+    """A request that fills its slot (prompt + max_new_tokens = max_len) is stepped once past its last frame;
+    that step must stay inside the K/V cache, and the stream next admitted to the slot must be unaffected."""
+    prompt = len(synth.builder.build(speech("Hi.")))
+    max_len = prompt + 9
+
+    async def scenario():
+        engine = engine_for(synth, slots=1, max_len=max_len, async_scheduling=True)
+        engine.start()
+        try:
+            first = job(synth, "Hi.", 8, max_len - prompt)
+            first.params.min_new_tokens = first.params.max_new_tokens  # no early EOS: it fills the slot
+            results = [await drain_outputs(engine.submit(first))]
+            results.append(await drain_outputs(engine.submit(job(synth, "Hi.", 9, max_len - prompt))))
+            return results
+        finally:
+            await engine.stop()
+
+    (codes, _, done), (next_codes, _, _) = asyncio.run(scenario())
+    # max_new_tokens ids make max_new_tokens - 1 frames (the last id ends the stream), whose steps write K/V up to
+    # position max_len - 2; the extra step writes max_len - 1, the slot's last position.
+    assert done.reason == "max_new_tokens" and len(codes) == max_len - prompt - 1
+    np.testing.assert_array_equal(next_codes, solo(synth, "Hi.", 9, max_len - prompt))

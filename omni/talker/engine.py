@@ -12,8 +12,17 @@ A step:
   4. hand each request its frame; a request emits a chunk once it holds as many frames as its plan says
      (1, then the ramp, then 15 by default) and flushes the rest with `last` when it stops.
 
+Asynchronous scheduling (`async_scheduling`, off by default): step N+1 is planned and queued on the device before
+step N's results are read back, so the GPU runs N+1 while the event loop hands out N's frames and serves its RPCs
+(on an H200 that host time was ~2 ms of every ~20 ms step, with the GPU idle). The plan of N+1 cannot know who
+stopped in N, so a request that stopped there is stepped once more and that frame is dropped. That extra step stays
+inside the slot: a request stops at the latest when max_new_tokens ids were drawn, and one more step writes K/V
+position prompt + max_new_tokens - 1, which `check_fits` keeps below max_len. Prefill progress is counted when a
+chunk is planned, not when its step is read back, so the next plan neither repeats it nor waits for it.
+
 Slot hygiene: a cancelled or finished request gives its slot back at once (in the event-loop thread). A new
-owner is admitted only between steps and `begin_prefill_batch` rewrites every per-slot tensor, and a step's results
+owner is admitted only between steps and `begin_prefill_batch` rewrites every per-slot tensor; device work runs in
+launch order on one stream, so the new owner's prefill follows every step queued for the old one. A step's results
 go to the request objects captured when the step was planned, which drop them once done. So nothing of one
 request reaches another.
 
@@ -32,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from omni.device import to_device
+from omni.device import HostCopy, to_device
 from omni.services.common.engine_task import stop_engine_task
 from omni.services.talker.metrics import TalkerMetrics
 from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
@@ -155,8 +164,21 @@ class PrefillCoalescing:
 
 @dataclass
 class _StepPlan:
-    prefills: list[tuple[Request, int, int]]  # (request, start, end) prompt positions to run
+    # (request, embeddings or None for a prompt's first chunk, start, end): prompt positions to run. The embeddings
+    # are taken when the step is planned, so a cancel that clears the request's cannot reach a step in flight.
+    prefills: list[tuple[Request, torch.Tensor | None, int, int]]
     decodes: list[Request]  # requests in the batched decode step, in slot order of the batch
+
+
+@dataclass
+class _Launched:
+    """A step whose device work is queued: its results reach the host in `results` (decoded rows, then one EOS flag
+    per prompt it completed), readable once `results.wait()` returns."""
+
+    plan: _StepPlan
+    results: HostCopy | None
+    rows: int  # decoded rows in `results`
+    prefill_timer: tuple[torch.cuda.Event, torch.cuda.Event] | float | None  # CUDA events, or host ms on CPU
 
 
 class TalkerEngine:
@@ -170,10 +192,12 @@ class TalkerEngine:
         graphs: TalkerGraphs | None = None,
         coalescing: PrefillCoalescing = PrefillCoalescing(),
         prefill_graphs: PrefillGraphs | None = None,
+        async_scheduling: bool = False,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
-        `prefill_graphs`: captured prefill forwards (CUDA); without them prefill runs eagerly."""
+        `prefill_graphs`: captured prefill forwards (CUDA); without them prefill runs eagerly.
+        `async_scheduling`: queue each step before reading the previous one back (see the module docstring)."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
@@ -184,6 +208,7 @@ class TalkerEngine:
         self.max_queue = max_queue
         self.prefill_budget = prefill_budget
         self.coalescing = coalescing
+        self.async_scheduling = async_scheduling
         self.retry_after_s = retry_after_s
         self.metrics = metrics or TalkerMetrics()
         self.free = list(reversed(range(runner.num_slots)))  # pop() takes the lowest slot first
@@ -251,27 +276,50 @@ class TalkerEngine:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        in_flight: _Launched | None = None  # async scheduling: the step queued last, not yet read back
         while True:
             self._expire()
             self._admit()
             plan = self._plan()
             if not plan.prefills and not plan.decodes:
-                self.wake.clear()
-                await self.wake.wait()
-                continue
+                plan = None
+                if in_flight is None:
+                    self.wake.clear()
+                    await self.wake.wait()
+                    continue
             start = time.perf_counter()
             try:
-                decoded, prefill_eos, timing = await loop.run_in_executor(self.executor, self._step, plan)
+                in_flight, done, results = await loop.run_in_executor(self.executor, self._advance, plan, in_flight)
             except Exception:  # a failed step ends the requests in it, not the service
                 log.exception("talker step failed")
-                for request in [*(r for r, _, _ in plan.prefills), *plan.decodes]:
+                failed = [p for p in (plan, in_flight.plan if in_flight else None) if p is not None]
+                in_flight = None
+                for request in [r for p in failed for r in [*(r for r, *_ in p.prefills), *p.decodes]]:
                     if not request.done:
                         request.outputs.put_nowait(RuntimeError("the talker step failed"))
                         self._finish(request, "error", notify=False)
                 continue
+            if done is None:
+                continue
             step_ms = (time.perf_counter() - start) * 1000.0
-            self._observe_step(plan, step_ms, *timing)
-            self._deliver(plan, decoded, prefill_eos, step_ms)
+            decoded, prefill_eos, prefill_ms, compute_ms = results
+            self._observe_step(done.plan, step_ms, prefill_ms, compute_ms)
+            self._deliver(done.plan, decoded, prefill_eos, step_ms)
+
+    def _advance(
+        self, plan: _StepPlan | None, in_flight: _Launched | None
+    ) -> tuple[_Launched | None, _Launched | None, tuple]:
+        """Engine thread: queue `plan`'s step, then read one step back: this one (synchronous scheduling) or the one
+        queued before it (asynchronous, so the device has the new step to run while the host delivers the old).
+        Returns (the step now in flight, the step read back, its results as `_collect` gives them)."""
+        began = time.perf_counter()
+        launched = self._launch(plan) if plan is not None else None
+        if not self.async_scheduling:
+            in_flight, launched = launched, None
+        if in_flight is None:
+            return launched, None, ()
+        decoded, prefill_eos, prefill_ms = self._collect(in_flight)
+        return launched, in_flight, (decoded, prefill_eos, prefill_ms, (time.perf_counter() - began) * 1000.0)
 
     def _expire(self) -> None:
         now = time.monotonic()
@@ -300,40 +348,70 @@ class TalkerEngine:
         for request in prefilling:
             if budget == 0:
                 break
-            end = min(request.prefilled + budget, len(request.prompt))
-            prefills.append((request, request.prefilled, end))
-            budget -= end - request.prefilled
+            start, end = request.prefilled, min(request.prefilled + budget, len(request.prompt))
+            prefills.append((request, request.embeddings, start, end))
+            budget -= end - start
+            request.prefilled = end  # counted as planned: the next plan continues after it, or decodes it
+            if end == len(request.prompt):
+                request.embeddings = None
         return _StepPlan(prefills, decodes)
 
-    def _step(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
-        """Engine thread: prefill chunks, then one batched decode step; returns host arrays only, and the time
-        (ms) the prefill part and the whole step took in this thread (both end at a host sync)."""
+    def _launch(self, plan: _StepPlan) -> _Launched:
+        """Engine thread: queue the plan's prefill chunks and its batched decode step on the device, and the copy of
+        their results to the host; nothing here waits for the device (on CPU everything runs here)."""
         if not plan.prefills:
-            return self._compute(plan)
+            return self._queue(plan)
         with self.profiler.prefill_step(len(plan.prefills), len(plan.decodes)):
-            return self._compute(plan)
+            return self._queue(plan)
 
-    def _compute(self, plan: _StepPlan) -> tuple[np.ndarray | None, list[bool], tuple[float, float]]:
-        began = time.perf_counter()
+    def _queue(self, plan: _StepPlan) -> _Launched:
         runner = self.runner
-        new = [request for request, start, _ in plan.prefills if start == 0]
-        if new:  # one batched admission: its device calls do not grow with the number of requests
-            embeddings = runner.begin_prefill_batch([(r.slot, r.prompt, r.params) for r in new])
-            for request, emb in zip(new, embeddings, strict=True):
-                request.embeddings = emb
-        # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
-        completed = self.prefill_batch([(r.slot, r.embeddings, start, end) for r, start, end in plan.prefills])
-        # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
-        prefill_eos = runner.finished[completed].tolist() if completed else []
-        prefill_ms = (time.perf_counter() - began) * 1000.0 if plan.prefills else 0.0
-        decoded = None
+        on_cuda = runner.device.type == "cuda"
+        prefill_timer = None
+        completed = []
+        if plan.prefills:
+            began = time.perf_counter()
+            if on_cuda:
+                prefill_timer = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                prefill_timer[0].record()
+            new = [(request, end) for request, _, start, end in plan.prefills if start == 0]
+            embedded = {}
+            if new:  # one batched admission: its device calls do not grow with the number of requests
+                embeddings = runner.begin_prefill_batch([(r.slot, r.prompt, r.params) for r, _ in new])
+                for (request, end), emb in zip(new, embeddings, strict=True):
+                    embedded[id(request)] = emb
+                    if end < len(request.prompt) and not request.done:
+                        request.embeddings = emb  # for the chunks of later steps
+            # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
+            chunks = [(r.slot, embedded.get(id(r), emb), start, end) for r, emb, start, end in plan.prefills]
+            completed = self.prefill_batch(chunks)
+            if on_cuda:
+                prefill_timer[1].record()
+            else:
+                prefill_timer = (time.perf_counter() - began) * 1000.0
+        parts = []
         if plan.decodes:
             slots = to_device(torch.tensor([r.slot for r in plan.decodes]), runner.device)
             codes, finished = self.decode_step(slots)
             eos = runner.pending[slots] == runner.eos_id
-            decoded = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
-            decoded = decoded.cpu().numpy()
-        return decoded, prefill_eos, (prefill_ms, (time.perf_counter() - began) * 1000.0)
+            rows = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
+            parts.append(rows.flatten())
+        if completed:
+            # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
+            parts.append(runner.finished[to_device(torch.tensor(completed), runner.device)].to(torch.int64))
+        results = HostCopy(torch.cat(parts)) if parts else None
+        return _Launched(plan, results, len(plan.decodes), prefill_timer)
+
+    def _collect(self, launched: _Launched) -> tuple[np.ndarray | None, list[bool], float]:
+        """Engine thread: wait for a launched step's results; returns its decoded rows [B, groups + 2] (or None),
+        the EOS flag of each prompt it completed and its prefill's device time in ms."""
+        values = launched.results.wait().numpy() if launched.results is not None else np.zeros(0, np.int64)
+        width = self.runner.groups + 2
+        decoded = values[: launched.rows * width].reshape(launched.rows, width) if launched.rows else None
+        prefill_eos = values[launched.rows * width :].astype(bool).tolist()
+        timer = launched.prefill_timer
+        prefill_ms = timer[0].elapsed_time(timer[1]) if isinstance(timer, tuple) else (timer or 0.0)
+        return decoded, prefill_eos, prefill_ms
 
     def _observe_step(self, plan: _StepPlan, step_ms: float, prefill_ms: float, compute_ms: float) -> None:
         """Step timing: `step_ms` (event-loop view) minus `compute_ms` (engine thread) is the time the loop took to
@@ -349,17 +427,12 @@ class TalkerEngine:
         """Event-loop thread: advance prefill counters, hand out frames, finish stopped requests."""
         m = self.metrics
         # `prefill_eos` has one flag per chunk that completed its prompt, in plan order, cancelled requests included.
-        completed = [request for request, _, end in plan.prefills if end == len(request.prompt)]
+        completed = [request for request, _, _, end in plan.prefills if end == len(request.prompt)]
         first_is_eos = dict(zip(map(id, completed), prefill_eos, strict=True))
-        for request, _, end in plan.prefills:
-            m.prefill_tokens.inc(end - request.prefilled)
-            if request.done:
-                continue  # cancelled while the step ran
-            request.prefilled = end
-            if end == len(request.prompt):
-                request.embeddings = None
-                if first_is_eos[id(request)]:
-                    self._finish(request, EOS)
+        for request, _, start, end in plan.prefills:
+            m.prefill_tokens.inc(end - start)
+            if not request.done and end == len(request.prompt) and first_is_eos[id(request)]:
+                self._finish(request, EOS)
         if decoded is None:
             return
         m.batch_size.observe(len(plan.decodes))

@@ -25,6 +25,11 @@ class TalkerConfig(ServiceConfig):
         "default chunk sizes between the first and the steady ones: with steps under 40 ms playback has no gaps",
     )
     max_chunk_frames: int = option(100, "largest chunk size a request may ask for, frames")
+    async_scheduling: bool = option(
+        False,
+        "queue each engine step on the device before reading the previous one back, so the GPU does not wait while "
+        "the host hands out frames (a stopped request is stepped once more, its frame dropped)",
+    )
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
     fused_kernels: bool = option(

@@ -1,0 +1,149 @@
+"""The talker engine on a GPU, synchronous against asynchronous scheduling: same codes, and frames per second.
+
+Builds the released 1.7B (or 0.6B) talker shape with random weights on the device, as the service does on CUDA
+(fused kernels, the sampler kernel, decode and prefill CUDA graphs), then runs the same closed batch of requests
+through `TalkerEngine` twice: with `async_scheduling` off and on. Requests have mixed prompt lengths; even ones are
+greedy, odd ones seeded sampling, all forced to `--frames` frames. Every request's codes must be equal in both runs
+(the scheduling changes when work is queued, not what is computed); any difference raises. Each run reports wall
+time, frames per second and the engine's mean step time.
+
+No gRPC and no codec here: this isolates the engine's own host time per step from the service's.
+
+    python tools/check_talker_engine.py --requests 256 --frames 125 --slots 256
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from omni.services.common.config import capture_buckets
+from omni.services.talker.config import TalkerConfig
+from omni.services.talker.metrics import TalkerMetrics
+
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
+from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
+from omni.talker.engine import Chunk, Finished, Request, TalkerEngine
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import NO_ID, TalkerPrompt
+from omni.talker.sampling import SamplingParams
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_talker_step import build_talker  # noqa: E402 (a sibling script: the released talker shapes)
+
+
+def requests_for(n: int, frames: int, seed: int) -> list[tuple[TalkerPrompt, SamplingParams]]:
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for i in range(n):
+        length = int(torch.randint(20, 120, (1,), generator=gen))
+        prompt = TalkerPrompt(
+            text_ids=torch.randint(0, 150_000, (length,), generator=gen),
+            codec_ids=torch.full((length,), NO_ID),
+            trailing_ids=torch.randint(0, 150_000, (int(torch.randint(0, 40, (1,), generator=gen)),), generator=gen),
+        )
+        sampled = i % 2 == 1
+        params = SamplingParams(seed=7000 + i, do_sample=sampled, subtalker_dosample=sampled)
+        params.min_new_tokens = params.max_new_tokens = frames + 1  # frames + 1 ids: `frames` frames, no early EOS
+        out.append((prompt, params))
+    return out
+
+
+async def run_engine(engine: TalkerEngine, work: list[tuple[TalkerPrompt, SamplingParams]]) -> list[np.ndarray]:
+    async def one(i: int, prompt: TalkerPrompt, params: SamplingParams) -> np.ndarray:
+        request = engine.submit(Request(f"r{i}", prompt, params))
+        codes = []
+        while not isinstance(item := await request.outputs.get(), Finished):
+            if not isinstance(item, Chunk):
+                raise RuntimeError(f"request {i} failed: {item!r}")
+            codes.append(item.codes)
+        return np.concatenate(codes)
+
+    engine.start()
+    try:
+        return await asyncio.gather(*(one(i, p, s) for i, (p, s) in enumerate(work)))
+    finally:
+        await engine.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="1.7B")
+    parser.add_argument("--requests", type=int, default=256)
+    parser.add_argument("--frames", type=int, default=125)
+    parser.add_argument("--slots", type=int, default=256)
+    parser.add_argument("--max-len", type=int, default=512)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--out", default="")
+    args = parser.parse_args()
+
+    cuda = torch.device(args.device).type == "cuda"  # on CPU (a smoke run): eager, fp32, no Triton
+    talker, config = build_talker(args.model, torch.bfloat16 if cuda else torch.float32, args.device)
+    if cuda:
+        fuse_talker_kernels(talker)
+    kernels = {"scratch_slot": cuda, "decode_kernel": cuda, "sampler_kernel": cuda}
+    runner = TalkerRunner(talker, config, args.slots, args.max_len, args.device, **kernels)
+    graphs = prefill_graphs = None
+    if cuda:  # the service's default buckets
+        start = time.perf_counter()
+        graphs = TalkerGraphs(runner, capture_buckets(TalkerConfig().graph_batch_buckets, args.slots))
+        prefill_graphs = PrefillGraphs(runner, width_buckets=[32, 64, 128, 256, 512])
+        print(f"captured in {time.perf_counter() - start:.1f} s", flush=True)
+    work = requests_for(args.requests, args.frames, seed=0)
+
+    results, codes = [], {}
+    for mode in ("sync", "async", "sync", "async"):  # twice each, alternating: the first run pays any warm-up
+        metrics = TalkerMetrics()
+        engine = TalkerEngine(
+            runner,
+            max_queue=args.requests,
+            metrics=metrics,
+            graphs=graphs,
+            prefill_graphs=prefill_graphs,
+            async_scheduling=mode == "async",
+        )
+        if cuda:
+            torch.cuda.synchronize()
+        began = time.perf_counter()
+        got = asyncio.run(run_engine(engine, work))
+        wall = time.perf_counter() - began
+        if any(len(c) != args.frames for c in got):
+            raise RuntimeError(f"{mode}: wrong lengths {sorted({len(c) for c in got})}")
+        if mode in codes:
+            same = all(np.array_equal(a, b) for a, b in zip(codes[mode], got, strict=True))
+            if not same:
+                raise RuntimeError(f"{mode}: codes differ between two runs of the same mode")
+        codes[mode] = got
+        step = metrics.step_ms.collect()[0].samples
+        total = {s.name.rsplit("_", 1)[-1]: s.value for s in step if s.name.endswith(("_sum", "_count"))}
+        row = {
+            "mode": mode,
+            "requests": args.requests,
+            "frames": args.frames,
+            "wall_s": round(wall, 3),
+            "frames_per_s": round(args.requests * args.frames / wall, 1),
+            "steps": int(total["count"]),
+            "step_ms": round(total["sum"] / total["count"], 3),
+        }
+        results.append(row)
+        print(json.dumps(row), flush=True)
+    equal = sum(np.array_equal(a, b) for a, b in zip(codes["sync"], codes["async"], strict=True))
+    print(f"codes equal, sync vs async: {equal}/{args.requests} requests")
+    print("| mode | requests x frames | wall s | frames/s | steps | step ms |")
+    print("|---|---|---:|---:|---:|---:|")
+    for r in results:
+        print(f"| {r['mode']} | {r['requests']} x {r['frames']} | {r['wall_s']} | {r['frames_per_s']} | {r['steps']} | "
+              f"{r['step_ms']} |")  # fmt: skip
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"args": vars(args), "runs": results, "codes_equal": equal}, f, indent=1)
+    if equal != args.requests:
+        raise SystemExit(f"codes differ between sync and async scheduling in {args.requests - equal} requests")
+
+
+if __name__ == "__main__":
+    main()
