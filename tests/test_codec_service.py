@@ -255,6 +255,42 @@ def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
     assert_same_audio(got_b, want_b, F32)
 
 
+@pytest.mark.parametrize("merge_frames, rows", [(6, [6, 4, 5]), (1, [1, 2, 3, 4, 5])])
+def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder, merge_frames, rows):
+    from omni.services.codec.engine import END_OF_STREAM, CodecEngine
+
+    rng = np.random.default_rng(11)
+    sizes = [1, 2, 3, 4, 5]
+    codes = random_codes(rng, sum(sizes))
+    (want,) = expected_audio(decoder, [(codes, None)])
+
+    async def scenario():
+        engine = CodecEngine(decoder, max_streams=2, merge_frames=merge_frames)
+        engine.start()
+        try:
+            stream = engine.open(S16)
+            starts = np.cumsum([0, *sizes])
+            for start, end in zip(starts[:-1], starts[1:], strict=True):  # all queued before the engine's first tick
+                engine.submit(stream, torch.from_numpy(codes[start:end]), False)
+            engine.submit(stream, None, False)  # input ends without a `last` chunk
+            chunks = []
+            while (item := await stream.outputs.get()) is not END_OF_STREAM:
+                chunks.append(item)
+            registry = engine.metrics.server.registry
+            return chunks, registry.get_sample_value("omni_codec_frames_decoded_total"), engine
+        finally:
+            await engine.stop()
+
+    chunks, frames, engine = asyncio.run(scenario())
+    # Each submitted chunk comes back as its own piece of audio, in order, however the rows were merged.
+    assert [c.num_frames for c in chunks] == sizes and frames == sum(sizes)
+    assert [c.first_frame_index for c in chunks] == list(np.cumsum([0, *sizes[:-1]]))
+    assert_same_audio(np.concatenate([decode_pcm(c.pcm, S16) for c in chunks]), want, S16)
+    # Chunks that decoded in one step share the step's duration; steps are told apart by it.
+    steps = [[c.num_frames for c in chunks if c.compute_ms == ms] for ms in dict.fromkeys(c.compute_ms for c in chunks)]
+    assert [sum(step) for step in steps] == rows
+
+
 def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder):
     rng = np.random.default_rng(2)
     rounds = [[(random_codes(rng, int(rng.integers(3, 7))), rng.random() < 0.5) for _ in range(6)] for _ in range(3)]

@@ -96,6 +96,7 @@ METRICS = {
     "talker_queue_ms": "omni_talker_queue_wait_ms",
     "talker_first_chunk_ms": "omni_talker_time_to_first_chunk_ms",
     "codec_compute_ms": "omni_codec_tick_compute_ms",
+    "codec_planned_ms": "omni_codec_planned_ms",
     "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
 }
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")

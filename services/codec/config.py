@@ -25,6 +25,11 @@ class CodecConfig(ServiceConfig):
         "chunk lengths to capture a graph for (frames, capped at max_chunk_frames); shorter chunks are padded up, "
         "longer ones run eagerly (4 and 8 hold the talker's ramp chunks of 2, 4, 8 frames without padding to 15)",
     )
+    merge_chunk_frames: int = option(
+        15,
+        "a stream's queued chunks decode together in one step while their frames sum to at most this (capped at the "
+        "longest graph chunk length; 1 = one chunk per stream per step)",
+    )
     fused_kernels: str = option(
         "channels_last",
         "Triton kernels on CUDA in bf16/fp16: off, snakebeta, all (snakebeta + fused residual units), channels_last "
@@ -46,6 +51,8 @@ class CodecConfig(ServiceConfig):
             raise ValueError(f"graph_batch_buckets must be non-empty sizes >= 1, got {self.graph_batch_buckets}")
         if not self.graph_chunk_lengths or min(self.graph_chunk_lengths) < 1:
             raise ValueError(f"graph_chunk_lengths must be non-empty lengths >= 1, got {self.graph_chunk_lengths}")
+        if self.merge_chunk_frames < 1:
+            raise ValueError(f"merge_chunk_frames must be >= 1, got {self.merge_chunk_frames}")
         if self.fused_kernels not in FUSED_KERNELS:
             raise ValueError(f"fused_kernels must be one of {FUSED_KERNELS}, got {self.fused_kernels!r}")
         return self

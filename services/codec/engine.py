@@ -2,9 +2,13 @@
 
 RPC handlers never touch tensors. They `open` a stream (which leases a slot), `submit` chunks to it and read
 decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task takes the
-oldest pending chunk of every stream and runs one batched `decode_streams` call in a worker thread (so the event
-loop keeps serving RPCs), then hands each stream its PCM. One chunk per stream per step keeps step shapes to the
-clients' chunk sizes (1 and 15 frames by default) instead of padding every stream to the most backlogged one.
+oldest pending chunk of every stream, with the chunks queued behind it while their frames fit one row of
+`merge_frames` (15 by default, the longest captured chunk length), and runs one batched `decode_streams` call in a
+worker thread (so the event loop keeps serving RPCs), then hands each stream the PCM of each of its chunks. A row
+never exceeds `merge_frames`, so step shapes stay at the clients' chunk sizes instead of padding every stream to the
+most backlogged one; merging lets a stream that fell behind (the talker's ramp chunks of 1, 2, 4 and 8 frames come
+a few steps apart) catch up in one row instead of one tick per chunk. The decoder is streaming-exact, so a merged
+row decodes to the same audio as its chunks one by one (within float rounding).
 
 Slot hygiene: a released slot goes back to the free list at once. Its next owner is `fresh`: the engine resets
 it (and primes it with reference codes) in a later step than any step of the previous owner (steps run one at a
@@ -105,7 +109,11 @@ class CodecEngine:
         sample_rate: int = 24000,
         graph_buckets: Sequence[int] = (),
         graph_chunk_lengths: Sequence[int] = (1, 4, 8, 15),
+        merge_frames: int = 15,
     ) -> None:
+        """`merge_frames`: a stream's pending chunks decode in one row while their frames sum to at most this (the
+        oldest always goes; 1: one chunk per stream per step). With graphs it is capped at the longest captured
+        chunk length, so a merged row never falls back to an eager step."""
         self.decoder = decoder
         self.max_streams = max_streams
         self.min_batch = min_batch
@@ -129,6 +137,7 @@ class CodecEngine:
                 time.perf_counter() - start,
                 {f"{b}x{t}": round(ms, 2) for (b, t), ms in sorted(self.graphs.replay_ms.items())},
             )
+        self.merge_frames = min(merge_frames, self.graphs.chunk_lengths[-1]) if self.graphs else merge_frames
         self.free = list(reversed(range(max_streams)))  # pop() leases the lowest slot first
         self.streams: dict[int, Stream] = {}
         self.accepting = True
@@ -190,7 +199,7 @@ class CodecEngine:
             if self.coalescing:
                 await self._coalesce()
             fresh = [s for s in self.streams.values() if s.fresh]
-            work = [(s, self._take_chunk(s)) for s in self.streams.values() if s.pending]
+            work = [(s, self._take_chunks(s)) for s in self.streams.values() if s.pending]
             if not fresh and not work:
                 continue
             for s in fresh:
@@ -215,11 +224,19 @@ class CodecEngine:
             for (stream, chunks), pcm in zip(work, results, strict=True):
                 self._deliver(stream, chunks, pcm, start, tick_ms)
 
-    @staticmethod
-    def _take_chunk(stream: Stream) -> list[_Pending]:
-        """A stream's oldest chunk (with the end marker if it follows): steps keep the clients' chunk shapes."""
-        n = 2 if len(stream.pending) > 1 and stream.pending[1].codes is None else 1
-        taken, stream.pending = stream.pending[:n], stream.pending[n:]
+    def _take_chunks(self, stream: Stream) -> list[_Pending]:
+        """A stream's oldest chunk, the chunks after it while all fit `merge_frames`, and the end marker if it
+        follows them (or the marker alone)."""
+        taken, frames = [], 0
+        for p in stream.pending:
+            if p.codes is not None:
+                if taken and frames + p.codes.shape[0] > self.merge_frames:
+                    break
+                frames += p.codes.shape[0]
+            taken.append(p)
+            if p.codes is None:
+                break
+        stream.pending = stream.pending[len(taken) :]
         return taken
 
     async def _coalesce(self) -> None:
@@ -249,12 +266,19 @@ class CodecEngine:
         if primes:
             # Priming is a decode whose audio is dropped: the reference is left context only.
             self._decode([s.slot for s in primes], [s.ref_codes for s in primes])
-        # _take_chunk gives each stream one chunk, maybe followed by the end marker, or the marker alone.
-        batch = [(s, chunks[0].codes) for s, chunks in work if chunks[0].codes is not None]
-        waves = self._decode([s.slot for s, _ in batch], [c for _, c in batch]) if batch else []
-        pcm = pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else []
-        pcm_of = {s.slot: data for (s, _), data in zip(batch, pcm, strict=True)}
-        results = [[pcm_of[s.slot] if p.codes is not None else None for p in chunks] for s, chunks in work]
+        # _take_chunks gives each stream one or more chunks (one row), maybe followed by the end marker, or the
+        # marker alone.
+        batch = [(s, [p.codes for p in chunks if p.codes is not None]) for s, chunks in work]
+        batch = [(s, codes) for s, codes in batch if codes]
+        rows = [codes[0] if len(codes) == 1 else torch.cat(codes) for _, codes in batch]
+        waves = self._decode([s.slot for s, _ in batch], rows) if batch else []
+        # Each row's wave back into its chunks' pieces, all packed at once.
+        pieces, formats = [], []
+        for (s, codes), wave in zip(batch, waves, strict=True):
+            pieces += wave.split([c.shape[0] * self.samples_per_frame for c in codes])
+            formats += [s.sample_format] * len(codes)
+        pcm = iter(pack_step_pcm(pieces, formats) if pieces else [])
+        results = [[next(pcm) if p.codes is not None else None for p in chunks] for _, chunks in work]
         return results, (time.perf_counter() - start) * 1000.0
 
     def _decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -264,7 +288,10 @@ class CodecEngine:
             return self.decoder.decode_streams(self.state, slots, chunks)
         fits = self.graphs.fits(max(c.shape[0] for c in chunks))
         self.metrics.decode_calls.labels("graph" if fits else "eager").inc()
-        return self.graphs.decode_streams(slots, chunks)
+        waves = self.graphs.decode_streams(slots, chunks)
+        if fits:
+            self.metrics.planned_ms.observe(self.graphs.planned_ms)
+        return waves
 
     def _deliver(self, stream: Stream, chunks: list[_Pending], pcm: list, step_start: float, tick_ms: float) -> None:
         """Event-loop thread: hand a stream the audio of its chunks, in order (dropped if it was released)."""
@@ -355,4 +382,5 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         sample_rate=sample_rate,
         graph_buckets=buckets,
         graph_chunk_lengths=lengths,
+        merge_frames=config.merge_chunk_frames,
     )

@@ -13,6 +13,9 @@ class CodecMetrics:
         self.tick_compute_ms = m.histogram(
             "tick_compute_ms", "time the engine thread spent in one step (to the PCM on the host), ms"
         )
+        self.planned_ms = m.histogram(
+            "planned_ms", "a graph decode's replay time by the capture-time costs its plan was chosen by, ms"
+        )
         self.batch_size = m.histogram("batch_size", "streams decoded together in one step", BATCH_SIZE_BUCKETS)
         self.coalesce_wait_ms = m.histogram("coalesce_wait_ms", "time a step waited to fill its batch, ms")
         self.chunk_queue_ms = m.histogram("chunk_queue_ms", "time a chunk waited before its decode step, ms")

@@ -334,6 +334,7 @@ class CodecGraphs:
         self.scratch = state.num_slots - 1
         self.buckets = sorted(buckets)
         self.chunk_lengths = sorted(chunk_lengths)
+        self.planned_ms = 0.0  # the last decode's plan, by the replay times below
         self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph | None, dict[str, torch.Tensor]]] = {}
         pool = torch.cuda.graph_pool_handle() if capture else None
         # Largest first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
@@ -401,6 +402,7 @@ class CodecGraphs:
         plan = plan_replays(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
         if plan is None or max(lengths) == 0:
             return self.decoder.decode_streams(self.state, slots, chunks)
+        self.planned_ms = sum(self.replay_ms[b, t] for b, t, _ in plan)  # what the plan costs by capture timings
         for c in chunks:
             self.decoder._check_codes(c, dims=2, check_range=False)
         out: list[torch.Tensor | None] = [None] * len(slots)
