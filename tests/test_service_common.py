@@ -26,7 +26,7 @@ from omni.services.common.config import (
 )
 from omni.services.common.logging import JsonFormatter, log_request, request_records
 from omni.services.common.metrics import MetricsServer
-from omni.services.common.server import GrpcService
+from omni.services.common.server import GrpcService, set_switch_interval
 
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
 
@@ -112,6 +112,21 @@ def test_capture_buckets_always_hold_the_largest_batch():
     assert capture_buckets(default, 512) == [*default, 512]
     assert capture_buckets(default, 64) == [1, 2, 4, 8, 16, 32, 64]
     assert capture_buckets([16, 4, 4, 300], 100) == [4, 16, 100]
+
+
+def test_switch_interval_setting_from_env_reaches_the_interpreter():
+    config = load_config(DemoConfig, "demo", env={"OMNI_DEMO_SWITCH_INTERVAL_MS": "0.5"})
+    assert config.switch_interval_ms == 0.5
+    before = sys.getswitchinterval()
+    try:
+        set_switch_interval(config.switch_interval_ms)
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        set_switch_interval(0)  # 0 leaves it as it is
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        with pytest.raises(ValueError, match="switch_interval_ms"):
+            set_switch_interval(-1)
+    finally:
+        sys.setswitchinterval(before)
 
 
 def test_repo_deploy_profiles_inherit_base():
@@ -310,7 +325,7 @@ def test_sigterm_drains_and_exits():
         """
         import asyncio
         from omni.proto import talker_pb2_grpc
-        from omni.services.common.server import GrpcService
+        from omni.services.common.server import GrpcService, set_switch_interval
         from tests.test_service_common import SlowTalker
 
         async def main():

@@ -78,6 +78,13 @@ def main() -> None:
     parser.add_argument("--slots", type=int, default=256)
     parser.add_argument("--max-len", type=int, default=512)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument(
+        "--buckets",
+        default="",
+        help="decode graph batch sizes (default: the service's). One bucket of --slots rows makes every step the same "
+        "shape, so both modes must give equal codes; with several, steps of another batch size (async scheduling "
+        "steps a stopped request once more) can pick other GEMM kernels and differ in bf16 rounding",
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -90,7 +97,8 @@ def main() -> None:
     graphs = prefill_graphs = None
     if cuda:  # the service's default buckets
         start = time.perf_counter()
-        graphs = TalkerGraphs(runner, capture_buckets(TalkerConfig().graph_batch_buckets, args.slots))
+        requested = [int(b) for b in args.buckets.split(",")] if args.buckets else TalkerConfig().graph_batch_buckets
+        graphs = TalkerGraphs(runner, capture_buckets(requested, args.slots))
         prefill_graphs = PrefillGraphs(runner, width_buckets=[32, 64, 128, 256, 512])
         print(f"captured in {time.perf_counter() - start:.1f} s", flush=True)
     work = requests_for(args.requests, args.frames, seed=0)

@@ -22,7 +22,7 @@ from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.packing import PackingError, check_sample_format, unpack_codes
-from omni.services.common.server import GrpcService
+from omni.services.common.server import GrpcService, set_switch_interval
 
 from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2
 
@@ -249,6 +249,7 @@ async def warm_up(engine: CodecEngine) -> None:
 
 async def serve(config: CodecConfig) -> None:
     """Run the codec service until SIGTERM/SIGINT."""
+    set_switch_interval(config.switch_interval_ms)
     metrics = CodecMetrics()
     service, engine = build_codec_service(config, metrics)
     metrics_port = metrics.server.start(config.metrics_port)

@@ -9,6 +9,7 @@ admitting, give in-flight RPCs `grace_s` seconds, then cancel what is left.
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -26,6 +27,15 @@ DEFAULT_OPTIONS = (
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
 )
+
+
+def set_switch_interval(ms: float) -> None:
+    """Python's thread switch interval for this process (ServiceConfig.switch_interval_ms; 0 leaves it as it is)."""
+    if ms < 0:
+        raise ValueError(f"switch_interval_ms must be >= 0, got {ms}")
+    if ms > 0:
+        sys.setswitchinterval(ms / 1000.0)
+        log.info("thread switch interval %.2f ms", ms)
 
 
 class GrpcService:

@@ -14,7 +14,7 @@ from omni.services.common.identity import model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.metrics import MetricsServer
 from omni.services.common.packing import pack_codes, pack_vector
-from omni.services.common.server import GrpcService
+from omni.services.common.server import GrpcService, set_switch_interval
 from omni.services.refenc.cache import ReferenceCache, encoder_fingerprint, open_reference_cache
 from omni.services.refenc.config import RefencConfig
 from omni.services.refenc.engine import EncodeBatcher, ReferenceModel
@@ -228,6 +228,7 @@ async def warm_up(parts: RefencParts) -> None:
 
 async def serve(config: RefencConfig) -> None:
     """Run the reference-encoder service until SIGTERM/SIGINT."""
+    set_switch_interval(config.switch_interval_ms)
     metrics = MetricsServer("omni_refenc")
     service, parts = build_refenc_service(config, metrics)
     metrics_port = metrics.start(config.metrics_port)

@@ -12,7 +12,7 @@ from omni.services.common.config import capture_buckets
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.packing import pack_codes
-from omni.services.common.server import GrpcService
+from omni.services.common.server import GrpcService, set_switch_interval
 from omni.services.talker.config import TalkerConfig
 from omni.services.talker.metrics import TalkerMetrics
 from omni.services.talker.requests import (
@@ -310,6 +310,7 @@ async def warm_up(engine: TalkerEngine) -> None:
 
 async def serve(config: TalkerConfig) -> None:
     """Run the talker service until SIGTERM/SIGINT."""
+    set_switch_interval(config.switch_interval_ms)
     metrics = TalkerMetrics()
     service, parts = build_talker_service(config, metrics)
     metrics_port = metrics.server.start(config.metrics_port)
