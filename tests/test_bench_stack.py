@@ -169,6 +169,16 @@ def test_serve_pins_each_gpu_backend_to_its_own_device():
         pin_gpu("cuda:1", {"CUDA_VISIBLE_DEVICES": "3"})
 
 
+def test_serve_turns_async_scheduling_on_only_for_a_talker_with_a_gpu_of_its_own():
+    from omni.commands.serve import talker_gpu_alone
+
+    assert talker_gpu_alone({"talker": "cuda:0", "codec": "cuda:1"})
+    assert talker_gpu_alone({"talker": "cuda:1", "codec": "cuda"})  # "cuda" is GPU 0
+    assert not talker_gpu_alone({"talker": "cuda", "codec": "cuda:0"})  # one GPU shared
+    assert not talker_gpu_alone({"talker": "cuda:1", "codec": "cuda:1"})
+    assert not talker_gpu_alone({"talker": "cpu", "codec": "cuda"})
+
+
 def test_mps_is_refused_without_a_gpu(capsys):
     # MPS shares one GPU between processes; on CPU the option is an error before anything starts.
     with pytest.raises(SystemExit):

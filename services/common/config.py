@@ -199,8 +199,9 @@ class ServiceConfig:
     device: str = option("cpu", "torch device (cpu, cuda, cuda:1, ...)")
     dtype: str = option("float32", "model dtype (float32, bfloat16, float16)")
     switch_interval_ms: float = option(
-        0.0,
+        0.5,
         "Python's thread switch interval, ms (0 keeps the interpreter's 5 ms). The engine thread releases the GIL "
         "at every torch call; while the event loop is busy with many streams it gets it back only at the next forced "
-        "switch, so a step of many small calls can wait most of its time",
+        "switch, so a step of many small calls can wait most of its time (0.5: +10% audio-s/s at 512 streams on two "
+        "H200s, the codec's step 133 -> 82 ms for 72 -> 64 ms of planned GPU work)",
     )
