@@ -15,9 +15,13 @@ class TalkerMetrics:
         self.queue_wait_ms = m.histogram("queue_wait_ms", "time from arrival to admission into a slot, ms")
         self.step_ms = m.histogram("step_ms", "duration of one engine step (prefill chunks + batched decode), ms")
         self.step_compute_ms = m.histogram(
-            "step_compute_ms", "time the engine thread spent in one step (prefill + decode, to the host sync), ms"
+            "step_compute_ms",
+            "time the engine thread spent per step: queueing it and reading a step's results back (with async "
+            "scheduling the previous step's), ms",
         )
-        self.prefill_ms = m.histogram("prefill_ms", "prefill part of a step that had prompt chunks, ms")
+        self.prefill_ms = m.histogram(
+            "prefill_ms", "device time of the prefill part of a step that had prompt chunks (host time on CPU), ms"
+        )
         self.prefill_batch = m.histogram("prefill_batch_size", "prompt chunks in one prefill", BATCH_SIZE_BUCKETS)
         self.batch_size = m.histogram("batch_size", "slots in one batched decode step", BATCH_SIZE_BUCKETS)
         self.prefill_tokens = m.counter("prefill_tokens", "prompt positions prefilled")
