@@ -218,3 +218,29 @@ def test_chart_gateway_workers_value_reaches_the_gateway_args():
     assert container(render("values-h200.yaml"), "gateway")["args"].count("--workers=4") == 1
     with pytest.raises(Exception, match="gateway.workers must be at least 1"):
         render(gateway={"workers": 0})
+
+
+def test_worker_sockets_give_their_connections_tcp_nodelay():
+    """asyncio turns Nagle off only on connections whose socket says TCP; a worker's listener must, or each response's
+    small first write waits for the client's delayed ACK (~40 ms of time to first audio)."""
+    import asyncio
+
+    from omni.services.gateway.workers import reuseport_socket
+
+    async def scenario() -> int:
+        listener = reuseport_socket("127.0.0.1", 0)
+        accepted: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        def on_connect(reader, writer) -> None:
+            sock = writer.get_extra_info("socket")
+            accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=listener)
+        async with server:
+            _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+            nodelay = await asyncio.wait_for(accepted, 5)
+            writer.close()
+            return nodelay
+
+    assert asyncio.run(scenario()) != 0

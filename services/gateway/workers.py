@@ -39,8 +39,14 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def reuseport_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to (host, port) with SO_REUSEPORT, not yet listening (uvicorn listens on it)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    """A TCP socket bound to (host, port) with SO_REUSEPORT, not yet listening (uvicorn listens on it).
+
+    The protocol is named (IPPROTO_TCP, not 0): asyncio sets TCP_NODELAY only on connections whose socket says TCP,
+    and accepted sockets inherit the listener's. With proto 0 Nagle's algorithm held each response's small first
+    write until the client's delayed ACK, ~40 ms later (time to first audio 70 ms at the client against 23 ms in the
+    gateway's log, docs/benchmarks.md run 32)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
