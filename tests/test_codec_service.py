@@ -255,8 +255,10 @@ def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
     assert_same_audio(got_b, want_b, F32)
 
 
-@pytest.mark.parametrize("merge_frames, rows", [(6, [6, 4, 5]), (1, [1, 2, 3, 4, 5])])
-def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder, merge_frames, rows):
+@pytest.mark.parametrize(
+    "merge_frames, rows, fmt", [(6, [6, 4, 5], S16), (6, [6, 4, 5], F32), (1, [1, 2, 3, 4, 5], S16)]
+)
+def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder, merge_frames, rows, fmt):
     from omni.services.codec.engine import END_OF_STREAM, CodecEngine
 
     rng = np.random.default_rng(11)
@@ -268,7 +270,7 @@ def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder
         engine = CodecEngine(decoder, max_streams=2, merge_frames=merge_frames)
         engine.start()
         try:
-            stream = engine.open(S16)
+            stream = engine.open(fmt)
             starts = np.cumsum([0, *sizes])
             for start, end in zip(starts[:-1], starts[1:], strict=True):  # all queued before the engine's first tick
                 engine.submit(stream, torch.from_numpy(codes[start:end]), False)
@@ -285,7 +287,7 @@ def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder
     # Each submitted chunk comes back as its own piece of audio, in order, however the rows were merged.
     assert [c.num_frames for c in chunks] == sizes and frames == sum(sizes)
     assert [c.first_frame_index for c in chunks] == list(np.cumsum([0, *sizes[:-1]]))
-    assert_same_audio(np.concatenate([decode_pcm(c.pcm, S16) for c in chunks]), want, S16)
+    assert_same_audio(np.concatenate([decode_pcm(c.pcm, fmt) for c in chunks]), want, fmt)
     # Chunks that decoded in one step share the step's duration; steps are told apart by it.
     steps = [[c.num_frames for c in chunks if c.compute_ms == ms] for ms in dict.fromkeys(c.compute_ms for c in chunks)]
     assert [sum(step) for step in steps] == rows

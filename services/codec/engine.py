@@ -33,11 +33,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.engine_task import stop_engine_task
-from omni.services.common.packing import INT16_SCALE
+from omni.services.common.packing import INT16_SCALE, bytes_per_sample
 
 from omni.proto import common_pb2
 
@@ -272,12 +273,17 @@ class CodecEngine:
         batch = [(s, codes) for s, codes in batch if codes]
         rows = [codes[0] if len(codes) == 1 else torch.cat(codes) for _, codes in batch]
         waves = self._decode([s.slot for s, _ in batch], rows) if batch else []
-        # Each row's wave back into its chunks' pieces, all packed at once.
-        pieces, formats = [], []
-        for (s, codes), wave in zip(batch, waves, strict=True):
-            pieces += wave.split([c.shape[0] * self.samples_per_frame for c in codes])
-            formats += [s.sample_format] * len(codes)
-        pcm = iter(pack_step_pcm(pieces, formats) if pieces else [])
+        row_pcm = pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else []
+        # Each row's PCM back into its chunks' pieces: byte slices, no more torch calls (each one is a GIL hand-off).
+        pieces = []
+        for (s, codes), data in zip(batch, row_pcm, strict=True):
+            if len(codes) == 1:
+                pieces.append(data)
+                continue
+            frame_bytes = self.samples_per_frame * bytes_per_sample(s.sample_format)
+            ends = np.cumsum([c.shape[0] * frame_bytes for c in codes])
+            pieces += [data[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
+        pcm = iter(pieces)
         results = [[next(pcm) if p.codes is not None else None for p in chunks] for _, chunks in work]
         return results, (time.perf_counter() - start) * 1000.0
 
