@@ -401,6 +401,7 @@ class CodecGraphs:
         lengths = [c.shape[0] for c in chunks]
         plan = plan_replays(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
         if plan is None or max(lengths) == 0:
+            self.planned_ms = 0.0
             return self.decoder.decode_streams(self.state, slots, chunks)
         self.planned_ms = sum(self.replay_ms[b, t] for b, t, _ in plan)  # what the plan costs by capture timings
         for c in chunks:
