@@ -95,7 +95,7 @@ def main() -> None:
     kernels = {"scratch_slot": cuda, "decode_kernel": cuda, "sampler_kernel": cuda}
     runner = TalkerRunner(talker, config, args.slots, args.max_len, args.device, **kernels)
     graphs = prefill_graphs = None
-    if cuda:  # the service's default buckets
+    if cuda:  # decode graphs for --buckets (default: the service's), prefill graphs as the service captures them
         start = time.perf_counter()
         requested = [int(b) for b in args.buckets.split(",")] if args.buckets else TalkerConfig().graph_batch_buckets
         graphs = TalkerGraphs(runner, capture_buckets(requested, args.slots))
