@@ -172,11 +172,12 @@ def test_serve_pins_each_gpu_backend_to_its_own_device():
 def test_serve_turns_async_scheduling_on_only_for_a_talker_with_a_gpu_of_its_own():
     from omni.commands.serve import talker_gpu_alone
 
-    assert talker_gpu_alone({"talker": "cuda:0", "codec": "cuda:1"})
-    assert talker_gpu_alone({"talker": "cuda:1", "codec": "cuda"})  # "cuda" is GPU 0
-    assert not talker_gpu_alone({"talker": "cuda", "codec": "cuda:0"})  # one GPU shared
-    assert not talker_gpu_alone({"talker": "cuda:1", "codec": "cuda:1"})
-    assert not talker_gpu_alone({"talker": "cpu", "codec": "cuda"})
+    assert talker_gpu_alone("cuda:0", ["cuda:1"])
+    assert talker_gpu_alone("cuda:1", ["cuda"])  # "cuda" is GPU 0
+    assert not talker_gpu_alone("cuda", ["cuda:0"])  # one GPU shared
+    assert not talker_gpu_alone("cuda:1", ["cuda:1"])
+    assert not talker_gpu_alone("cuda:0", ["cuda:1", "cuda:0"])  # a codec replica on the talker's GPU
+    assert not talker_gpu_alone("cpu", ["cuda"])
 
 
 def test_mps_is_refused_without_a_gpu(capsys):

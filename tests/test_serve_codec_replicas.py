@@ -65,14 +65,17 @@ def decoded_request_ids(log_text: str) -> list[str]:
     return [r["request_id"] for r in request_records(log_text, "decode") if r.get("outcome") == "ok"]
 
 
-def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize(
+    "replicas", [["--codec-replicas", "2"], ["--codec-devices", "cpu, cpu"]], ids=["count", "devices"]
+)
+def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_dir, tmp_path, replicas):
     model_dir = tiny_model_dir("custom_voice")
     work = tmp_path / "serve"
     env = dict(os.environ)
     env.pop("OMNI_CODEC_METRICS_PORT", None)  # unset: serve gives each replica its own metrics port
     process, output = popen(
         "serve", "--model", str(model_dir), "--port", "0", "--grpc-port", "0", "--work-dir", str(work),
-        "--max-streams", "4", "--codec-max-streams", "5", "--codec-replicas", "2", env=env,
+        "--max-streams", "4", "--codec-max-streams", "5", *replicas, env=env,
     )  # fmt: skip
     try:
         output.wait_for(SERVE_READY, READY_TIMEOUT_S)
@@ -87,6 +90,7 @@ def test_serve_with_two_codec_replicas_spreads_concurrent_requests(tiny_model_di
             for m in re.finditer(r"(codec\d*) service:\s+(\S+) \(pid \d+\).*, metrics port (\d+)", text)
         }
         assert set(codecs) == {"codec", "codec1"} and codecs["codec"][1] != codecs["codec1"][1], text
+        assert len(re.findall(r"codec\d* service:\s+\S+ \(pid \d+\) on cpu,", text)) == 2, text
         # 5 codec streams over 2 replicas: 3 each (ceil), so the stack holds at least the 5 of one codec.
         assert [codec_capacity(address) for address, _ in codecs.values()] == [3, 3]
 

@@ -47,8 +47,10 @@ transformers 4.57 and qwen-tts: on the GPU machine install `.whl_codec/*.whl` wi
 batch 1 to 512 (runs 23-25: generation is bound by the host, not the GPU), so its best batch is the largest that
 fits (512 peaks at 115 GiB).
 
-`--codec-replicas N` starts N codec processes on the codec's GPU (`omni serve --codec-replicas`); their metrics are
-added up and their logs read like the single codec's (not yet run on a GPU).
+`--codec-replicas N` starts N codec processes on the codec's GPU (`omni serve --codec-replicas`); `--codec-devices
+cuda:1,cuda:0` one on each listed device instead (`omni serve --codec-devices`: a second codec on the talker's GPU
+in the two-GPU layout). Their metrics are added up and their logs read like the single codec's (not yet run on a
+GPU).
 
 `--mps` runs everything under NVIDIA's MPS control daemon, started before any CUDA context and quit at the end. Without
 it, the talker and codec processes on one GPU time-slice it (a talker step of 28.8 ms at batch 210 beside the codec,
@@ -122,6 +124,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gateway-workers", type=int, default=2, help="gateway processes (default 2)")
     parser.add_argument(
         "--codec-replicas", type=int, default=1, help="codec processes on the codec's GPU (omni serve --codec-replicas)"
+    )
+    parser.add_argument(
+        "--codec-devices", default="", help="one codec process on each of these devices (omni serve --codec-devices)"
     )
     parser.add_argument("--ready-timeout", type=float, default=900.0, help="seconds for one stack to become ready")
     parser.add_argument("--level-timeout", type=float, default=900.0, help="seconds for one concurrency level")
@@ -285,6 +290,7 @@ class Serve:
         name: str = "stack",
         gateway_workers: int = 1,
         codec_replicas: int = 1,
+        codec_devices: str = "",
     ):
         # serve writes its logs in a work dir of its own; `stop()` copies them flat to `logs` (the device tool
         # brings back plain files a few folders deep, so `<out>/logs/<name>-<service>.log`).
@@ -309,9 +315,12 @@ class Serve:
         # 320 (115 ms ticks); runs 17-19 also captured a max_streams bucket (640), which the codec no longer does.
         # With replicas each gets that many (serve splits the total): the gateway's balance is by polled load, so a
         # replica may briefly hold more than its share, and a refusal would only measure the split.
-        command += ["--codec-max-streams", str((max_streams + max_streams // 4) * codec_replicas)]
+        replicas = len([d for d in codec_devices.split(",") if d.strip()]) or codec_replicas
+        command += ["--codec-max-streams", str((max_streams + max_streams // 4) * replicas)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--codec-replicas", str(codec_replicas)]
+        if codec_devices:
+            command += ["--codec-devices", codec_devices]
         command += ["--device", devices["talker"], "--dtype", dtype]
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
         (self.work_dir / "command.txt").write_text(" ".join(command) + "\n")
@@ -446,7 +455,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     rows, levels = [], []
     logs = args.out / "logs"
     stack = (model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout, name)
-    with Serve(*stack, gateway_workers=args.gateway_workers, codec_replicas=args.codec_replicas) as serve:
+    replicas = {"codec_replicas": args.codec_replicas, "codec_devices": args.codec_devices}
+    with Serve(*stack, gateway_workers=args.gateway_workers, **replicas) as serve:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)

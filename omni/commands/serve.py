@@ -4,7 +4,8 @@ Each service runs as its own `omni <service>` subprocess, exactly as in a cluste
 by their loopback addresses. Without `--model` a tiny random-weight checkpoint is built: every stage really
 runs, but the audio is noise, not speech. `--codec-replicas N` starts N codec processes on the codec's device, for
 when one process's host work is the codec's limit (their kernels share the GPU by time-slicing; not yet measured on
-one); the gateway spreads streams over them.
+one); `--codec-devices cuda:1,cuda:0` starts one on each listed device instead, e.g. a second codec on the talker's
+GPU when that GPU has room (not yet measured). The gateway spreads streams over them, least loaded first.
 """
 
 import argparse
@@ -48,6 +49,11 @@ def register(subparsers) -> None:
         default=1,
         help="codec processes on the codec device, the codec streams split over them (ceil)",
     )
+    parser.add_argument(
+        "--codec-devices",
+        default="",
+        help="comma-separated devices, one codec process on each (instead of --codec-replicas on --codec-device)",
+    )
     parser.add_argument("--gateway-workers", type=int, default=1, help="gateway processes sharing its ports")
     parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
     parser.add_argument("--ready-timeout-s", type=float, default=300.0, help="give up if not ready by then")
@@ -78,8 +84,8 @@ def pin_gpu(device: str, env: dict[str, str]) -> tuple[str, dict[str, str] | Non
     return "cuda", {**env, "CUDA_VISIBLE_DEVICES": ids[int(index)] if ids is not None else index}
 
 
-def talker_gpu_alone(devices: dict[str, str]) -> bool:
-    """Whether the talker is on a GPU that the codec does not share. Then its engine queues each step before reading
+def talker_gpu_alone(talker: str, codecs: list[str]) -> bool:
+    """Whether the talker is on a GPU that no codec process shares. Then its engine queues each step before reading
     the previous one back (async scheduling, measured +18% at 256 streams on two H200s); on a shared GPU that only
     takes GPU time from the codec (no gain on one H200, and the codec's chunks waited longer)."""
 
@@ -87,7 +93,7 @@ def talker_gpu_alone(devices: dict[str, str]) -> bool:
         kind, _, index = device.partition(":")
         return kind, index or "0"
 
-    return gpu(devices["talker"])[0] == "cuda" and gpu(devices["talker"]) != gpu(devices["codec"])
+    return gpu(talker)[0] == "cuda" and all(gpu(talker) != gpu(codec) for codec in codecs)
 
 
 def free_port() -> int:
@@ -238,24 +244,27 @@ def run(args: argparse.Namespace) -> int:
     grpc_port = args.grpc_port or free_port()
     common = ["--model", model, "--host", "127.0.0.1", "--log-level", args.log_level]
     devices = {name: getattr(args, f"{name}_device") or args.device for name in SERVICES}
+    listed = [d.strip() for d in args.codec_devices.split(",") if d.strip()]
+    codec_devices = listed or [devices["codec"]] * args.codec_replicas  # one codec process per entry
     try:
-        pinned = {name: pin_gpu(devices[name], dict(os.environ)) for name in SERVICES}
-        codec_metrics = codec_metrics_ports(os.environ.get("OMNI_CODEC_METRICS_PORT"), args.codec_replicas)
+        pinned = {name: pin_gpu(devices[name], dict(os.environ)) for name in ("refenc", "talker")}
+        codec_pinned = [pin_gpu(d, dict(os.environ)) for d in codec_devices]
+        codec_metrics = codec_metrics_ports(os.environ.get("OMNI_CODEC_METRICS_PORT"), len(codec_devices))
     except ValueError as e:
         print(f"omni serve: {e}", file=sys.stderr)
         return 2
-    device = {name: ["--device", pinned[name][0], "--dtype", args.dtype] for name in SERVICES}
-    envs = {name: pinned[name][1] for name in SERVICES}
-    ports = iter(free_ports(2 + args.codec_replicas))
+    device = {name: ["--device", pinned[name][0], "--dtype", args.dtype] for name in ("refenc", "talker")}
+    envs = {name: pinned[name][1] for name in ("refenc", "talker")}
+    ports = iter(free_ports(2 + len(codec_devices)))
     refenc = BackendProcess("refenc", "refenc", "refenc", next(ports), devices["refenc"])
     # Replica 0 keeps the single codec's names (codec.log, "codec service:"); replica k logs to codec-k.log.
     codecs = [
-        BackendProcess(f"codec-{k}" if k else "codec", f"codec{k or ''}", "codec", next(ports), devices["codec"], m)
+        BackendProcess(f"codec-{k}" if k else "codec", f"codec{k or ''}", "codec", next(ports), codec_devices[k], m)
         for k, m in enumerate(codec_metrics)
     ]
     talker = BackendProcess("talker", "talker", "talker", next(ports), devices["talker"])
     # The codec streams serve sized for one process, split over the replicas: the total stays (at least) the same.
-    codec_streams = -(-(args.codec_max_streams or 2 * args.max_streams) // args.codec_replicas)
+    codec_streams = -(-(args.codec_max_streams or 2 * args.max_streams) // len(codec_devices))
 
     stack = Stack(work_dir)
     stopping = False
@@ -271,14 +280,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         refenc_args = [*common, *device["refenc"], "--port", str(refenc.port), "--redis-url", args.redis_url]
         stack.start("refenc", refenc_args, envs["refenc"])
-        for codec in codecs:
-            codec_args = [*common, *device["codec"], "--port", str(codec.port), "--max-streams", str(codec_streams)]
+        for codec, (codec_device, codec_env) in zip(codecs, codec_pinned, strict=True):
+            codec_args = [*common, "--device", codec_device, "--dtype", args.dtype, "--port", str(codec.port)]
+            codec_args += ["--max-streams", str(codec_streams)]
             if codec.metrics_port is not None:
                 codec_args += ["--metrics-port", str(codec.metrics_port)]
-            stack.start(codec.name, codec_args, envs["codec"], service="codec")
+            stack.start(codec.name, codec_args, codec_env, service="codec")
         talker_streams = str(args.max_streams)
         talker_args = [*common, *device["talker"], "--port", str(talker.port), "--max-streams", talker_streams]
-        if talker_gpu_alone(devices) and "OMNI_TALKER_ASYNC_SCHEDULING" not in os.environ:
+        if talker_gpu_alone(devices["talker"], codec_devices) and "OMNI_TALKER_ASYNC_SCHEDULING" not in os.environ:
             talker_args += ["--async-scheduling", "true"]
         stack.start("talker", talker_args, envs["talker"])
         stack.start(
