@@ -275,18 +275,16 @@ class OrderEngine(TalkerEngine):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.log: list[tuple[str, int]] = []
-        self.numbers: dict[int, int] = {}  # id of a launched step -> its number (the log holds the steps alive)
-        self.launched: list = []
+        self.launched: list = []  # in launch order: a step's number is its place here
 
     def _launch(self, plan):
         launched = super()._launch(plan)
         self.launched.append(launched)
-        self.numbers[id(launched)] = len(self.launched)
         self.log.append(("launch", len(self.launched)))
         return launched
 
     def _collect(self, launched):
-        self.log.append(("collect", self.numbers[id(launched)]))
+        self.log.append(("collect", next(n for n, s in enumerate(self.launched, 1) if s is launched)))
         return super()._collect(launched)
 
 

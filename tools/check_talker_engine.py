@@ -126,8 +126,8 @@ def main() -> None:
             if not same:
                 raise RuntimeError(f"{mode}: codes differ between two runs of the same mode")
         codes[mode] = got
-        step = metrics.step_ms.collect()[0].samples
-        total = {s.name.rsplit("_", 1)[-1]: s.value for s in step if s.name.endswith(("_sum", "_count"))}
+        registry = metrics.server.registry
+        total = {k: registry.get_sample_value(f"omni_talker_step_ms_{k}") for k in ("sum", "count")}
         row = {
             "mode": mode,
             "requests": args.requests,

@@ -424,7 +424,8 @@ class TalkerEngine:
             m.prefill_batch.observe(len(plan.prefills))
 
     def _deliver(self, plan: _StepPlan, decoded: np.ndarray | None, prefill_eos: list[bool], step_ms: float) -> None:
-        """Event-loop thread: advance prefill counters, hand out frames, finish stopped requests."""
+        """Event-loop thread: count prefilled positions, hand out frames, finish stopped requests (prefill progress
+        itself is advanced when a chunk is planned)."""
         m = self.metrics
         # `prefill_eos` has one flag per chunk that completed its prompt, in plan order, cancelled requests included.
         completed = [request for request, _, _, end in plan.prefills if end == len(request.prompt)]
