@@ -92,7 +92,8 @@ def test_graphs_need_cuda_and_a_scratch_slot(decoder):
 def test_a_step_split_over_several_replays_equals_eager_decoding(decoder):
     # 11 streams over buckets 2 and 8 (capture=False: the graphs' static buffers, scratch rows and replay plans,
     # with codec_step run where a graph would replay). Mixed chunk lengths: first chunks, ramp chunks, full ones,
-    # and a stream that sends nothing in one step.
+    # and a stream that sends nothing in one step. Steps alternate between tensors in, rows out (decode_streams) and
+    # numpy in, whole replay outputs out (decode_step).
     streams = 11
     graphs = CodecGraphs(decoder, decoder.new_state(streams + 1), buckets=(2, 8), chunk_lengths=(1, 4), capture=False)
     eager = decoder.new_state(streams)
@@ -104,7 +105,12 @@ def test_a_step_split_over_several_replays_equals_eager_decoding(decoder):
         chunks = [sources[i][done[i] : done[i] + n] for i, n in enumerate(lengths)]
         replays.append(plan_replays(lengths, graphs.replay_ms))
         want = decoder.decode_streams(eager, list(range(streams)), chunks)
-        got = graphs.decode_streams(list(range(streams)), chunks)
+        if len(replays) % 2:  # the engine's way: numpy codes in, each replay's output whole
+            step = graphs.decode_step(list(range(streams)), [c.numpy() for c in chunks])
+            assert len(step.blocks) == len(replays[-1])
+            got = [step.wave(i) for i in range(streams)]
+        else:
+            got = graphs.decode_streams(list(range(streams)), chunks)
         for g, w, n in zip(got, want, lengths, strict=True):
             assert g.shape == w.shape == (n * decoder.samples_per_frame,)
             torch.testing.assert_close(g, w, rtol=0, atol=1e-5)

@@ -228,9 +228,9 @@ def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
         engine.start()
         try:
             first = engine.open(F32)
-            engine.submit(first, torch.from_numpy(a[:1]), False)
+            engine.submit(first, a[:1], False)
             got_a = [await first.outputs.get()]  # a first chunk alone is decoded at once
-            engine.submit(first, torch.from_numpy(a[1:]), True)
+            engine.submit(first, a[1:], True)
             await asyncio.sleep(0.05)
             assert first.outputs.empty()  # a steady chunk alone waits for a second stream
             registry = engine.metrics.server.registry
@@ -240,7 +240,7 @@ def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
 
             steps_before = decode_steps()
             second = engine.open(F32)
-            engine.submit(second, torch.from_numpy(b), True)
+            engine.submit(second, b, True)
             got_a.append(await first.outputs.get())
             got_b = await second.outputs.get()
             # Both went in one step: one more step, with two streams in it.
@@ -273,7 +273,7 @@ def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder
             stream = engine.open(fmt)
             starts = np.cumsum([0, *sizes])
             for start, end in zip(starts[:-1], starts[1:], strict=True):  # all queued before the engine's first tick
-                engine.submit(stream, torch.from_numpy(codes[start:end]), False)
+                engine.submit(stream, codes[start:end], False)
             engine.submit(stream, None, False)  # input ends without a `last` chunk
             chunks = []
             while (item := await stream.outputs.get()) is not END_OF_STREAM:

@@ -40,6 +40,7 @@ from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.engine_task import stop_engine_task
 from omni.services.common.packing import INT16_SCALE, bytes_per_sample
 
+from omni.models.qwen3_tts.codec_graphs import StepWaves
 from omni.proto import common_pb2
 
 log = logging.getLogger("omni.codec.engine")
@@ -76,7 +77,7 @@ END_OF_STREAM = object()  # put on `outputs` once every submitted chunk has been
 
 @dataclass
 class _Pending:
-    codes: torch.Tensor | None  # [t, 16]; None marks the end of input without a `last` chunk
+    codes: np.ndarray | None  # [t, 16] int64; None marks the end of input without a `last` chunk
     last: bool
     arrived: float
 
@@ -84,7 +85,7 @@ class _Pending:
 class Stream:
     """One utterance: its slot, its undecoded chunks and the queue its decoded audio arrives on."""
 
-    def __init__(self, slot: int, sample_format: int, ref_codes: torch.Tensor | None) -> None:
+    def __init__(self, slot: int, sample_format: int, ref_codes: np.ndarray | None) -> None:
         self.slot = slot
         self.sample_format = sample_format
         self.ref_codes = ref_codes
@@ -153,7 +154,7 @@ class CodecEngine:
 
     # ---- handler side (event-loop thread) ----
 
-    def open(self, sample_format: int, ref_codes: torch.Tensor | None = None) -> Stream:
+    def open(self, sample_format: int, ref_codes: np.ndarray | None = None) -> Stream:
         """Lease a slot for a new stream; raises EngineFull or EngineClosed."""
         if not self.accepting:
             raise EngineClosed("the codec is shutting down")
@@ -165,8 +166,9 @@ class CodecEngine:
         self.wake.set()  # reset and prime right away, before the first chunk arrives
         return stream
 
-    def submit(self, stream: Stream, codes: torch.Tensor | None, last: bool) -> None:
-        """Queue a chunk [t, 16] for decoding (codes=None: input ended without a `last` chunk)."""
+    def submit(self, stream: Stream, codes: np.ndarray | None, last: bool) -> None:
+        """Queue a chunk of int64 codes [t, 16] for decoding (codes=None: input ended without a `last` chunk). The
+        engine keeps codes in numpy until they are staged for the device: a torch call per chunk hands the GIL over."""
         if stream.released:
             return
         stream.pending.append(_Pending(codes, last, time.perf_counter()))
@@ -271,8 +273,8 @@ class CodecEngine:
         # marker alone.
         batch = [(s, [p.codes for p in chunks if p.codes is not None]) for s, chunks in work]
         batch = [(s, codes) for s, codes in batch if codes]
-        rows = [codes[0] if len(codes) == 1 else torch.cat(codes) for _, codes in batch]
-        waves = self._decode([s.slot for s, _ in batch], rows) if batch else []
+        rows = [codes[0] if len(codes) == 1 else np.concatenate(codes) for _, codes in batch]
+        waves = self._decode([s.slot for s, _ in batch], rows) if batch else None
         row_pcm = pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else []
         # Each row's PCM back into its chunks' pieces: byte slices, no more torch calls (each one is a GIL hand-off).
         pieces = []
@@ -287,14 +289,15 @@ class CodecEngine:
         results = [[next(pcm) if p.codes is not None else None for p in chunks] for _, chunks in work]
         return results, (time.perf_counter() - start) * 1000.0
 
-    def _decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
+    def _decode(self, slots: list[int], chunks: list[np.ndarray]) -> StepWaves:
         """One batched decode: a graph replay when a captured (bucket, chunk length) holds it, else eager."""
         if self.graphs is None:
             self.metrics.decode_calls.labels("eager").inc()
-            return self.decoder.decode_streams(self.state, slots, chunks)
+            rows = [torch.from_numpy(c) for c in chunks]
+            return StepWaves.of_rows(self.decoder.decode_streams(self.state, slots, rows))
         fits = self.graphs.fits(max(c.shape[0] for c in chunks))
         self.metrics.decode_calls.labels("graph" if fits else "eager").inc()
-        waves = self.graphs.decode_streams(slots, chunks)
+        waves = self.graphs.decode_step(slots, chunks)
         if fits:
             self.metrics.planned_ms.observe(self.graphs.planned_ms)
         return waves
@@ -322,13 +325,14 @@ class CodecEngine:
         stream.decoded.set()
 
 
-def pack_step_pcm(waves: Sequence[torch.Tensor], sample_formats: Sequence[int]) -> list[bytes]:
-    """A step's waves -> each stream's PCM bytes in its format, as `packing.encode_pcm` writes them.
+def pack_step_pcm(waves: StepWaves, sample_formats: Sequence[int]) -> list[bytes]:
+    """A step's waves -> each row's PCM bytes in its stream's format, as `packing.encode_pcm` writes them.
 
     The whole step is converted at once on the device (float32, and int16 = round(clip(x) * 32767) for S16LE
-    streams) and copied to the host once per format; the per-stream work left is one slice and one `tobytes`.
+    streams) and copied to the host once per format. The rows are then byte slices of the host copy: no torch call
+    per row.
     """
-    flat = torch.cat([w.reshape(-1) for w in waves]).float()  # a fresh buffer: safe to convert in place
+    flat = torch.cat([b.reshape(-1) for b in waves.blocks]).float()  # a fresh buffer: safe to convert in place
     wants_s16 = [f == common_pb2.SAMPLE_FORMAT_PCM_S16LE for f in sample_formats]
     s16 = f32 = None
     if not all(wants_s16):
@@ -337,11 +341,12 @@ def pack_step_pcm(waves: Sequence[torch.Tensor], sample_formats: Sequence[int]) 
         scaled = flat if f32 is None else flat.clone()  # on CPU `f32` shares `flat`'s memory
         s16 = scaled.clamp_(-1.0, 1.0).mul_(INT16_SCALE).round_().to(torch.int16).cpu().numpy()
         s16 = s16.astype("<i2", copy=False)
-    pcm, offset = [], 0
-    for wave, is_s16 in zip(waves, wants_s16, strict=True):
-        end = offset + wave.shape[-1]
-        pcm.append((s16 if is_s16 else f32)[offset:end].tobytes())
-        offset = end
+    widths = [b.shape[-1] for b in waves.blocks]
+    starts = np.cumsum([0, *(b.shape[0] * w for b, w in zip(waves.blocks, widths, strict=True))]).tolist()
+    pcm = []
+    for (block, row, samples), is_s16 in zip(waves.where, wants_s16, strict=True):
+        offset = starts[block] + row * widths[block]
+        pcm.append((s16 if is_s16 else f32)[offset : offset + samples].tobytes())
     return pcm
 
 

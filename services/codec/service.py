@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import grpc
+import numpy as np
 import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.engine import (
@@ -135,7 +136,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         except PackingError as e:
             raise _invalid(f"open: {e}") from None
         try:
-            stream = self.engine.open(sample_format, torch.from_numpy(ref) if len(ref) else None)
+            stream = self.engine.open(sample_format, ref if len(ref) else None)
         except EngineFull as e:
             raise RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{e}; retry later") from None
         except EngineClosed as e:
@@ -164,7 +165,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                     raise _invalid(f"chunk at frame {next_frame}: {e}") from None
                 next_frame += chunk.num_frames
                 ended = chunk.last
-                self.engine.submit(stream, torch.from_numpy(codes), chunk.last)
+                self.engine.submit(stream, codes, chunk.last)
                 # Backpressure: stop reading (gRPC flow control then slows the client) while the backlog is full.
                 while stream.frames_submitted - stream.frames_done > self.config.max_backlog_frames:
                     stream.decoded.clear()
@@ -239,7 +240,7 @@ async def warm_up(engine: CodecEngine) -> None:
     """One real decode through the engine, so the first client does not pay for lazy initialisation."""
     stream = engine.open(common_pb2.SAMPLE_FORMAT_PCM_F32LE)
     try:
-        engine.submit(stream, torch.zeros(1, NUM_CODEBOOKS, dtype=torch.long), True)
+        engine.submit(stream, np.zeros((1, NUM_CODEBOOKS), dtype=np.int64), True)
         result = await stream.outputs.get()
         if not isinstance(result, DecodedChunk):
             raise RuntimeError(f"codec warm-up failed: {result}")

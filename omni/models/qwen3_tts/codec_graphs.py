@@ -19,6 +19,7 @@ streams: 256 + 16, not one 640-row replay). A replay's spare rows take shorter c
 import functools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -391,6 +392,13 @@ class CodecGraphs:
     def decode_streams(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
         """As `CodecDecoder.decode_streams(state, slots, chunks)`, through the replays `plan_replays` picks (eager
         when a chunk is longer than every captured length)."""
+        step = self.decode_step(slots, chunks)
+        return [step.wave(i) for i in range(len(slots))]
+
+    @torch.no_grad()
+    def decode_step(self, slots: list[int], chunks: Sequence[np.ndarray | torch.Tensor]) -> "StepWaves":
+        """`decode_streams` with the audio left whole per replay (`StepWaves`): no torch call per row. Chunks are
+        [t, 16] integer codes, numpy arrays (the service's) or CPU tensors."""
         if len(set(slots)) != len(slots):
             raise ValueError(f"CodecGraphs: a slot appears twice in {slots}")
         for s in slots:
@@ -398,23 +406,30 @@ class CodecGraphs:
                 raise ValueError(
                     f"CodecGraphs: slot {s} outside 0..{self.scratch - 1} (slot {self.scratch} is scratch)"
                 )
+        for c in chunks:
+            if not _integer_codes(c):
+                raise ValueError(f"codec codes must be integers, got {getattr(c, 'dtype', type(c))}")
+            if c.ndim != 2 or c.shape[-1] != NUM_CODEBOOKS:
+                raise ValueError(f"codec codes must have shape [T, 16], got {list(c.shape)}")
         lengths = [c.shape[0] for c in chunks]
         plan = plan_replays(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
         if plan is None or max(lengths) == 0:
             self.planned_ms = 0.0
-            return self.decoder.decode_streams(self.state, slots, chunks)
+            rows = [c if isinstance(c, torch.Tensor) else torch.from_numpy(c) for c in chunks]
+            return StepWaves.of_rows(self.decoder.decode_streams(self.state, slots, rows))
         self.planned_ms = sum(self.replay_ms[b, t] for b, t, _ in plan)  # what the plan costs by capture timings
-        for c in chunks:
-            self.decoder._check_codes(c, dims=2, check_range=False)
-        out: list[torch.Tensor | None] = [None] * len(slots)
+        where: list[tuple[int, int, int]] = [(0, 0, 0)] * len(slots)
+        blocks = []
         spf = self.decoder.samples_per_frame
         for bucket, chunk, rows in plan:
-            wav = self._replay((bucket, chunk), [slots[i] for i in rows], [chunks[i] for i in rows])
+            blocks.append(self._replay((bucket, chunk), [slots[i] for i in rows], [chunks[i] for i in rows]))
             for j, i in enumerate(rows):
-                out[i] = wav[j, : lengths[i] * spf]
-        return out
+                where[i] = (len(blocks) - 1, j, lengths[i] * spf)
+        return StepWaves(blocks, where)
 
-    def _replay(self, key: tuple[int, int], slots: list[int], chunks: list[torch.Tensor]) -> torch.Tensor:
+    def _replay(
+        self, key: tuple[int, int], slots: list[int], chunks: Sequence[np.ndarray | torch.Tensor]
+    ) -> torch.Tensor:
         """One replay of graph `key` over these rows (fewer than its bucket: the rest are scratch); their waves."""
         graph, io = self.graphs[key]
         codes, rows, frames = self._stage(key, slots, chunks)
@@ -428,7 +443,7 @@ class CodecGraphs:
         return io["wav"][: len(slots)].clone()  # the static output is overwritten by the next replay of this graph
 
     def _stage(
-        self, key: tuple[int, int], slots: list[int], chunks: list[torch.Tensor]
+        self, key: tuple[int, int], slots: list[int], chunks: Sequence[np.ndarray | torch.Tensor]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A replay's inputs (codes zero-padded to the graph's shape, rows with scratch padding, frames) built on
         the host and sent in one non-blocking copy: a blocking copy per chunk waits for the previous replay each time.
@@ -439,10 +454,36 @@ class CodecGraphs:
         codes = host[:split].reshape(bucket, length, NUM_CODEBOOKS)
         rows, frames = host[split:].reshape(2, bucket)
         for j, c in enumerate(chunks):
-            codes[j, : c.shape[0]] = c.numpy(force=True)
+            codes[j, : c.shape[0]] = c  # numpy reads a CPU tensor through its buffer: no torch call
         self.decoder._check_codes(torch.from_numpy(codes), dims=3)  # on the host: no sync
         rows[:n], rows[n:] = slots, self.scratch
         frames[:n] = [c.shape[0] for c in chunks]
         device = to_device(torch.from_numpy(host), self.state.key.device)
         codes_d, rows_d, frames_d = device.split([split, bucket, bucket])
         return codes_d.view(bucket, length, NUM_CODEBOOKS), rows_d, frames_d
+
+
+def _integer_codes(codes) -> bool:
+    if isinstance(codes, torch.Tensor):
+        return codes.dtype in (torch.int64, torch.int32)
+    return isinstance(codes, np.ndarray) and codes.dtype.kind in "iu"
+
+
+@dataclass
+class StepWaves:
+    """A decode step's audio as the device left it: the replays' whole outputs, and where each input row's wave lies
+    in them. Slicing a wave per row is a torch call per row, and each torch call hands the GIL to the event loop's
+    thread and waits to get it back; the codec engine instead packs the blocks whole and slices bytes on the host."""
+
+    blocks: list[torch.Tensor]  # [rows, samples] each: one per replay (one per row from an eager decode)
+    where: list[tuple[int, int, int]]  # per input row: (block, row in the block, samples)
+
+    @classmethod
+    def of_rows(cls, waves: Sequence[torch.Tensor]) -> "StepWaves":
+        """An eager decode's per-row waves, one block each."""
+        return cls([w.reshape(1, -1) for w in waves], [(i, 0, w.shape[-1]) for i, w in enumerate(waves)])
+
+    def wave(self, i: int) -> torch.Tensor:
+        """Row i's wave (a view)."""
+        block, row, samples = self.where[i]
+        return self.blocks[block][row, :samples]
