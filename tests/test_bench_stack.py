@@ -99,6 +99,10 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert set(row["cpu_cores"]) == {"talker", "codec", "codec1", "refenc", "gateway", "client"}
         assert row["cpu_cores"]["talker"] > 0 and all(v >= 0 for v in row["cpu_cores"].values())
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
+        # Engine load: one talker is busy at most all the time, two codec replicas at most twice; a 4-frame request
+        # sends chunks of 1, 2 and 1 frames, so it takes 1 to 3 codec rows.
+        assert 0 < row["talker_busy"] <= 1.01 and 0 < row["codec_busy"] <= 2.02 and row["codec_ticks_per_s"] > 0
+        assert 1 <= row["codec_rows_per_request"] <= 3
         # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
         # than the client's (it starts when the handler runs and ends when the first byte is sent).
         assert row["cpu_cores"]["client"] > 0

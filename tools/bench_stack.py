@@ -205,6 +205,26 @@ def scrape(port: int) -> dict[str, tuple[float, float]]:
     return out
 
 
+def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict[str, float | None]:
+    """How busy each engine was and how the codec's work was cut, over a level: engine seconds per wall second (the
+    sum over codec replicas: above 1 with several), codec ticks per second, and codec rows (a stream's chunks decoded
+    in one tick) per request. Rows per request, against the chunks a request sends, says how well rows were merged."""
+
+    def delta(name: str, part: int) -> float | None:
+        if name not in after:
+            return None
+        return after[name][part] - before.get(name, (0.0, 0.0))[part]
+
+    talker_ms, codec_ms = delta("omni_talker_step_ms", 0), delta("omni_codec_tick_ms", 0)
+    ticks, rows = delta("omni_codec_batch_size", 1), delta("omni_codec_batch_size", 0)
+    return {
+        "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
+        "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
+        "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
+        "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
+    }
+
+
 def metric_means(before: dict, after: dict) -> dict[str, float | None]:
     """Mean of each histogram over the level: delta sum / delta count."""
     means: dict[str, float | None] = {}
@@ -490,6 +510,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "underrun_buffered_pct": 100.0 * level["requests_with_underrun_buffered"] / max(level["succeeded"], 1),
                 "wrong_length_requests": wrong,
                 **means,
+                **engine_load(before, after, wall, requests),
                 # Mean busy cores of each service over the level (a Python event loop saturates at ~1).
                 # The client's: its processes' own count over the timed level (spawned clients end with the level).
                 "cpu_cores": {
@@ -549,6 +570,8 @@ def format_diagnostics(row: dict) -> str:
     """Where a level's time went: step vs compute (loop lag), prefill, queueing, and busy cores per process."""
     keys = [k for k in METRICS if k not in ("talker_step_ms", "talker_batch", "codec_tick_ms", "codec_batch")]
     parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
+    load = ("talker_busy", "codec_busy", "codec_ticks_per_s", "codec_rows_per_request")
+    parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     parts += [f"{k} {row[k]:.0f}" for k in ("gateway_ttfa_p50_ms", "gateway_ttfa_p99_ms") if row.get(k) is not None]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
