@@ -110,8 +110,13 @@ def null_decode(engine):
     """A stand-in for the model call: zeros of the real output shape (isolates host cost; --null-model only)."""
     import torch
 
+    from omni.models.qwen3_tts.codec_graphs import StepWaves
+
     def decode(slots, chunks):
-        return [torch.zeros(c.shape[0] * engine.samples_per_frame) for c in chunks]
+        # One block for the step, as one graph replay returns it: rows padded to the longest chunk.
+        spf = engine.samples_per_frame
+        where = [(0, i, c.shape[0] * spf) for i, c in enumerate(chunks)]
+        return StepWaves([torch.zeros(len(chunks), max(c.shape[0] for c in chunks) * spf)], where)
 
     return decode
 

@@ -1,0 +1,24 @@
+"""tools/profile_host.py, the codec service's host-cost profiler, runs against a real `omni codec` subprocess."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_null_model_profile_of_the_codec_service_accounts_for_every_chunk():
+    # --null-model swaps the engine's decode for zeros of the shape a graph replay returns; the spans must still see
+    # every chunk and step, in S16 too (4 streams × 61 frames: a 1-frame chunk, then four of 15).
+    command = [sys.executable, str(ROOT / "tools" / "profile_host.py"), "--streams", "4", "--null-model", "--s16"]
+    command += ["--repeat", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    level = json.loads(result.stdout.splitlines()[0])
+    assert (level["streams"], level["chunks"], level["frames"]) == (4, 4 * 5, 4 * 61)
+    assert 1 <= level["steps"] <= level["chunks"] and level["audio_s_per_s"] > 0
+    assert 0 <= level["model"] <= level["step"] and 0 <= level["deliver"] <= level["loop_cpu"] <= level["process_cpu"]
+    assert "| server host CPU µs/chunk (no model call) |" in result.stdout
