@@ -9,6 +9,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 
 import random
 
+import numpy as np
 import pytest
 import torch
 
@@ -131,6 +132,16 @@ def test_a_code_out_of_range_is_refused_before_any_replay(decoder):
     with pytest.raises(ValueError, match=r"\[0, 2048\)"):
         graphs.decode_streams([0, 1, 2], [codes(1, 5), codes(1, 6), bad])
     assert int(graphs.state.positions[2]) == 0
+
+
+def test_codes_of_the_wrong_type_or_shape_are_refused_before_any_replay(decoder):
+    graphs = CodecGraphs(decoder, decoder.new_state(4), buckets=(1, 2), chunk_lengths=(1,), capture=False)
+    good = codes(1, 5).numpy()
+    with pytest.raises(ValueError, match="integers"):
+        graphs.decode_step([0, 1], [good, good.astype(np.float32)])
+    with pytest.raises(ValueError, match=r"shape \[T, 16\]"):
+        graphs.decode_step([0, 1], [good, good[:, :8]])
+    assert int(graphs.state.positions[0]) == 0  # nothing was decoded
 
 
 def test_fused_vocoder_equals_eager():

@@ -3,7 +3,7 @@
 RPC handlers never touch tensors. They `open` a stream (which leases a slot), `submit` chunks to it and read
 decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task takes the
 oldest pending chunk of every stream, with the chunks queued behind it while their frames fit one row of
-`merge_frames` (15 by default, the longest captured chunk length), and runs one batched `decode_streams` call in a
+`merge_frames` (15 by default, the longest captured chunk length), and runs one batched decode in a
 worker thread (so the event loop keeps serving RPCs), then hands each stream the PCM of each of its chunks. A row
 never exceeds `merge_frames`, so step shapes stay at the clients' chunk sizes instead of padding every stream to the
 most backlogged one; merging lets a stream that fell behind (the talker's ramp chunks of 1, 2, 4 and 8 frames come

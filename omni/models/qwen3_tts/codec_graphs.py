@@ -464,9 +464,10 @@ class CodecGraphs:
 
 
 def _integer_codes(codes) -> bool:
+    """int64 or int32 codes, as `CodecDecoder` takes them (its eager path gets the same chunks)."""
     if isinstance(codes, torch.Tensor):
         return codes.dtype in (torch.int64, torch.int32)
-    return isinstance(codes, np.ndarray) and codes.dtype.kind in "iu"
+    return isinstance(codes, np.ndarray) and codes.dtype in (np.int64, np.int32)
 
 
 @dataclass
