@@ -80,6 +80,19 @@ def plan_sizes(total: int, plan: list[int]) -> list[int]:
     return sizes
 
 
+def assert_rows_of_chunks(rows: list[int], sizes: list[int], merge_frames: int = 15) -> None:
+    """Each audio message is one chunk, or consecutive chunks that fit `merge_frames` together (the codec decodes a
+    stream's queued chunks as one row and returns the row as one message)."""
+    k = 0
+    for row in rows:
+        taken = [sizes[k]]
+        while sum(taken) < row and k + len(taken) < len(sizes):
+            taken.append(sizes[k + len(taken)])
+        assert sum(taken) == row and (len(taken) == 1 or row <= merge_frames), (rows, sizes)
+        k += len(taken)
+    assert k == len(sizes), (rows, sizes)
+
+
 def open_message(identity, ref=None, fmt=S16, request_id="t") -> codec_pb2.DecodeRequest:
     opening = codec_pb2.DecodeOpen(request_id=request_id, model=identity, sample_format=fmt)
     if ref is not None:
@@ -117,11 +130,12 @@ async def decode_stream(stub, identity, codes, plan, ref=None, fmt=S16, mark_las
     kinds = [m.WhichOneof("kind") for m in messages]
     assert kinds[0] == "started" and kinds[-1] == "summary" and set(kinds[1:-1]) == {"audio"}
     audio = [m.audio for m in messages[1:-1]]
-    assert [a.num_frames for a in audio] == plan_sizes(len(codes), plan)
+    assert_rows_of_chunks([a.num_frames for a in audio], plan_sizes(len(codes), plan))
     assert [a.first_frame_index for a in audio] == list(np.cumsum([0] + [a.num_frames for a in audio[:-1]]))
     assert audio[-1].last == mark_last and not any(a.last for a in audio[:-1])
     summary = messages[-1].summary
     assert summary.num_frames == len(codes) and summary.num_samples == len(codes) * SPF
+    assert summary.num_chunks == len(audio)
     pcm = np.concatenate([decode_pcm(a.pcm, fmt) for a in audio])
     assert len(pcm) == len(codes) * SPF
     return pcm
@@ -284,13 +298,14 @@ def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder
             await engine.stop()
 
     chunks, frames, engine = asyncio.run(scenario())
-    # Each submitted chunk comes back as its own piece of audio, in order, however the rows were merged.
-    assert [c.num_frames for c in chunks] == sizes and frames == sum(sizes)
-    assert [c.first_frame_index for c in chunks] == list(np.cumsum([0, *sizes[:-1]]))
+    # Each row comes back as one piece of audio (one gRPC message), in frame order, with its frame and sample
+    # offsets; together they are the whole utterance's audio.
+    assert [c.num_frames for c in chunks] == rows and frames == sum(sizes)
+    assert [c.first_frame_index for c in chunks] == list(np.cumsum([0, *rows[:-1]]))
+    assert [c.first_sample_index for c in chunks] == [f * SPF for f in np.cumsum([0, *rows[:-1]])]
+    assert [c.num_samples for c in chunks] == [n * SPF for n in rows] and not any(c.last for c in chunks)
+    assert len(set(c.compute_ms for c in chunks)) == len(rows)  # one step per row
     assert_same_audio(np.concatenate([decode_pcm(c.pcm, fmt) for c in chunks]), want, fmt)
-    # Chunks that decoded in one step share the step's duration; steps are told apart by it.
-    steps = [[c.num_frames for c in chunks if c.compute_ms == ms] for ms in dict.fromkeys(c.compute_ms for c in chunks)]
-    assert [sum(step) for step in steps] == rows
 
 
 def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder):

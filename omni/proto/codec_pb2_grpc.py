@@ -58,8 +58,9 @@ class CodecServiceServicer:
 
     def Decode(self, request_iterator, context):
         """Decodes one utterance. The client sends `open` first, then chunks in frame order (the last one with
-        `last` set, or it half-closes). The server answers `started`, then one `audio` message per chunk, in
-        order, then one `summary`. Errors: FAILED_PRECONDITION when the model identity does not match,
+        `last` set, or it half-closes). The server answers `started`, then `audio` messages in frame order, each
+        the audio of one chunk or of several consecutive chunks that were decoded together (chunks that queued
+        up while the codec was busy), then one `summary`. Errors: FAILED_PRECONDITION when the model identity does not match,
         RESOURCE_EXHAUSTED when every slot is taken, INVALID_ARGUMENT for a malformed message (missing open,
         wrong codebook count, codes out of range, frame index gaps, a chunk after the last one).
         Cancelling the call frees the stream's slot at once.

@@ -4,11 +4,12 @@ RPC handlers never touch tensors. They `open` a stream (which leases a slot), `s
 decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task takes the
 oldest pending chunk of every stream, with the chunks queued behind it while their frames fit one row of
 `merge_frames` (15 by default, the longest captured chunk length), and runs one batched decode in a
-worker thread (so the event loop keeps serving RPCs), then hands each stream the PCM of each of its chunks. A row
+worker thread (so the event loop keeps serving RPCs), then hands each stream its row's PCM as one piece. A row
 never exceeds `merge_frames`, so step shapes stay at the clients' chunk sizes instead of padding every stream to the
 most backlogged one; merging lets a stream that fell behind (the talker's ramp chunks of 1, 2, 4 and 8 frames come
 a few steps apart) catch up in one row instead of one tick per chunk. The decoder is streaming-exact, so a merged
-row decodes to the same audio as its chunks one by one (within float rounding).
+row decodes to the same audio as its chunks one by one (within float rounding), and it goes back as one audio
+message: the codec's event loop spends more on each gRPC message than on anything else per chunk.
 
 Slot hygiene: a released slot goes back to the free list at once. Its next owner is `fresh`: the engine resets
 it (and primes it with reference codes) in a later step than any step of the previous owner (steps run one at a
@@ -38,7 +39,7 @@ import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.engine_task import stop_engine_task
-from omni.services.common.packing import INT16_SCALE, bytes_per_sample
+from omni.services.common.packing import INT16_SCALE
 
 from omni.models.qwen3_tts.codec_graphs import StepWaves
 from omni.proto import common_pb2
@@ -60,7 +61,7 @@ class DecodeFailed(Exception):
 
 @dataclass
 class DecodedChunk:
-    """PCM of one submitted chunk, ready for the wire."""
+    """PCM of one decoded row (one or more consecutive submitted chunks), ready for the wire."""
 
     pcm: bytes
     num_samples: int
@@ -260,9 +261,11 @@ class CodecEngine:
             self.wake.clear()
         self.metrics.coalesce_wait_ms.observe((time.perf_counter() - start) * 1000.0)
 
-    def _step(self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]) -> tuple[list[list], float]:
-        """Engine thread: reset/prime new slots, then one batched decode of one chunk per stream -> PCM bytes;
-        and the ms this thread spent on it (PCM on the host is the sync)."""
+    def _step(
+        self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]
+    ) -> tuple[list[bytes | None], float]:
+        """Engine thread: reset/prime new slots, then one batched decode of one row per stream -> each work item's
+        PCM bytes (None for an end marker alone); and the ms this thread spent on it (PCM on the host is the sync)."""
         start = time.perf_counter()
         self.decoder.reset_streams(self.state, [s.slot for s in fresh])
         primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
@@ -275,18 +278,8 @@ class CodecEngine:
         batch = [(s, codes) for s, codes in batch if codes]
         rows = [codes[0] if len(codes) == 1 else np.concatenate(codes) for _, codes in batch]
         waves = self._decode([s.slot for s, _ in batch], rows) if batch else None
-        row_pcm = pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else []
-        # Each row's PCM back into its chunks' pieces: byte slices, no more torch calls (each one is a GIL hand-off).
-        pieces = []
-        for (s, codes), data in zip(batch, row_pcm, strict=True):
-            if len(codes) == 1:
-                pieces.append(data)
-                continue
-            frame_bytes = self.samples_per_frame * bytes_per_sample(s.sample_format)
-            ends = np.cumsum([c.shape[0] * frame_bytes for c in codes])
-            pieces += [data[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
-        pcm = iter(pieces)
-        results = [[next(pcm) if p.codes is not None else None for p in chunks] for _, chunks in work]
+        row_pcm = iter(pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else [])
+        results = [next(row_pcm) if any(p.codes is not None for p in chunks) else None for _, chunks in work]
         return results, (time.perf_counter() - start) * 1000.0
 
     def _decode(self, slots: list[int], chunks: list[np.ndarray]) -> StepWaves:
@@ -302,26 +295,32 @@ class CodecEngine:
             self.metrics.planned_ms.observe(self.graphs.planned_ms)
         return waves
 
-    def _deliver(self, stream: Stream, chunks: list[_Pending], pcm: list, step_start: float, tick_ms: float) -> None:
-        """Event-loop thread: hand a stream the audio of its chunks, in order (dropped if it was released)."""
+    def _deliver(
+        self, stream: Stream, chunks: list[_Pending], pcm: bytes | None, step_start: float, tick_ms: float
+    ) -> None:
+        """Event-loop thread: hand a stream its row's audio as one piece, then the end marker if it was taken
+        (dropped if the stream was released). One piece per row, not per submitted chunk: each piece is a gRPC
+        message, and the codec's event loop is bound by its messages."""
         if stream.released:
             return
-        for p, data in zip(chunks, pcm, strict=True):
-            if p.codes is None:
-                stream.outputs.put_nowait(END_OF_STREAM)
-                continue
-            frames = p.codes.shape[0]
+        decoded = [p for p in chunks if p.codes is not None]
+        if decoded:
+            for p in decoded:
+                self.metrics.chunk_queue_ms.observe((step_start - p.arrived) * 1000.0)
+            frames = sum(p.codes.shape[0] for p in decoded)
             samples = frames * self.samples_per_frame
-            queue_ms = (step_start - p.arrived) * 1000.0
+            queue_ms = (step_start - decoded[0].arrived) * 1000.0  # the row's oldest chunk
+            last = decoded[-1].last
             stream.outputs.put_nowait(
-                DecodedChunk(data, samples, stream.samples_done, stream.frames_done, frames, p.last, queue_ms, tick_ms)
+                DecodedChunk(pcm, samples, stream.samples_done, stream.frames_done, frames, last, queue_ms, tick_ms)
             )
             stream.frames_done += frames
             stream.samples_done += samples
             stream.chunks_done += 1
-            self.metrics.chunk_queue_ms.observe(queue_ms)
             self.metrics.frames_decoded.inc(frames)
             self.metrics.audio_seconds.inc(samples / self.sample_rate)
+        if chunks[-1].codes is None:
+            stream.outputs.put_nowait(END_OF_STREAM)
         stream.decoded.set()
 
 
