@@ -300,7 +300,7 @@ class CodecEngine:
     ) -> None:
         """Event-loop thread: hand a stream its row's audio as one piece, then the end marker if it was taken
         (dropped if the stream was released). One piece per row, not per submitted chunk: each piece is a gRPC
-        message, and the codec's event loop is bound by its messages."""
+        message, and most of the event loop's cost per chunk is per message (tools/profile_host.py)."""
         if stream.released:
             return
         decoded = [p for p in chunks if p.codes is not None]
