@@ -49,8 +49,7 @@ fits (512 peaks at 115 GiB).
 
 `--codec-replicas N` starts N codec processes on the codec's GPU (`omni serve --codec-replicas`); `--codec-devices
 cuda:1,cuda:0` one on each listed device instead (`omni serve --codec-devices`: a second codec on the talker's GPU
-in the two-GPU layout). Their metrics are added up and their logs read like the single codec's (not yet run on a
-GPU).
+in the two-GPU layout). Their metrics are added up and their logs read like the single codec's (runs 34 and 36).
 
 `--mps` runs everything under NVIDIA's MPS control daemon, started before any CUDA context and quit at the end. Without
 it, the talker and codec processes on one GPU time-slice it (a talker step of 28.8 ms at batch 210 beside the codec,
@@ -79,7 +78,7 @@ import httpx
 from omni.services.common.logging import request_records
 
 from omni import bench
-from omni.commands.serve import free_port
+from omni.commands.serve import device_list, free_port
 
 FRAME_RATE = 12.5
 VOICE = "vivian"  # a built-in speaker of every CustomVoice checkpoint
@@ -335,7 +334,7 @@ class Serve:
         # 320 (115 ms ticks); runs 17-19 also captured a max_streams bucket (640), which the codec no longer does.
         # With replicas each gets that many (serve splits the total): the gateway's balance is by polled load, so a
         # replica may briefly hold more than its share, and a refusal would only measure the split.
-        replicas = len([d for d in codec_devices.split(",") if d.strip()]) or codec_replicas
+        replicas = len(device_list(codec_devices)) or codec_replicas
         command += ["--codec-max-streams", str((max_streams + max_streams // 4) * replicas)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
         command += ["--codec-replicas", str(codec_replicas)]

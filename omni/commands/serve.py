@@ -3,9 +3,10 @@
 Each service runs as its own `omni <service>` subprocess, exactly as in a cluster; the gateway finds the others
 by their loopback addresses. Without `--model` a tiny random-weight checkpoint is built: every stage really
 runs, but the audio is noise, not speech. `--codec-replicas N` starts N codec processes on the codec's device, for
-when one process's host work is the codec's limit (their kernels share the GPU by time-slicing; not yet measured on
-one); `--codec-devices cuda:1,cuda:0` starts one on each listed device instead, e.g. a second codec on the talker's
-GPU when that GPU has room (not yet measured). The gateway spreads streams over them, least loaded first.
+when one process's host work is the codec's limit (their kernels share the GPU by time-slicing; 2 on the codec's own
+H200 measured +9.5% at 512 streams once, docs/benchmarks.md run 36); `--codec-devices cuda:1,cuda:0` starts one on
+each listed device instead (a second codec on the talker's GPU measured worse, run 34). The gateway spreads streams
+over them, least loaded first.
 """
 
 import argparse
@@ -82,6 +83,11 @@ def pin_gpu(device: str, env: dict[str, str]) -> tuple[str, dict[str, str] | Non
     if ids is not None and not int(index) < len(ids):
         raise ValueError(f"{device}: CUDA_VISIBLE_DEVICES={visible!r} has only {len(ids)} GPU(s)")
     return "cuda", {**env, "CUDA_VISIBLE_DEVICES": ids[int(index)] if ids is not None else index}
+
+
+def device_list(text: str) -> list[str]:
+    """`--codec-devices`' comma-separated devices, blanks dropped."""
+    return [d.strip() for d in text.split(",") if d.strip()]
 
 
 def talker_gpu_alone(talker: str, codecs: list[str]) -> bool:
@@ -244,8 +250,7 @@ def run(args: argparse.Namespace) -> int:
     grpc_port = args.grpc_port or free_port()
     common = ["--model", model, "--host", "127.0.0.1", "--log-level", args.log_level]
     devices = {name: getattr(args, f"{name}_device") or args.device for name in SERVICES}
-    listed = [d.strip() for d in args.codec_devices.split(",") if d.strip()]
-    codec_devices = listed or [devices["codec"]] * args.codec_replicas  # one codec process per entry
+    codec_devices = device_list(args.codec_devices) or [devices["codec"]] * args.codec_replicas  # a process each
     try:
         pinned = {name: pin_gpu(devices[name], dict(os.environ)) for name in ("refenc", "talker")}
         codec_pinned = [pin_gpu(d, dict(os.environ)) for d in codec_devices]
