@@ -41,7 +41,7 @@ from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.engine_task import stop_engine_task
 from omni.services.common.packing import INT16_SCALE
 
-from omni.models.qwen3_tts.codec_graphs import StepWaves
+from omni.models.qwen3_tts.codec_graphs import StepWaves, decode_eager
 from omni.proto import common_pb2
 
 log = logging.getLogger("omni.codec.engine")
@@ -274,20 +274,19 @@ class CodecEngine:
             self._decode([s.slot for s in primes], [s.ref_codes for s in primes])
         # _take_chunks gives each stream one or more chunks (one row), maybe followed by the end marker, or the
         # marker alone.
-        batch = [(s, [p.codes for p in chunks if p.codes is not None]) for s, chunks in work]
-        batch = [(s, codes) for s, codes in batch if codes]
+        codes_of = [[p.codes for p in chunks if p.codes is not None] for _, chunks in work]
+        batch = [(s, codes) for (s, _), codes in zip(work, codes_of, strict=True) if codes]
         rows = [codes[0] if len(codes) == 1 else np.concatenate(codes) for _, codes in batch]
         waves = self._decode([s.slot for s, _ in batch], rows) if batch else None
         row_pcm = iter(pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else [])
-        results = [next(row_pcm) if any(p.codes is not None for p in chunks) else None for _, chunks in work]
+        results = [next(row_pcm) if codes else None for codes in codes_of]
         return results, (time.perf_counter() - start) * 1000.0
 
     def _decode(self, slots: list[int], chunks: list[np.ndarray]) -> StepWaves:
         """One batched decode: a graph replay when a captured (bucket, chunk length) holds it, else eager."""
         if self.graphs is None:
             self.metrics.decode_calls.labels("eager").inc()
-            rows = [torch.from_numpy(c) for c in chunks]
-            return StepWaves.of_rows(self.decoder.decode_streams(self.state, slots, rows))
+            return decode_eager(self.decoder, self.state, slots, chunks)
         fits = self.graphs.fits(max(c.shape[0] for c in chunks))
         self.metrics.decode_calls.labels("graph" if fits else "eager").inc()
         waves = self.graphs.decode_step(slots, chunks)

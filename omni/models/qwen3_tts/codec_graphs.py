@@ -415,8 +415,7 @@ class CodecGraphs:
         plan = plan_replays(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
         if plan is None or max(lengths) == 0:
             self.planned_ms = 0.0
-            rows = [c if isinstance(c, torch.Tensor) else torch.from_numpy(c) for c in chunks]
-            return StepWaves.of_rows(self.decoder.decode_streams(self.state, slots, rows))
+            return decode_eager(self.decoder, self.state, slots, chunks)
         self.planned_ms = sum(self.replay_ms[b, t] for b, t, _ in plan)  # what the plan costs by capture timings
         where: list[tuple[int, int, int]] = [(0, 0, 0)] * len(slots)
         blocks = []
@@ -488,3 +487,10 @@ class StepWaves:
         """Row i's wave (a view)."""
         block, row, samples = self.where[i]
         return self.blocks[block][row, :samples]
+
+
+def decode_eager(
+    decoder: CodecDecoder, state: CodecState, slots: list[int], chunks: Sequence[np.ndarray | torch.Tensor]
+) -> StepWaves:
+    """`decoder.decode_streams` over numpy or tensor codes, as `StepWaves` (a block per row)."""
+    return StepWaves.of_rows(decoder.decode_streams(state, slots, [torch.as_tensor(c) for c in chunks]))
