@@ -50,6 +50,15 @@ def pcm16(data: bytes) -> np.ndarray:
     return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767.0
 
 
+def int16_distance(a: bytes, b: bytes) -> int:
+    """Largest sample difference of two int16 PCM bodies of one length. The same codes decode to within one
+    rounding step: the codec's fp32 decode is not bit-identical across batch compositions, nor when a stream's
+    queued chunks merge into one row (which depends on timing)."""
+    x, y = (np.frombuffer(d, dtype="<i2").astype(np.int32) for d in (a, b))
+    assert x.size == y.size > 0
+    return int(np.abs(x - y).max())
+
+
 class Stack:
     def __init__(self, process: subprocess.Popen, lines: list[str], model_dir: Path) -> None:
         self.process = process
@@ -150,13 +159,12 @@ def test_sse_events_parse(stack):
     assert usage["input_tokens"] > 0
 
 
-def test_seeded_requests_reproduce_byte_identical_pcm(stack):
+def test_seeded_requests_reproduce_the_same_pcm(stack):
     body = {**CLONE, "response_format": "pcm", "max_new_tokens": 8}
-    # One after the other: the codec's fp32 decode is not bit-identical across batch compositions (1 LSB).
     a, b, c = (speech(stack, **body, seed=seed) for seed in (11, 11, 12))
     assert a.status_code == b.status_code == c.status_code == 200
-    assert a.content == b.content
-    assert a.content != c.content
+    assert int16_distance(a.content, b.content) <= 1  # the same codes
+    assert int16_distance(a.content, c.content) > 100  # other codes: other audio, not a rounding step
 
 
 def test_cloning_with_a_data_uri_and_with_a_registered_voice(stack):
@@ -177,7 +185,7 @@ def test_cloning_with_a_data_uri_and_with_a_registered_voice(stack):
     registered = speech(stack, **body, voice="tone")
     assert registered.status_code == 200, registered.text
     # Same audio, same transcript, same seed: the registered voice is the same prompt as the data: URI.
-    assert registered.content == icl.content
+    assert int16_distance(registered.content, icl.content) <= 1
     assert httpx.delete(stack.http + "/v1/audio/voices/tone").status_code == 200
     gone = speech(stack, **body, voice="tone")
     assert gone.status_code == 400 and "tone" in gone.json()["error"]["message"]
