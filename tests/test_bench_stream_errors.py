@@ -1,7 +1,8 @@
-"""Why a benchmark stream was cut (issue 9): when the codec ends its Decode call while the gateway still writes
+"""Why a benchmark stream was cut (issue 9): when the codec ends a request's stream while the gateway still writes
 chunks to it, the gateway reports the codec's own status (hop, address, code, details). Before, grpc.aio's
 InvalidStateError ("RPC already finished") escaped instead (logged as a client disconnect), or the codec's error
-was blamed on the talker."""
+was blamed on the talker. The stream is one of the gateway's shared DecodeMany call: the call and the codec's other
+streams on it go on."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from omni.services.codec.config import CodecConfig
 from omni.services.codec.service import build_codec_service, warm_up
 from omni.services.common.packing import pack_codes
 from omni.services.gateway.backend import BackendError
-from omni.services.gateway.grpc_backend import CodecCallEnded, GrpcBackend, PreparedRequest, _to_codec
+from omni.services.gateway.codec_calls import CodecStreamFailed
+from omni.services.gateway.grpc_backend import GrpcBackend, PreparedRequest
 
-from omni.proto import codec_pb2, common_pb2, talker_pb2
+from omni.proto import common_pb2, talker_pb2
 
 
 def test_a_codec_that_ends_the_call_mid_stream_is_reported_with_its_status(tiny_model_dir, caplog):
@@ -32,23 +34,31 @@ def test_a_codec_that_ends_the_call_mid_stream_is_reported_with_its_status(tiny_
         backend = GrpcBackend(model, talkers=[], codecs=[f"127.0.0.1:{service.port}"], refencs=[])
         try:
             await backend.start()
-            call, replica = await backend._open_codec("r1", PreparedRequest(talker_pb2.GenerateRequest()))
-            codes = np.full((2, 16), 4000)  # beyond the codebook: the real codec refuses the chunk and ends the call
+            stream, replica = await backend._open_codec("r1", PreparedRequest(talker_pb2.GenerateRequest()))
+            bystander, _ = await backend._open_codec("r2", PreparedRequest(talker_pb2.GenerateRequest()))
+            assert bystander.call is stream.call  # one shared call
+            codes = np.full((2, 16), 4000)  # beyond the codebook: the real codec refuses the chunk and ends the stream
             chunk = common_pb2.CodecChunk(
                 codes=pack_codes(codes), num_frames=2, num_codebooks=16, first_frame_index=0, first=True
             )
-            await call.write(codec_pb2.DecodeRequest(chunk=chunk))
-            await call.code()  # ended
-            with pytest.raises(asyncio.InvalidStateError):  # what the gateway's pump let escape before
-                await call.write(codec_pb2.DecodeRequest(chunk=chunk))
-            with pytest.raises(CodecCallEnded):
-                await _to_codec(call.write(codec_pb2.DecodeRequest(chunk=chunk)))
+            await stream.write_chunk(chunk)
+            with pytest.raises(CodecStreamFailed) as ended:
+                await stream.read()
+            with pytest.raises(CodecStreamFailed):  # the pump's next write fails with the codec's status too
+                await stream.write_chunk(chunk)
             with pytest.raises(BackendError) as failure:
-                await backend._raise_codec_status(call, replica)
+                backend._raise_codec_failure(ended.value, replica)
             message = str(failure.value)
             assert message.startswith(f"codec {replica.address} failed mid-stream: INVALID_ARGUMENT: chunk at frame 0")
             assert "codes must be in [0, " in message
             assert replica in backend.codecs.ranked()  # a refused request does not mark the replica down
+            # The other stream on the call still decodes.
+            good = common_pb2.CodecChunk(
+                codes=pack_codes(np.ones((2, 16), dtype=np.int64)), num_frames=2, num_codebooks=16, last=True
+            )
+            await bystander.write_chunk(good)
+            audio, summary = await bystander.read(), await bystander.read()
+            assert audio.audio.num_frames == 2 and audio.audio.last and summary.summary.num_frames == 2
         finally:
             await backend.close()
             await service.stop(0)

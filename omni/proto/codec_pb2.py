@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from omni.proto import common_pb2 as omni_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13omni/v1/codec.proto\x12\romni.codec.v1\x1a\x14omni/v1/common.proto\"\xaf\x01\n\nDecodeOpen\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12,\n\x05model\x18\x02 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x33\n\rsample_format\x18\x03 \x01(\x0e\x32\x1c.omni.common.v1.SampleFormat\x12\x11\n\tref_codes\x18\x04 \x01(\x0c\x12\x17\n\x0fref_code_frames\x18\x05 \x01(\r\"o\n\rDecodeRequest\x12)\n\x04open\x18\x01 \x01(\x0b\x32\x19.omni.codec.v1.DecodeOpenH\x00\x12+\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x42\x06\n\x04kind\"m\n\rDecodeStarted\x12,\n\x05model\x18\x01 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x13\n\x0bsample_rate\x18\x02 \x01(\r\x12\x19\n\x11samples_per_frame\x18\x03 \x01(\r\"\xb4\x01\n\nAudioChunk\x12\x0b\n\x03pcm\x18\x01 \x01(\x0c\x12\x13\n\x0bnum_samples\x18\x02 \x01(\r\x12\x1a\n\x12\x66irst_sample_index\x18\x03 \x01(\x04\x12\x19\n\x11\x66irst_frame_index\x18\x04 \x01(\x04\x12\x12\n\nnum_frames\x18\x05 \x01(\r\x12\x0c\n\x04last\x18\x06 \x01(\x08\x12+\n\x06timing\x18\x07 \x01(\x0b\x32\x1b.omni.common.v1.ChunkTiming\"u\n\rDecodeSummary\x12\x12\n\nnum_frames\x18\x01 \x01(\x04\x12\x13\n\x0bnum_samples\x18\x02 \x01(\x04\x12\x15\n\raudio_seconds\x18\x03 \x01(\x01\x12\x12\n\nnum_chunks\x18\x04 \x01(\r\x12\x10\n\x08total_ms\x18\x05 \x01(\x02\"\xa6\x01\n\x0e\x44\x65\x63odeResponse\x12/\n\x07started\x18\x01 \x01(\x0b\x32\x1c.omni.codec.v1.DecodeStartedH\x00\x12*\n\x05\x61udio\x18\x02 \x01(\x0b\x32\x19.omni.codec.v1.AudioChunkH\x00\x12/\n\x07summary\x18\x03 \x01(\x0b\x32\x1c.omni.codec.v1.DecodeSummaryH\x00\x42\x06\n\x04kind\"\x10\n\x0eGetLoadRequest\"5\n\x0fGetLoadResponse\x12\"\n\x04load\x18\x01 \x01(\x0b\x32\x14.omni.common.v1.Load\"\x15\n\x13GetModelInfoRequest\"\xa2\x01\n\x14GetModelInfoResponse\x12,\n\x05model\x18\x01 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x13\n\x0bsample_rate\x18\x02 \x01(\r\x12\x19\n\x11samples_per_frame\x18\x03 \x01(\r\x12\x15\n\rnum_codebooks\x18\x04 \x01(\r\x12\x15\n\rcodebook_size\x18\x05 \x01(\r2\xfc\x01\n\x0c\x43odecService\x12I\n\x06\x44\x65\x63ode\x12\x1c.omni.codec.v1.DecodeRequest\x1a\x1d.omni.codec.v1.DecodeResponse(\x01\x30\x01\x12H\n\x07GetLoad\x12\x1d.omni.codec.v1.GetLoadRequest\x1a\x1e.omni.codec.v1.GetLoadResponse\x12W\n\x0cGetModelInfo\x12\".omni.codec.v1.GetModelInfoRequest\x1a#.omni.codec.v1.GetModelInfoResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13omni/v1/codec.proto\x12\romni.codec.v1\x1a\x14omni/v1/common.proto\"\xaf\x01\n\nDecodeOpen\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12,\n\x05model\x18\x02 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x33\n\rsample_format\x18\x03 \x01(\x0e\x32\x1c.omni.common.v1.SampleFormat\x12\x11\n\tref_codes\x18\x04 \x01(\x0c\x12\x17\n\x0fref_code_frames\x18\x05 \x01(\r\"o\n\rDecodeRequest\x12)\n\x04open\x18\x01 \x01(\x0b\x32\x19.omni.codec.v1.DecodeOpenH\x00\x12+\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x42\x06\n\x04kind\"\x89\x01\n\rDecodeStarted\x12,\n\x05model\x18\x01 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x13\n\x0bsample_rate\x18\x02 \x01(\r\x12\x19\n\x11samples_per_frame\x18\x03 \x01(\r\x12\x1a\n\x12max_backlog_frames\x18\x04 \x01(\r\"\xb4\x01\n\nAudioChunk\x12\x0b\n\x03pcm\x18\x01 \x01(\x0c\x12\x13\n\x0bnum_samples\x18\x02 \x01(\r\x12\x1a\n\x12\x66irst_sample_index\x18\x03 \x01(\x04\x12\x19\n\x11\x66irst_frame_index\x18\x04 \x01(\x04\x12\x12\n\nnum_frames\x18\x05 \x01(\r\x12\x0c\n\x04last\x18\x06 \x01(\x08\x12+\n\x06timing\x18\x07 \x01(\x0b\x32\x1b.omni.common.v1.ChunkTiming\"u\n\rDecodeSummary\x12\x12\n\nnum_frames\x18\x01 \x01(\x04\x12\x13\n\x0bnum_samples\x18\x02 \x01(\x04\x12\x15\n\raudio_seconds\x18\x03 \x01(\x01\x12\x12\n\nnum_chunks\x18\x04 \x01(\r\x12\x10\n\x08total_ms\x18\x05 \x01(\x02\"\xa6\x01\n\x0e\x44\x65\x63odeResponse\x12/\n\x07started\x18\x01 \x01(\x0b\x32\x1c.omni.codec.v1.DecodeStartedH\x00\x12*\n\x05\x61udio\x18\x02 \x01(\x0b\x32\x19.omni.codec.v1.AudioChunkH\x00\x12/\n\x07summary\x18\x03 \x01(\x0b\x32\x1c.omni.codec.v1.DecodeSummaryH\x00\x42\x06\n\x04kind\"\xa3\x01\n\rStreamRequest\x12\x11\n\tstream_id\x18\x01 \x01(\x04\x12)\n\x04open\x18\x02 \x01(\x0b\x32\x19.omni.codec.v1.DecodeOpenH\x00\x12+\n\x05\x63hunk\x18\x03 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x12\r\n\x03\x65nd\x18\x04 \x01(\x08H\x00\x12\x10\n\x06\x63\x61ncel\x18\x05 \x01(\x08H\x00\x42\x06\n\x04kind\"@\n\x11\x44\x65\x63odeManyRequest\x12+\n\x05items\x18\x01 \x03(\x0b\x32\x1c.omni.codec.v1.StreamRequest\",\n\x0bStreamError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xe3\x01\n\x0bStreamEvent\x12\x11\n\tstream_id\x18\x01 \x01(\x04\x12/\n\x07started\x18\x02 \x01(\x0b\x32\x1c.omni.codec.v1.DecodeStartedH\x00\x12*\n\x05\x61udio\x18\x03 \x01(\x0b\x32\x19.omni.codec.v1.AudioChunkH\x00\x12/\n\x07summary\x18\x04 \x01(\x0b\x32\x1c.omni.codec.v1.DecodeSummaryH\x00\x12+\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x1a.omni.codec.v1.StreamErrorH\x00\x42\x06\n\x04kind\"@\n\x12\x44\x65\x63odeManyResponse\x12*\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1a.omni.codec.v1.StreamEvent\"\x10\n\x0eGetLoadRequest\"5\n\x0fGetLoadResponse\x12\"\n\x04load\x18\x01 \x01(\x0b\x32\x14.omni.common.v1.Load\"\x15\n\x13GetModelInfoRequest\"\xa2\x01\n\x14GetModelInfoResponse\x12,\n\x05model\x18\x01 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x13\n\x0bsample_rate\x18\x02 \x01(\r\x12\x19\n\x11samples_per_frame\x18\x03 \x01(\r\x12\x15\n\rnum_codebooks\x18\x04 \x01(\r\x12\x15\n\rcodebook_size\x18\x05 \x01(\r2\xd3\x02\n\x0c\x43odecService\x12I\n\x06\x44\x65\x63ode\x12\x1c.omni.codec.v1.DecodeRequest\x1a\x1d.omni.codec.v1.DecodeResponse(\x01\x30\x01\x12U\n\nDecodeMany\x12 .omni.codec.v1.DecodeManyRequest\x1a!.omni.codec.v1.DecodeManyResponse(\x01\x30\x01\x12H\n\x07GetLoad\x12\x1d.omni.codec.v1.GetLoadRequest\x1a\x1e.omni.codec.v1.GetLoadResponse\x12W\n\x0cGetModelInfo\x12\".omni.codec.v1.GetModelInfoRequest\x1a#.omni.codec.v1.GetModelInfoResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,22 +36,32 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DECODEOPEN']._serialized_end=236
   _globals['_DECODEREQUEST']._serialized_start=238
   _globals['_DECODEREQUEST']._serialized_end=349
-  _globals['_DECODESTARTED']._serialized_start=351
-  _globals['_DECODESTARTED']._serialized_end=460
-  _globals['_AUDIOCHUNK']._serialized_start=463
-  _globals['_AUDIOCHUNK']._serialized_end=643
-  _globals['_DECODESUMMARY']._serialized_start=645
-  _globals['_DECODESUMMARY']._serialized_end=762
-  _globals['_DECODERESPONSE']._serialized_start=765
-  _globals['_DECODERESPONSE']._serialized_end=931
-  _globals['_GETLOADREQUEST']._serialized_start=933
-  _globals['_GETLOADREQUEST']._serialized_end=949
-  _globals['_GETLOADRESPONSE']._serialized_start=951
-  _globals['_GETLOADRESPONSE']._serialized_end=1004
-  _globals['_GETMODELINFOREQUEST']._serialized_start=1006
-  _globals['_GETMODELINFOREQUEST']._serialized_end=1027
-  _globals['_GETMODELINFORESPONSE']._serialized_start=1030
-  _globals['_GETMODELINFORESPONSE']._serialized_end=1192
-  _globals['_CODECSERVICE']._serialized_start=1195
-  _globals['_CODECSERVICE']._serialized_end=1447
+  _globals['_DECODESTARTED']._serialized_start=352
+  _globals['_DECODESTARTED']._serialized_end=489
+  _globals['_AUDIOCHUNK']._serialized_start=492
+  _globals['_AUDIOCHUNK']._serialized_end=672
+  _globals['_DECODESUMMARY']._serialized_start=674
+  _globals['_DECODESUMMARY']._serialized_end=791
+  _globals['_DECODERESPONSE']._serialized_start=794
+  _globals['_DECODERESPONSE']._serialized_end=960
+  _globals['_STREAMREQUEST']._serialized_start=963
+  _globals['_STREAMREQUEST']._serialized_end=1126
+  _globals['_DECODEMANYREQUEST']._serialized_start=1128
+  _globals['_DECODEMANYREQUEST']._serialized_end=1192
+  _globals['_STREAMERROR']._serialized_start=1194
+  _globals['_STREAMERROR']._serialized_end=1238
+  _globals['_STREAMEVENT']._serialized_start=1241
+  _globals['_STREAMEVENT']._serialized_end=1468
+  _globals['_DECODEMANYRESPONSE']._serialized_start=1470
+  _globals['_DECODEMANYRESPONSE']._serialized_end=1534
+  _globals['_GETLOADREQUEST']._serialized_start=1536
+  _globals['_GETLOADREQUEST']._serialized_end=1552
+  _globals['_GETLOADRESPONSE']._serialized_start=1554
+  _globals['_GETLOADRESPONSE']._serialized_end=1607
+  _globals['_GETMODELINFOREQUEST']._serialized_start=1609
+  _globals['_GETMODELINFOREQUEST']._serialized_end=1630
+  _globals['_GETMODELINFORESPONSE']._serialized_start=1633
+  _globals['_GETMODELINFORESPONSE']._serialized_end=1795
+  _globals['_CODECSERVICE']._serialized_start=1798
+  _globals['_CODECSERVICE']._serialized_end=2137
 # @@protoc_insertion_point(module_scope)

@@ -1,7 +1,8 @@
 from omni.proto import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -29,14 +30,16 @@ class DecodeRequest(_message.Message):
     def __init__(self, open: _Optional[_Union[DecodeOpen, _Mapping]] = ..., chunk: _Optional[_Union[_common_pb2.CodecChunk, _Mapping]] = ...) -> None: ...
 
 class DecodeStarted(_message.Message):
-    __slots__ = ("model", "sample_rate", "samples_per_frame")
+    __slots__ = ("model", "sample_rate", "samples_per_frame", "max_backlog_frames")
     MODEL_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_RATE_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_PER_FRAME_FIELD_NUMBER: _ClassVar[int]
+    MAX_BACKLOG_FRAMES_FIELD_NUMBER: _ClassVar[int]
     model: _common_pb2.ModelIdentity
     sample_rate: int
     samples_per_frame: int
-    def __init__(self, model: _Optional[_Union[_common_pb2.ModelIdentity, _Mapping]] = ..., sample_rate: _Optional[int] = ..., samples_per_frame: _Optional[int] = ...) -> None: ...
+    max_backlog_frames: int
+    def __init__(self, model: _Optional[_Union[_common_pb2.ModelIdentity, _Mapping]] = ..., sample_rate: _Optional[int] = ..., samples_per_frame: _Optional[int] = ..., max_backlog_frames: _Optional[int] = ...) -> None: ...
 
 class AudioChunk(_message.Message):
     __slots__ = ("pcm", "num_samples", "first_sample_index", "first_frame_index", "num_frames", "last", "timing")
@@ -79,6 +82,54 @@ class DecodeResponse(_message.Message):
     audio: AudioChunk
     summary: DecodeSummary
     def __init__(self, started: _Optional[_Union[DecodeStarted, _Mapping]] = ..., audio: _Optional[_Union[AudioChunk, _Mapping]] = ..., summary: _Optional[_Union[DecodeSummary, _Mapping]] = ...) -> None: ...
+
+class StreamRequest(_message.Message):
+    __slots__ = ("stream_id", "open", "chunk", "end", "cancel")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    OPEN_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    open: DecodeOpen
+    chunk: _common_pb2.CodecChunk
+    end: bool
+    cancel: bool
+    def __init__(self, stream_id: _Optional[int] = ..., open: _Optional[_Union[DecodeOpen, _Mapping]] = ..., chunk: _Optional[_Union[_common_pb2.CodecChunk, _Mapping]] = ..., end: _Optional[bool] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class DecodeManyRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[StreamRequest]
+    def __init__(self, items: _Optional[_Iterable[_Union[StreamRequest, _Mapping]]] = ...) -> None: ...
+
+class StreamError(_message.Message):
+    __slots__ = ("code", "message")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class StreamEvent(_message.Message):
+    __slots__ = ("stream_id", "started", "audio", "summary", "error")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    AUDIO_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    started: DecodeStarted
+    audio: AudioChunk
+    summary: DecodeSummary
+    error: StreamError
+    def __init__(self, stream_id: _Optional[int] = ..., started: _Optional[_Union[DecodeStarted, _Mapping]] = ..., audio: _Optional[_Union[AudioChunk, _Mapping]] = ..., summary: _Optional[_Union[DecodeSummary, _Mapping]] = ..., error: _Optional[_Union[StreamError, _Mapping]] = ...) -> None: ...
+
+class DecodeManyResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[StreamEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[StreamEvent, _Mapping]]] = ...) -> None: ...
 
 class GetLoadRequest(_message.Message):
     __slots__ = ()

@@ -40,6 +40,11 @@ class CodecServiceStub:
                 request_serializer=omni_dot_v1_dot_codec__pb2.DecodeRequest.SerializeToString,
                 response_deserializer=omni_dot_v1_dot_codec__pb2.DecodeResponse.FromString,
                 _registered_method=True)
+        self.DecodeMany = channel.stream_stream(
+                '/omni.codec.v1.CodecService/DecodeMany',
+                request_serializer=omni_dot_v1_dot_codec__pb2.DecodeManyRequest.SerializeToString,
+                response_deserializer=omni_dot_v1_dot_codec__pb2.DecodeManyResponse.FromString,
+                _registered_method=True)
         self.GetLoad = channel.unary_unary(
                 '/omni.codec.v1.CodecService/GetLoad',
                 request_serializer=omni_dot_v1_dot_codec__pb2.GetLoadRequest.SerializeToString,
@@ -69,6 +74,20 @@ class CodecServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DecodeMany(self, request_iterator, context):
+        """Decodes many utterances over one call, each as Decode would, with the streams' messages batched: a client
+        sends whatever it has ready for any of its streams in one message, and the server answers each decode step's
+        audio for the call's streams in as few messages as fit `max_response_bytes`. The gateway keeps one such call
+        per codec replica, so the codec's event loop handles a message per batch instead of per chunk.
+        A stream's refusal or failure is its `error` event (same codes as Decode's status) and the call goes on; the
+        call's own status ends every stream on it. A stream may hold at most `max_backlog_frames` undecoded frames
+        (in `started`): the client waits for audio before sending more, or the stream fails RESOURCE_EXHAUSTED.
+        The call ends OK when the client half-closes and every stream on it has ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetLoad(self, request, context):
         """Reports active streams and capacity.
         """
@@ -90,6 +109,11 @@ def add_CodecServiceServicer_to_server(servicer, server):
                     servicer.Decode,
                     request_deserializer=omni_dot_v1_dot_codec__pb2.DecodeRequest.FromString,
                     response_serializer=omni_dot_v1_dot_codec__pb2.DecodeResponse.SerializeToString,
+            ),
+            'DecodeMany': grpc.stream_stream_rpc_method_handler(
+                    servicer.DecodeMany,
+                    request_deserializer=omni_dot_v1_dot_codec__pb2.DecodeManyRequest.FromString,
+                    response_serializer=omni_dot_v1_dot_codec__pb2.DecodeManyResponse.SerializeToString,
             ),
             'GetLoad': grpc.unary_unary_rpc_method_handler(
                     servicer.GetLoad,
@@ -130,6 +154,33 @@ class CodecService:
             '/omni.codec.v1.CodecService/Decode',
             omni_dot_v1_dot_codec__pb2.DecodeRequest.SerializeToString,
             omni_dot_v1_dot_codec__pb2.DecodeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecodeMany(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/omni.codec.v1.CodecService/DecodeMany',
+            omni_dot_v1_dot_codec__pb2.DecodeManyRequest.SerializeToString,
+            omni_dot_v1_dot_codec__pb2.DecodeManyResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,15 +1,16 @@
 """The codec engine: one asyncio task owns the decoder and its per-slot streaming state.
 
 RPC handlers never touch tensors. They `open` a stream (which leases a slot), `submit` chunks to it and read
-decoded audio from its `outputs` queue; `release` gives the slot back. Each tick the engine task takes the
-oldest pending chunk of every stream, with the chunks queued behind it while their frames fit one row of
-`merge_frames` (15 by default, the longest captured chunk length), and runs one batched decode in a
-worker thread (so the event loop keeps serving RPCs), then hands each stream its row's PCM as one piece. A row
-never exceeds `merge_frames`, so step shapes stay at the clients' chunk sizes instead of padding every stream to the
-most backlogged one; merging lets a stream that fell behind (the talker's ramp chunks of 1, 2, 4 and 8 frames come
-a few steps apart) catch up in one row instead of one tick per chunk. The decoder is streaming-exact, so a merged
-row decodes to the same audio as its chunks one by one (within float rounding), and it goes back as one audio
-message: the codec's event loop spends more on each gRPC message than on anything else per chunk.
+decoded audio from its `outputs` (a queue of its own, or one a DecodeMany call shares among its streams);
+`release` gives the slot back. Each tick the engine task takes the oldest pending chunk of every stream, with the
+chunks queued behind it while their frames fit one row of `merge_frames` (15 by default, the longest captured chunk
+length), and runs one batched decode in a worker thread (so the event loop keeps serving RPCs), then hands each
+stream its row's PCM as one piece. A row never exceeds `merge_frames`, so step shapes stay at the clients' chunk
+sizes instead of padding every stream to the most backlogged one; merging lets a stream that fell behind (the
+talker's ramp chunks of 1, 2, 4 and 8 frames come a few steps apart) catch up in one row instead of one tick per
+chunk. The decoder is streaming-exact, so a merged row decodes to the same audio as its chunks one by one (within
+float rounding), and it goes back as one audio message: the codec's event loop spends more on each gRPC message
+than on anything else per chunk.
 
 Slot hygiene: a released slot goes back to the free list at once. Its next owner is `fresh`: the engine resets
 it (and primes it with reference codes) in a later step than any step of the previous owner (steps run one at a
@@ -33,6 +34,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -83,16 +85,24 @@ class _Pending:
     arrived: float
 
 
-class Stream:
-    """One utterance: its slot, its undecoded chunks and the queue its decoded audio arrives on."""
+class Outputs(Protocol):
+    """Where a stream's decoded audio goes: its own queue, or (DecodeMany) a call's queue shared by its streams."""
 
-    def __init__(self, slot: int, sample_format: int, ref_codes: np.ndarray | None) -> None:
+    def put_nowait(self, item: object) -> None: ...
+
+
+class Stream:
+    """One utterance: its slot, its undecoded chunks and where its decoded audio goes."""
+
+    def __init__(
+        self, slot: int, sample_format: int, ref_codes: np.ndarray | None, outputs: Outputs | None = None
+    ) -> None:
         self.slot = slot
         self.sample_format = sample_format
         self.ref_codes = ref_codes
         self.fresh = True  # needs reset (and priming) before its first decode
         self.pending: list[_Pending] = []
-        self.outputs: asyncio.Queue = asyncio.Queue()
+        self.outputs: Outputs = asyncio.Queue() if outputs is None else outputs
         self.decoded = asyncio.Event()  # set after each delivery; lets a reader wait for its backlog to drain
         self.frames_submitted = 0
         self.frames_done = 0
@@ -155,13 +165,14 @@ class CodecEngine:
 
     # ---- handler side (event-loop thread) ----
 
-    def open(self, sample_format: int, ref_codes: np.ndarray | None = None) -> Stream:
-        """Lease a slot for a new stream; raises EngineFull or EngineClosed."""
+    def open(self, sample_format: int, ref_codes: np.ndarray | None = None, outputs: Outputs | None = None) -> Stream:
+        """Lease a slot for a new stream (its audio goes to `outputs`, by default a queue of its own); raises
+        EngineFull or EngineClosed."""
         if not self.accepting:
             raise EngineClosed("the codec is shutting down")
         if not self.free:
             raise EngineFull(f"all {self.max_streams} codec streams are busy")
-        stream = Stream(self.free.pop(), sample_format, ref_codes)
+        stream = Stream(self.free.pop(), sample_format, ref_codes, outputs)
         self.streams[stream.slot] = stream
         self.metrics.active_streams.set(len(self.streams))
         self.wake.set()  # reset and prime right away, before the first chunk arrives

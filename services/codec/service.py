@@ -3,6 +3,7 @@
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
@@ -16,6 +17,7 @@ from omni.services.codec.engine import (
     DecodeFailed,
     EngineClosed,
     EngineFull,
+    Outputs,
     Stream,
     engine_from_config,
 )
@@ -45,25 +47,91 @@ def _invalid(message: str) -> RpcFailure:
     return RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, message)
 
 
+class ChunkCheck:
+    """One stream's rules for its chunks: the codec's codebook count, a size in [1, max_chunk_frames], frames in order
+    without a gap, nothing after the `last` chunk (or after the input ended)."""
+
+    def __init__(self, config: CodecConfig, codebook_size: int) -> None:
+        self.max_chunk_frames = config.max_chunk_frames
+        self.codebook_size = codebook_size
+        self.next_frame = 0
+        self.ended = False
+
+    def codes(self, chunk: common_pb2.CodecChunk) -> np.ndarray:
+        """The chunk's int64 codes [num_frames, 16]; RpcFailure(INVALID_ARGUMENT) when it breaks a rule."""
+        if self.ended:
+            raise _invalid("chunk after the last chunk")
+        if chunk.num_codebooks != NUM_CODEBOOKS:
+            raise _invalid(f"chunk has {chunk.num_codebooks} codebooks, the codec needs {NUM_CODEBOOKS}")
+        if not 1 <= chunk.num_frames <= self.max_chunk_frames:
+            raise _invalid(f"chunk num_frames must be in [1, {self.max_chunk_frames}]")
+        if chunk.first_frame_index != self.next_frame:
+            raise _invalid(f"chunk starts at frame {chunk.first_frame_index}, expected {self.next_frame}")
+        try:
+            codes = unpack_codes(chunk.codes, chunk.num_frames, NUM_CODEBOOKS, self.codebook_size)
+        except PackingError as e:
+            raise _invalid(f"chunk at frame {self.next_frame}: {e}") from None
+        self.next_frame += chunk.num_frames
+        self.ended = chunk.last
+        return codes
+
+
+# Items on a DecodeMany call's event queue besides the engine's: a stream was admitted; the call's input ended;
+# shutdown began (wakes the sending loop, which ends the call once its streams have).
+STARTED, INPUT_DONE, DRAIN = object(), object(), object()
+MANY_RESPONSE_BYTES = 1 << 20  # PCM per DecodeManyResponse before the rest of a step's audio goes in the next one
+
+
+@dataclass(eq=False)
+class _ManyStream:
+    """A stream of a DecodeMany call: the client's id for it, its engine stream (None until admitted)."""
+
+    stream_id: int
+    request_id: str
+    check: ChunkCheck | None
+    stream: Stream | None = None
+    start: float = field(default_factory=time.perf_counter)
+    ended: bool = False
+
+
+@dataclass(eq=False)
+class _ManyCall:
+    """A DecodeMany call: its open streams by id, and one queue of (stream, item) for all of them, in order."""
+
+    streams: dict[int, _ManyStream] = field(default_factory=dict)
+    events: asyncio.Queue = field(default_factory=asyncio.Queue)
+    input_done: bool = False
+    draining: bool = False
+
+
+class _Tagged:
+    """A DecodeMany stream's `outputs`: the engine's items go on the call's queue, tagged with the stream."""
+
+    def __init__(self, events: asyncio.Queue, entry: _ManyStream) -> None:
+        self.events = events
+        self.entry = entry
+
+    def put_nowait(self, item: object) -> None:
+        self.events.put_nowait((self.entry, item))
+
+
 class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
     def __init__(self, engine: CodecEngine, identity: common_pb2.ModelIdentity, config: CodecConfig) -> None:
         self.engine = engine
         self.identity = identity
         self.config = config
         self.codebook_size = engine.decoder.cfg.codebook_size
+        self.many_calls: set[_ManyCall] = set()  # open DecodeMany calls, told when shutdown begins
 
     async def Decode(self, request_iterator, context):
         start = time.perf_counter()
         request_id, outcome, stream, reader, error = "", "error", None, None, ""
         try:
-            stream, request_id = self._open(await self._first_message(request_iterator))
-            yield codec_pb2.DecodeResponse(
-                started=codec_pb2.DecodeStarted(
-                    model=self.identity,
-                    sample_rate=self.engine.sample_rate,
-                    samples_per_frame=self.engine.samples_per_frame,
-                )
-            )
+            first = await self._first_message(request_iterator)
+            if first.WhichOneof("kind") != "open":
+                raise _invalid("the first message must be `open`")
+            stream, request_id = self._open(first.open), first.open.request_id
+            yield codec_pb2.DecodeResponse(started=self._started())
             reader = asyncio.create_task(self._read_chunks(request_iterator, stream))
             while True:
                 item = await stream.outputs.get()
@@ -73,7 +141,9 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                     raise item
                 if item is END_OF_STREAM:
                     break
-                yield _audio_response(item)
+                response = codec_pb2.DecodeResponse()
+                _fill_audio(response.audio, item)
+                yield response
                 if item.last:
                     # The client half-closes after its last chunk; anything else it sends is an error.
                     failure = await reader
@@ -83,15 +153,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
             # Every chunk is out: the stream succeeded. Set before the last yield, because a client that has read
             # the summary may cancel the call (the gateway does) and the handler then never resumes after it.
             outcome = "ok"
-            yield codec_pb2.DecodeResponse(
-                summary=codec_pb2.DecodeSummary(
-                    num_frames=stream.frames_done,
-                    num_samples=stream.samples_done,
-                    audio_seconds=stream.samples_done / self.engine.sample_rate,
-                    num_chunks=stream.chunks_done,
-                    total_ms=ms_since(start),
-                )
-            )
+            yield codec_pb2.DecodeResponse(summary=self._summary(stream, start))
         except RpcFailure as e:
             outcome, error = e.code.name.lower(), e.message  # the message in the log says why the stream ended
             await context.abort(e.code, e.message)
@@ -101,19 +163,138 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         finally:
             if reader is not None:
                 reader.cancel()
-            if stream is not None:
-                self.engine.release(stream)
-            self.engine.metrics.streams.labels(outcome).inc()
-            log_request(
-                log,
-                "decode",
-                request_id=request_id,
-                outcome=outcome,
-                frames=stream.frames_done if stream else 0,
-                chunks=stream.chunks_done if stream else 0,
-                total_ms=ms_since(start),
-                error=error,
-            )
+            self._end(stream, request_id, outcome, start, error)
+
+    async def DecodeMany(self, request_iterator, context):
+        """Many streams over one call (see codec.proto). The reader task opens streams and submits their chunks;
+        this loop sends every event that is ready, each stream's in order, packed into as few messages as fit
+        MANY_RESPONSE_BYTES."""
+        call = _ManyCall()
+        self.many_calls.add(call)
+        if not self.engine.accepting:
+            call.draining = True
+        reader = asyncio.create_task(self._read_many(request_iterator, call))
+        try:
+            while not ((call.input_done or call.draining) and not call.streams and call.events.empty()):
+                ready = [await call.events.get()]
+                while not call.events.empty():
+                    ready.append(call.events.get_nowait())
+                response, size = codec_pb2.DecodeManyResponse(), 0
+                for entry, item in ready:
+                    size += self._many_event(response, call, entry, item)
+                    if size >= MANY_RESPONSE_BYTES:
+                        yield response
+                        response, size = codec_pb2.DecodeManyResponse(), 0
+                if response.events:
+                    yield response
+        except RpcFailure as e:
+            await context.abort(e.code, e.message)
+        finally:
+            reader.cancel()
+            self.many_calls.discard(call)
+            for entry in list(call.streams.values()):  # the call ended under them (cancelled or failed)
+                self._many_finish(call, entry, "cancelled")
+
+    async def _read_many(self, request_iterator, call: "_ManyCall") -> None:
+        """DecodeMany's reader: each item opens, feeds, ends or cancels its stream. A bad item fails its stream
+        only (an `error` event); a chunk past the stream's backlog fails it RESOURCE_EXHAUSTED."""
+        ended_by: object = INPUT_DONE
+        try:
+            async for request in request_iterator:
+                for item in request.items:
+                    self._many_item(call, item)
+        except Exception as e:  # the call itself broke: the sending loop ends it, and the streams on it
+            ended_by = RpcFailure(grpc.StatusCode.INTERNAL, f"DecodeMany: reading the call failed: {e}")
+        finally:
+            call.events.put_nowait((None, ended_by))
+
+    def _many_finish(self, call: "_ManyCall", entry: "_ManyStream", outcome: str, error: str = "") -> None:
+        """A DecodeMany stream ended: no more events for it, its id is free again."""
+        entry.ended = True
+        if call.streams.get(entry.stream_id) is entry:
+            del call.streams[entry.stream_id]
+        self._end(entry.stream, entry.request_id, outcome, entry.start, error)
+
+    def _many_fail(self, call: "_ManyCall", entry: "_ManyStream", failure: RpcFailure) -> None:
+        """End a DecodeMany stream with an `error` event (after any of its events already queued)."""
+        call.events.put_nowait((entry, failure))
+        self._many_finish(call, entry, failure.code.name.lower(), failure.message)
+
+    def _many_item(self, call: "_ManyCall", item: codec_pb2.StreamRequest) -> None:
+        kind, stream_id = item.WhichOneof("kind"), item.stream_id
+        entry = call.streams.get(stream_id)
+        if kind == "open":
+            if entry is not None:
+                self._many_fail(call, entry, _invalid(f"stream {stream_id} is already open"))
+                return
+            entry = _ManyStream(stream_id, item.open.request_id, ChunkCheck(self.config, self.codebook_size))
+            try:
+                entry.stream = self._open(item.open, _Tagged(call.events, entry))
+            except RpcFailure as failure:
+                call.events.put_nowait((entry, failure))  # refused: never in `streams`
+                self._many_finish(call, entry, failure.code.name.lower(), failure.message)
+                return
+            call.streams[stream_id] = entry
+            call.events.put_nowait((entry, STARTED))
+            return
+        if entry is None:
+            if kind != "cancel":  # a cancel may cross the stream's end on the wire
+                orphan = _ManyStream(stream_id, "", None)
+                call.events.put_nowait((orphan, _invalid(f"stream {stream_id} is not open (open it first)")))
+            return
+        if kind == "cancel":
+            self._many_finish(call, entry, "cancelled")
+        elif kind == "end":
+            if not entry.check.ended:
+                entry.check.ended = True
+                self.engine.submit(entry.stream, None, False)
+        elif kind == "chunk":
+            try:
+                codes = entry.check.codes(item.chunk)
+            except RpcFailure as failure:
+                self._many_fail(call, entry, failure)
+                return
+            self.engine.submit(entry.stream, codes, item.chunk.last)
+            backlog = entry.stream.frames_submitted - entry.stream.frames_done
+            if backlog > self.config.max_backlog_frames:
+                message = f"{backlog} undecoded frames > max_backlog_frames {self.config.max_backlog_frames}"
+                self._many_fail(call, entry, RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, message))
+        else:
+            self._many_fail(call, entry, _invalid(f"stream {stream_id}: a message with no content"))
+
+    def _many_event(self, response: codec_pb2.DecodeManyResponse, call: "_ManyCall", entry, item) -> int:
+        """Add one ready item's event(s) to `response`; returns the bytes of PCM added."""
+        if entry is None:  # the call's own items: its input ended (or broke), or shutdown began
+            if isinstance(item, RpcFailure):
+                raise item
+            call.input_done = call.input_done or item is INPUT_DONE
+            return 0
+        if isinstance(item, RpcFailure):  # the reader already ended the stream
+            event = response.events.add(stream_id=entry.stream_id)
+            event.error.code, event.error.message = item.code.value[0], item.message
+            return 0
+        if entry.ended:  # audio decoded before the stream was cancelled or failed
+            return 0
+        if item is STARTED:
+            response.events.add(stream_id=entry.stream_id).started.CopyFrom(self._started())
+            return 0
+        if isinstance(item, DecodeFailed):
+            self._many_fail(call, entry, RpcFailure(grpc.StatusCode.INTERNAL, str(item)))
+            return 0
+        size = 0
+        if isinstance(item, DecodedChunk):
+            _fill_audio(response.events.add(stream_id=entry.stream_id).audio, item)
+            size = len(item.pcm)
+        if item is END_OF_STREAM or item.last:
+            response.events.add(stream_id=entry.stream_id).summary.CopyFrom(self._summary(entry.stream, entry.start))
+            self._many_finish(call, entry, "ok")
+        return size
+
+    def drain(self) -> None:
+        """Shutdown began: each DecodeMany call ends once its streams have (new streams are refused)."""
+        for call in self.many_calls:
+            call.draining = True
+            call.events.put_nowait((None, DRAIN))
 
     async def _first_message(self, request_iterator) -> codec_pb2.DecodeRequest:
         try:
@@ -121,10 +302,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         except StopAsyncIteration:
             raise _invalid("empty stream: the first message must be `open`") from None
 
-    def _open(self, request: codec_pb2.DecodeRequest) -> tuple[Stream, str]:
-        if request.WhichOneof("kind") != "open":
-            raise _invalid("the first message must be `open`")
-        opening = request.open
+    def _open(self, opening: codec_pb2.DecodeOpen, outputs: Outputs | None = None) -> Stream:
         mismatch = codec_mismatch(opening.model, self.identity)
         if mismatch:
             raise RpcFailure(grpc.StatusCode.FAILED_PRECONDITION, f"model mismatch: {mismatch}")
@@ -136,41 +314,59 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         except PackingError as e:
             raise _invalid(f"open: {e}") from None
         try:
-            stream = self.engine.open(sample_format, ref if len(ref) else None)
+            return self.engine.open(sample_format, ref if len(ref) else None, outputs)
         except EngineFull as e:
             raise RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, f"{e}; retry later") from None
         except EngineClosed as e:
             raise RpcFailure(grpc.StatusCode.UNAVAILABLE, str(e)) from None
-        return stream, opening.request_id
+
+    def _started(self) -> codec_pb2.DecodeStarted:
+        return codec_pb2.DecodeStarted(
+            model=self.identity,
+            sample_rate=self.engine.sample_rate,
+            samples_per_frame=self.engine.samples_per_frame,
+            max_backlog_frames=self.config.max_backlog_frames,
+        )
+
+    def _summary(self, stream: Stream, start: float) -> codec_pb2.DecodeSummary:
+        return codec_pb2.DecodeSummary(
+            num_frames=stream.frames_done,
+            num_samples=stream.samples_done,
+            audio_seconds=stream.samples_done / self.engine.sample_rate,
+            num_chunks=stream.chunks_done,
+            total_ms=ms_since(start),
+        )
+
+    def _end(self, stream: Stream | None, request_id: str, outcome: str, start: float, error: str = "") -> None:
+        """A stream ended (either RPC): free its slot, count it and log it."""
+        if stream is not None:
+            self.engine.release(stream)
+        self.engine.metrics.streams.labels(outcome).inc()
+        log_request(
+            log,
+            "decode",
+            request_id=request_id,
+            outcome=outcome,
+            frames=stream.frames_done if stream else 0,
+            chunks=stream.chunks_done if stream else 0,
+            total_ms=ms_since(start),
+            error=error,
+        )
 
     async def _read_chunks(self, request_iterator, stream: Stream) -> RpcFailure | None:
         """Validate and submit the client's chunks; a failure is also queued to end the stream."""
-        next_frame, ended = 0, False
+        check = ChunkCheck(self.config, self.codebook_size)
         try:
             async for request in request_iterator:
                 if request.WhichOneof("kind") != "chunk":
                     raise _invalid("only chunks may follow `open`")
-                if ended:
-                    raise _invalid("chunk after the last chunk")
-                chunk = request.chunk
-                if chunk.num_codebooks != NUM_CODEBOOKS:
-                    raise _invalid(f"chunk has {chunk.num_codebooks} codebooks, the codec needs {NUM_CODEBOOKS}")
-                if not 1 <= chunk.num_frames <= self.config.max_chunk_frames:
-                    raise _invalid(f"chunk num_frames must be in [1, {self.config.max_chunk_frames}]")
-                if chunk.first_frame_index != next_frame:
-                    raise _invalid(f"chunk starts at frame {chunk.first_frame_index}, expected {next_frame}")
-                try:
-                    codes = unpack_codes(chunk.codes, chunk.num_frames, NUM_CODEBOOKS, self.codebook_size)
-                except PackingError as e:
-                    raise _invalid(f"chunk at frame {next_frame}: {e}") from None
-                next_frame += chunk.num_frames
-                ended = chunk.last
-                self.engine.submit(stream, codes, chunk.last)
+                codes = check.codes(request.chunk)
+                self.engine.submit(stream, codes, request.chunk.last)
                 # Backpressure: stop reading (gRPC flow control then slows the client) while the backlog is full.
                 while stream.frames_submitted - stream.frames_done > self.config.max_backlog_frames:
                     stream.decoded.clear()
                     await stream.decoded.wait()
-            if not ended:
+            if not check.ended:
                 self.engine.submit(stream, None, False)  # half-closed without `last`: end after what was sent
             return None
         except RpcFailure as failure:
@@ -195,10 +391,8 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         )
 
 
-def _audio_response(chunk: DecodedChunk) -> codec_pb2.DecodeResponse:
-    """Filled in place: building an AudioChunk and passing it to DecodeResponse would copy the PCM once more."""
-    response = codec_pb2.DecodeResponse()
-    audio = response.audio
+def _fill_audio(audio: codec_pb2.AudioChunk, chunk: DecodedChunk) -> None:
+    """Filled in place in its response: building an AudioChunk and copying it in would copy the PCM once more."""
     audio.pcm = chunk.pcm
     audio.num_samples = chunk.num_samples
     audio.first_sample_index = chunk.first_sample_index
@@ -208,7 +402,6 @@ def _audio_response(chunk: DecodedChunk) -> codec_pb2.DecodeResponse:
     audio.timing.emitted_unix_nanos = time.time_ns()
     audio.timing.compute_ms = chunk.compute_ms
     audio.timing.queue_ms = chunk.queue_ms
-    return response
 
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -231,6 +424,7 @@ def build_codec_service(config: CodecConfig, metrics: CodecMetrics | None = None
 
     async def stop_admitting() -> None:
         engine.accepting = False
+        servicer.drain()
 
     service.on_shutdown(stop_admitting)
     return service, engine

@@ -1,14 +1,15 @@
 """The real `Backend`: drives the talker, codec and reference-encoder services over gRPC.
 
 Per request: resolve the voice (a CustomVoice speaker, an uploaded voice or reference audio through the
-reference encoder), build the prompt ids with `omni.talker.prompt`, open the talker's Generate and the codec's
-Decode at the same time (each on the least-loaded replica that admits it), then pipe the talker's codec chunks into
-the codec's stream and yield its PCM as it comes.
+reference encoder), build the prompt ids with `omni.talker.prompt`, open the talker's Generate and a codec stream at
+the same time (each on the least-loaded replica that admits it), then pipe the talker's codec chunks into the codec's
+stream and yield its PCM as it comes. Codec streams go over one DecodeMany call per codec replica, shared by this
+worker's requests (`codec_calls`), so chunks and audio of many requests travel in one gRPC message.
 
 Replicas come from static `host:port` addresses or DNS names (a headless Service resolves to one address per
 pod). A poller refreshes addresses and loads; a replica that fails an RPC is marked down and polled again
-after `down_s`. Closing the `synthesize` iterator cancels both backend calls at once, which frees the talker
-slot and the codec slot within one engine step.
+after `down_s`. Closing the `synthesize` iterator cancels the talker call and the codec stream at once, which frees
+the talker slot and the codec slot within one engine step.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 import grpc
 import numpy as np
@@ -47,6 +49,7 @@ from .backend import (
     VoiceInfo,
     VoiceUpload,
 )
+from .codec_calls import CodecStream, CodecStreamFailed, SharedDecodeCall
 
 log = logging.getLogger("omni.gateway")
 
@@ -63,10 +66,6 @@ CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2000),
 )
-
-
-class CodecCallEnded(Exception):
-    """The codec's Decode call ended (its status tells why) while chunks were still being written to it."""
 
 
 # Status codes that say "this replica is broken", not "this request was refused".
@@ -254,6 +253,7 @@ class GrpcBackend(Backend):
             "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, down_s
         )
         self.voices = VoiceListCache(self.list_voices, voices_max_age_s)
+        self.decode_calls: dict[str, SharedDecodeCall] = {}  # codec address -> this worker's DecodeMany call
         self._poller: asyncio.Task | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -267,6 +267,9 @@ class GrpcBackend(Backend):
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
+        for call in self.decode_calls.values():
+            await call.close()
+        self.decode_calls.clear()
         for pool in (self.talkers, self.codecs, self.refencs):
             await pool.close()
 
@@ -337,25 +340,26 @@ class GrpcBackend(Backend):
                 if opening in done:
                     opening.result()
             talker_call, first, talker = talker_open.result()
-            codec_call, codec = codec_open.result()
+            codec_stream, codec = codec_open.result()
             summary: list[talker_pb2.GenerateSummary] = []
-            pump = asyncio.create_task(self._pump(talker_call, first, talker, codec_call, summary))
+            pump = asyncio.create_task(self._pump(talker_call, first, talker, codec_stream, summary))
             while True:
-                read = asyncio.ensure_future(codec_call.read())
+                read = asyncio.ensure_future(codec_stream.read())
                 waiting = {read} if pump.done() else {read, pump}
                 await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if pump.done() and pump.exception() is not None:
-                    if isinstance(pump.exception(), CodecCallEnded):
-                        await self._raise_codec_status(codec_call, codec)
+                    if isinstance(pump.exception(), CodecStreamFailed):
+                        self._raise_codec_failure(pump.exception(), codec)
                     raise pump.exception()
                 if not read.done():
                     await asyncio.wait({read})  # the pump finished cleanly: the codec still owes audio
-                message = self._codec_result(read, codec)
-                if message is grpc.aio.EOF:
-                    raise BackendError(f"codec replica {codec.address} closed the stream without a summary")
-                kind = message.WhichOneof("kind")
+                try:
+                    event = read.result()
+                except CodecStreamFailed as e:
+                    self._raise_codec_failure(e, codec)
+                kind = event.WhichOneof("kind")
                 if kind == "audio":
-                    yield decode_pcm(message.audio.pcm, common_pb2.SAMPLE_FORMAT_PCM_F32LE)
+                    yield decode_pcm(event.audio.pcm, common_pb2.SAMPLE_FORMAT_PCM_F32LE)
                 elif kind == "summary":
                     break
             await pump
@@ -363,7 +367,7 @@ class GrpcBackend(Backend):
             yield Usage(prepared.text_tokens, prepared.ref_code_frames, frames)
         finally:
             # One place cancels everything: normal end, error, client disconnect (aclose) or deadline. An opening
-            # still in flight cancels its own call; one that finished has its call cancelled here.
+            # still in flight cancels its own call or stream; one that finished has it cancelled here.
             for task in (talker_open, codec_open, pump, read):
                 if task is not None:
                     task.cancel()
@@ -372,37 +376,28 @@ class GrpcBackend(Backend):
                 if not opening.cancelled() and opening.exception() is None:
                     opening.result()[0].cancel()
 
-    def _codec_result(self, read: asyncio.Future, codec: Replica) -> codec_pb2.DecodeResponse:
-        try:
-            return read.result()
-        except grpc.aio.AioRpcError as e:
-            if e.code() in REPLICA_FAILURES:
-                self.codecs.mark_down(codec, e.details() or e.code().name)
-            raise BackendError(f"codec {codec.address} failed mid-stream: {e.code().name}: {e.details()}") from None
+    def _raise_codec_failure(self, failure: CodecStreamFailed, codec: Replica) -> NoReturn:
+        """The codec ended the request's stream (or the shared call under it): a broken replica is marked down."""
+        if failure.code in REPLICA_FAILURES:
+            self.codecs.mark_down(codec, failure.message or failure.code.name)
+        raise BackendError(f"codec {codec.address} failed mid-stream: {failure.code.name}: {failure.message}")
 
-    async def _raise_codec_status(self, codec_call: grpc.aio.StreamStreamCall, codec: Replica) -> None:
-        """The codec ended the call while chunks were being written to it: report its status (code, details)."""
-        code, details = await codec_call.code(), await codec_call.details()
-        if code in REPLICA_FAILURES:
-            self.codecs.mark_down(codec, details or code.name)
-        raise BackendError(f"codec {codec.address} failed mid-stream: {code.name}: {details}")
-
-    async def _pump(self, talker_call, first, talker: Replica, codec_call, summary: list) -> None:
-        """Talker chunks -> codec writes; the talker's summary ends the codec's input."""
+    async def _pump(self, talker_call, first, talker: Replica, codec_stream: CodecStream, summary: list) -> None:
+        """Talker chunks -> codec stream; the talker's summary ends the codec's input."""
         message = first
         try:
             while message is not grpc.aio.EOF:
                 kind = message.WhichOneof("kind")
                 if kind == "chunk":
-                    await _to_codec(codec_call.write(codec_pb2.DecodeRequest(chunk=message.chunk)))
+                    await codec_stream.write_chunk(message.chunk)  # CodecStreamFailed: the codec's failure
                 elif kind == "summary":
                     summary.append(message.summary)
                     break
                 message = await talker_call.read()
             else:
                 raise BackendError(f"talker {talker.address} closed the stream without a summary")
-            await _to_codec(codec_call.done_writing())
-        except grpc.aio.AioRpcError as e:  # from talker_call.read(): codec failures are CodecCallEnded
+            codec_stream.end()
+        except grpc.aio.AioRpcError as e:  # from talker_call.read()
             if e.code() in REPLICA_FAILURES:
                 self.talkers.mark_down(talker, e.details() or e.code().name)
             raise BackendError(f"talker {talker.address} failed mid-stream: {e.code().name}: {e.details()}") from None
@@ -434,8 +429,16 @@ class GrpcBackend(Backend):
             raise Overloaded(retry_after=retry_after)
         raise Unavailable(f"no talker replica is available (tried {tried})")
 
+    def _decode_call(self, replica: Replica) -> SharedDecodeCall:
+        """This worker's DecodeMany call to `replica`, opened again after one that ended."""
+        call = self.decode_calls.get(replica.address)
+        if call is None or not call.alive:
+            call = self.decode_calls[replica.address] = SharedDecodeCall(replica.stub)
+        return call
+
     async def _open_codec(self, request_id: str, prepared: PreparedRequest):
-        """Open Decode on the least-loaded codec that admits it, primed with the reference codes."""
+        """Open a stream on the least-loaded codec that admits it, primed with the reference codes; returns
+        (stream, replica)."""
         opening = codec_pb2.DecodeOpen(
             request_id=request_id,
             model=self.identity,
@@ -446,25 +449,22 @@ class GrpcBackend(Backend):
         full = False
         for replica in self.codecs.ranked():
             replica.picked += 1
-            call = replica.stub.Decode()
+            stream = self._decode_call(replica).open(opening)
             try:
-                await call.write(codec_pb2.DecodeRequest(open=opening))
-                started = await call.read()
-                if started is grpc.aio.EOF or started.WhichOneof("kind") != "started":
-                    raise BackendError(f"codec replica {replica.address} did not start the stream")
-                if started.started.sample_rate != SAMPLE_RATE:
-                    raise BackendError(f"codec sample rate {started.started.sample_rate} != {SAMPLE_RATE}")
-                return call, replica
-            except grpc.aio.AioRpcError as e:
-                call.cancel()
-                if e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                started = await stream.started()
+                if started.sample_rate != SAMPLE_RATE:
+                    raise BackendError(f"codec sample rate {started.sample_rate} != {SAMPLE_RATE}")
+                return stream, replica
+            except CodecStreamFailed as e:
+                stream.cancel()
+                if e.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
                     full = True
                     continue
-                if e.code() == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise InvalidRequest(f"codec refused the request: {e.details()}") from None
-                self.codecs.mark_down(replica, f"{e.code().name}: {e.details()}")
+                if e.code == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise InvalidRequest(f"codec refused the request: {e.message}") from None
+                self.codecs.mark_down(replica, f"{e.code.name}: {e.message}")
             except BaseException:
-                call.cancel()
+                stream.cancel()
                 raise
         if full:
             raise Overloaded("all codec replicas are at capacity")
@@ -578,16 +578,6 @@ class GrpcBackend(Backend):
             await self._refenc_call("DeleteVoice", refenc_pb2.DeleteVoiceRequest(name=name))
         finally:
             self.voices.clear()  # the next request through this gateway sees the change at once
-
-
-async def _to_codec(write) -> None:
-    """A write to the codec's call; if the call has ended (grpc.aio raises InvalidStateError "RPC already finished",
-    or the AioRpcError of the codec's status), CodecCallEnded: the caller reads the codec's status, so the failure is
-    reported as the codec's, not the talker's (whose replica a codec error must not mark down)."""
-    try:
-        await write
-    except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
-        raise CodecCallEnded from None
 
 
 def _raise_for_client_error(e: grpc.aio.AioRpcError) -> None:
