@@ -6,14 +6,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_null_model_profile_of_the_codec_service_accounts_for_every_chunk():
+@pytest.mark.parametrize("shared_calls", [0, 2])
+def test_null_model_profile_of_the_codec_service_accounts_for_every_chunk(shared_calls):
     # --null-model swaps the engine's decode for zeros of the shape a graph replay returns; the spans must still see
-    # every chunk and step, in S16 too (4 streams × 61 frames: a 1-frame chunk, then four of 15).
+    # every chunk and step, in S16 too (4 streams × 61 frames: a 1-frame chunk, then four of 15), with a Decode call
+    # per stream and with the streams over two shared DecodeMany calls (the gateway's client).
     command = [sys.executable, str(ROOT / "tools" / "profile_host.py"), "--streams", "4", "--null-model", "--s16"]
-    command += ["--repeat", "1"]
+    command += ["--repeat", "1", "--shared-calls", str(shared_calls)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

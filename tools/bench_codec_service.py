@@ -81,25 +81,33 @@ def plan_sizes(total: int, first: int, steady: int) -> list[int]:
     return sizes
 
 
+def chunks_of(codes: np.ndarray, first: int, steady: int):
+    """(first frame, CodecChunk) of an utterance: a `first`-frame chunk, then `steady`-frame chunks."""
+    start = 0
+    sizes = plan_sizes(len(codes), first, steady)
+    for k, n in enumerate(sizes):
+        part = codes[start : start + n]
+        chunk = common_pb2.CodecChunk(
+            codes=part.astype("<i2").tobytes(),
+            num_frames=n,
+            num_codebooks=16,
+            first_frame_index=start,
+            last=k == len(sizes) - 1,
+        )
+        yield start, chunk
+        start += n
+
+
 async def one_stream(stub, identity, codes: np.ndarray, first: int, steady: int) -> dict:
+    """One utterance over its own Decode call."""
+
     async def requests():
         yield codec_pb2.DecodeRequest(
             open=codec_pb2.DecodeOpen(model=identity, sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE)
         )
-        start = 0
-        sizes = plan_sizes(len(codes), first, steady)
-        for k, n in enumerate(sizes):
-            part = codes[start : start + n]
-            chunk = common_pb2.CodecChunk(
-                codes=part.astype("<i2").tobytes(),
-                num_frames=n,
-                num_codebooks=16,
-                first_frame_index=start,
-                last=k == len(sizes) - 1,
-            )
+        for start, chunk in chunks_of(codes, first, steady):
             sent[start] = time.perf_counter()
             yield codec_pb2.DecodeRequest(chunk=chunk)
-            start += n
 
     sent: dict[int, float] = {}
     t0 = time.perf_counter()
@@ -113,16 +121,57 @@ async def one_stream(stub, identity, codes: np.ndarray, first: int, steady: int)
     return {"ttfa": ttfa, "latencies": latencies, "pcm": np.concatenate(pcm)}
 
 
-async def run_level(port: int, streams: int, frames: int, first: int, steady: int, seed: int) -> tuple[dict, list]:
+async def one_shared_stream(shared, identity, codes: np.ndarray, first: int, steady: int) -> dict:
+    """One utterance as a stream of a shared DecodeMany call, through the gateway's client of it."""
+
+    async def feed():
+        for start, chunk in chunks_of(codes, first, steady):
+            sent[start] = time.perf_counter()
+            await stream.write_chunk(chunk)  # waits while the stream's backlog is full
+
+    sent: dict[int, float] = {}
+    t0 = time.perf_counter()
+    stream = shared.open(codec_pb2.DecodeOpen(model=identity, sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE))
+    await stream.started()
+    feeding = asyncio.create_task(feed())
+    ttfa, latencies, pcm = None, [], []
+    while (event := await stream.read()).WhichOneof("kind") == "audio":
+        now = time.perf_counter()
+        ttfa = ttfa if ttfa is not None else now - t0
+        latencies.append(now - sent[event.audio.first_frame_index])
+        pcm.append(np.frombuffer(event.audio.pcm, dtype="<f4"))
+    await feeding
+    return {"ttfa": ttfa, "latencies": latencies, "pcm": np.concatenate(pcm)}
+
+
+async def run_level(
+    port: int, streams: int, frames: int, first: int, steady: int, seed: int, shared_calls: int = 0
+) -> tuple[dict, list]:
+    """`streams` utterances at once: each over its own Decode call, or with `shared_calls` > 0 spread over that
+    many DecodeMany calls (as that many gateway workers would)."""
+    from omni.services.gateway.codec_calls import SharedDecodeCall
+
     rng = np.random.default_rng(seed)
     utterances = [rng.integers(0, 2048, size=(frames, 16)) for _ in range(streams)]
     options = [("grpc.max_receive_message_length", 64 * 1024 * 1024)]
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
         stub = codec_pb2_grpc.CodecServiceStub(channel)
         identity = (await stub.GetModelInfo(codec_pb2.GetModelInfoRequest())).model
+        shared = [SharedDecodeCall(stub) for _ in range(shared_calls)]
         t0 = time.perf_counter()
-        results = await asyncio.gather(*(one_stream(stub, identity, u, first, steady) for u in utterances))
-        wall = time.perf_counter() - t0
+        try:
+            if shared:
+                runs = (
+                    one_shared_stream(shared[i % len(shared)], identity, u, first, steady)
+                    for i, u in enumerate(utterances)
+                )
+            else:
+                runs = (one_stream(stub, identity, u, first, steady) for u in utterances)
+            results = await asyncio.gather(*runs)
+            wall = time.perf_counter() - t0
+        finally:
+            for call in shared:
+                await call.close()
     ttfa = np.array([r["ttfa"] for r in results]) * 1000
     lat = np.concatenate([r["latencies"] for r in results]) * 1000
     audio_s = streams * frames * 1920 / 24000

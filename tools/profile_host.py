@@ -181,7 +181,9 @@ class _S16Formats:
         return getattr(common_pb2, name)
 
 
-def measure_level(model: Path, streams: int, frames: int, cprofile: int, null_model: bool, repeat: int) -> dict:
+def measure_level(
+    model: Path, streams: int, frames: int, cprofile: int, null_model: bool, repeat: int, shared_calls: int = 0
+) -> dict:
     """One server, a warm-up pass, then `repeat` timed passes of `streams` streams; returns the pass with the least
     server host CPU per chunk (the machine is shared: the least disturbed pass is the best estimate)."""
     port = bench.free_port()
@@ -194,13 +196,13 @@ def measure_level(model: Path, streams: int, frames: int, cprofile: int, null_mo
         passes = []
         try:
             bench.wait_serving(port, server)
-            asyncio.run(bench.run_level(port, streams, 16, 1, 15, seed=99))  # warm-up: both chunk shapes
+            asyncio.run(bench.run_level(port, streams, 16, 1, 15, 99, shared_calls))  # warm-up: both chunk shapes
             for i in range(repeat):
                 report_path.unlink(missing_ok=True)
                 server.send_signal(signal.SIGUSR1)
                 time.sleep(0.2)
                 cpu0, wall0 = time.process_time(), time.perf_counter()
-                row, _ = asyncio.run(bench.run_level(port, streams, frames, 1, 15, seed=i))
+                row, _ = asyncio.run(bench.run_level(port, streams, frames, 1, 15, i, shared_calls))
                 client_cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
                 server.send_signal(signal.SIGUSR2)
                 for _ in range(100):
@@ -326,6 +328,9 @@ def main() -> None:
     parser.add_argument("--stack", action="store_true", help="the whole stack: omni serve (tiny) + omni bench")
     parser.add_argument("--max-new-tokens", type=int, default=31, help="--stack: codec frames per request cap")
     parser.add_argument("--s16", action="store_true", help="streams ask for S16LE PCM instead of F32LE")
+    parser.add_argument(
+        "--shared-calls", type=int, default=0, help="streams go over this many DecodeMany calls (0: a Decode each)"
+    )
     # The server half (run by the client half in a subprocess).
     parser.add_argument("--serve-codec", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -344,7 +349,9 @@ def main() -> None:
         model = args.model or bench.write_model(Path(tmp) / "codec-tiny", bench.TINY_DECODER)
         rows = []
         for n in args.streams:
-            rows.append(measure_level(model, n, args.frames, args.cprofile, args.null_model, args.repeat))
+            rows.append(
+                measure_level(model, n, args.frames, args.cprofile, args.null_model, args.repeat, args.shared_calls)
+            )
             print(json.dumps({k: v for k, v in rows[-1].items() if k != "cprofile"}), flush=True)
             if args.cprofile:
                 print(rows[-1]["cprofile"], flush=True)

@@ -77,7 +77,7 @@ class CodecServiceServicer:
     def DecodeMany(self, request_iterator, context):
         """Decodes many utterances over one call, each as Decode would, with the streams' messages batched: a client
         sends whatever it has ready for any of its streams in one message, and the server answers each decode step's
-        audio for the call's streams in as few messages as fit `max_response_bytes`. The gateway keeps one such call
+        audio for the call's streams in as few messages as fit its cap (1 MiB of PCM). The gateway keeps one such call
         per codec replica, so the codec's event loop handles a message per batch instead of per chunk.
         A stream's refusal or failure is its `error` event (same codes as Decode's status) and the call goes on; the
         call's own status ends every stream on it. A stream may hold at most `max_backlog_frames` undecoded frames
