@@ -15,8 +15,8 @@ from omni.services.codec.config import CodecConfig
 from omni.services.codec.service import build_codec_service, warm_up
 from omni.services.common.packing import pack_codes
 from omni.services.gateway.backend import BackendError
-from omni.services.gateway.codec_calls import CodecStreamFailed
 from omni.services.gateway.grpc_backend import GrpcBackend, PreparedRequest
+from omni.services.gateway.shared_calls import StreamFailed
 
 from omni.proto import common_pb2, talker_pb2
 
@@ -42,9 +42,9 @@ def test_a_codec_that_ends_the_call_mid_stream_is_reported_with_its_status(tiny_
                 codes=pack_codes(codes), num_frames=2, num_codebooks=16, first_frame_index=0, first=True
             )
             await stream.write_chunk(chunk)
-            with pytest.raises(CodecStreamFailed) as ended:
+            with pytest.raises(StreamFailed) as ended:
                 await stream.read()
-            with pytest.raises(CodecStreamFailed):  # the pump's next write fails with the codec's status too
+            with pytest.raises(StreamFailed):  # the pump's next write fails with the codec's status too
                 await stream.write_chunk(chunk)
             with pytest.raises(BackendError) as failure:
                 backend._raise_codec_failure(ended.value, replica)

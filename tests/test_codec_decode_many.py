@@ -1,6 +1,6 @@
 """The codec's DecodeMany over real gRPC on loopback: many streams in one call, each decoded as Decode would (its
 PCM equals the whole-utterance decode), per-stream errors that leave the call and its other streams going, slots
-freed by a stream's cancel and by the call's, the shutdown drain, and the gateway's client of it (`codec_calls`),
+freed by a stream's cancel and by the call's, the shutdown drain, and the gateway's client of it (`shared_calls`),
 which waits for audio before sending past the codec's backlog."""
 
 import asyncio
@@ -9,7 +9,7 @@ from collections import defaultdict
 import grpc
 import numpy as np
 from omni.services.common.packing import decode_pcm
-from omni.services.gateway.codec_calls import CodecStreamFailed, SharedDecodeCall
+from omni.services.gateway.shared_calls import SharedCall, StreamFailed
 
 from omni.proto import codec_pb2, common_pb2
 from tests import test_codec_service
@@ -223,9 +223,9 @@ def test_the_gateway_client_waits_for_audio_before_exceeding_the_backlog(model_d
 
     async def scenario():
         async with Running(model_dir, max_streams=2, max_chunk_frames=2, max_backlog_frames=2) as svc:
-            shared = SharedDecodeCall(svc.stub)
+            shared = SharedCall.to_codec(svc.stub)
             try:
-                stream = shared.open(opening(svc, fmt=F32))
+                stream = shared.open_codec(opening(svc, fmt=F32))
                 assert (await stream.started()).max_backlog_frames == 2
 
                 async def feed():  # as fast as it may: each write past the first waits for audio
@@ -239,7 +239,7 @@ def test_the_gateway_client_waits_for_audio_before_exceeding_the_backlog(model_d
                     audio.append(event.audio)
                 await feeding
                 assert event.summary.num_frames == 9
-                other = shared.open(opening(svc))  # the same call serves the next stream
+                other = shared.open_codec(opening(svc))  # the same call serves the next stream
                 await other.started()
                 other.cancel()
                 await svc.wait_idle()
@@ -254,19 +254,19 @@ def test_the_gateway_client_waits_for_audio_before_exceeding_the_backlog(model_d
 def test_the_gateway_client_fails_every_stream_when_the_call_ends(model_dir):
     async def scenario():
         async with Running(model_dir, max_streams=2) as svc:
-            shared = SharedDecodeCall(svc.stub)
-            stream = shared.open(opening(svc))
+            shared = SharedCall.to_codec(svc.stub)
+            stream = shared.open_codec(opening(svc))
             await stream.started()
             await svc.service.stop(0)  # the codec goes away under the call
             try:
                 await stream.read()
-            except CodecStreamFailed as e:
+            except StreamFailed as e:
                 failure = e
             assert not shared.alive
-            late = shared.open(opening(svc))
+            late = shared.open_codec(opening(svc))
             try:
                 await late.started()
-            except CodecStreamFailed as e:
+            except StreamFailed as e:
                 late_failure = e
             await shared.close()
             return failure, late_failure

@@ -253,6 +253,9 @@ def test_grpc_sdk_streams_audio(stack):
         # The same request over HTTP gives the same samples (float32 over gRPC, int16 over HTTP).
         http = speech(stack, input="Over gRPC.", **CLONE, response_format="pcm", max_new_tokens=8, seed=9)
         np.testing.assert_allclose(audio, pcm16(http.content), atol=1.01 / 32767)
+        # The float client got the codec's float samples, not int16 ones converted (the gateway asks the codec for
+        # int16 only when the client's output is 16-bit).
+        assert np.abs(audio * 32767 - np.round(audio * 32767)).max() > 0.01
         with pytest.raises(SpeechError) as error:
             client.synthesize("Who?", voice="nobody")
         assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT and "nobody" in error.value.message

@@ -131,7 +131,7 @@ async def one_shared_stream(shared, identity, codes: np.ndarray, first: int, ste
 
     sent: dict[int, float] = {}
     t0 = time.perf_counter()
-    stream = shared.open(codec_pb2.DecodeOpen(model=identity, sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE))
+    stream = shared.open_codec(codec_pb2.DecodeOpen(model=identity, sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE))
     await stream.started()
     feeding = asyncio.create_task(feed())
     ttfa, latencies, pcm = None, [], []
@@ -149,7 +149,7 @@ async def run_level(
 ) -> tuple[dict, list]:
     """`streams` utterances at once: each over its own Decode call, or with `shared_calls` > 0 spread over that
     many DecodeMany calls (as that many gateway workers would)."""
-    from omni.services.gateway.codec_calls import SharedDecodeCall
+    from omni.services.gateway.shared_calls import SharedCall
 
     rng = np.random.default_rng(seed)
     utterances = [rng.integers(0, 2048, size=(frames, 16)) for _ in range(streams)]
@@ -157,7 +157,7 @@ async def run_level(
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
         stub = codec_pb2_grpc.CodecServiceStub(channel)
         identity = (await stub.GetModelInfo(codec_pb2.GetModelInfoRequest())).model
-        shared = [SharedDecodeCall(stub) for _ in range(shared_calls)]
+        shared = [SharedCall.to_codec(stub) for _ in range(shared_calls)]
         t0 = time.perf_counter()
         try:
             if shared:

@@ -103,14 +103,6 @@ class DecodeManyRequest(_message.Message):
     items: _containers.RepeatedCompositeFieldContainer[StreamRequest]
     def __init__(self, items: _Optional[_Iterable[_Union[StreamRequest, _Mapping]]] = ...) -> None: ...
 
-class StreamError(_message.Message):
-    __slots__ = ("code", "message")
-    CODE_FIELD_NUMBER: _ClassVar[int]
-    MESSAGE_FIELD_NUMBER: _ClassVar[int]
-    code: int
-    message: str
-    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
-
 class StreamEvent(_message.Message):
     __slots__ = ("stream_id", "started", "audio", "summary", "error")
     STREAM_ID_FIELD_NUMBER: _ClassVar[int]
@@ -122,8 +114,8 @@ class StreamEvent(_message.Message):
     started: DecodeStarted
     audio: AudioChunk
     summary: DecodeSummary
-    error: StreamError
-    def __init__(self, stream_id: _Optional[int] = ..., started: _Optional[_Union[DecodeStarted, _Mapping]] = ..., audio: _Optional[_Union[AudioChunk, _Mapping]] = ..., summary: _Optional[_Union[DecodeSummary, _Mapping]] = ..., error: _Optional[_Union[StreamError, _Mapping]] = ...) -> None: ...
+    error: _common_pb2.StreamError
+    def __init__(self, stream_id: _Optional[int] = ..., started: _Optional[_Union[DecodeStarted, _Mapping]] = ..., audio: _Optional[_Union[AudioChunk, _Mapping]] = ..., summary: _Optional[_Union[DecodeSummary, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.StreamError, _Mapping]] = ...) -> None: ...
 
 class DecodeManyResponse(_message.Message):
     __slots__ = ("events",)

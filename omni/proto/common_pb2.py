@@ -24,17 +24,17 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14omni/v1/common.proto\x12\x0eomni.common.v1\"\xc3\x01\n\rModelIdentity\x12\x14\n\x0cmodel_family\x18\x01 \x01(\t\x12\x12\n\nmodel_name\x18\x02 \x01(\t\x12\x1b\n\x13\x63heckpoint_revision\x18\x03 \x01(\t\x12\x1e\n\x16\x63heckpoint_fingerprint\x18\x04 \x01(\t\x12\x10\n\x08\x63odec_id\x18\x05 \x01(\t\x12\x39\n\x10protocol_version\x18\x06 \x01(\x0e\x32\x1f.omni.common.v1.ProtocolVersion\"O\n\x0b\x43hunkTiming\x12\x1a\n\x12\x65mitted_unix_nanos\x18\x01 \x01(\x03\x12\x12\n\ncompute_ms\x18\x02 \x01(\x02\x12\x10\n\x08queue_ms\x18\x03 \x01(\x02\"\xab\x01\n\nCodecChunk\x12\r\n\x05\x63odes\x18\x01 \x01(\x0c\x12\x12\n\nnum_frames\x18\x02 \x01(\r\x12\x15\n\rnum_codebooks\x18\x03 \x01(\r\x12\x19\n\x11\x66irst_frame_index\x18\x04 \x01(\x04\x12\r\n\x05\x66irst\x18\x05 \x01(\x08\x12\x0c\n\x04last\x18\x06 \x01(\x08\x12+\n\x06timing\x18\x07 \x01(\x0b\x32\x1b.omni.common.v1.ChunkTiming\"p\n\x04Load\x12\x16\n\x0e\x61\x63tive_streams\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\r\x12\x13\n\x0bqueue_depth\x18\x03 \x01(\r\x12\x16\n\x0equeue_capacity\x18\x04 \x01(\r\x12\x11\n\taccepting\x18\x05 \x01(\x08*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01*g\n\x0cSampleFormat\x12\x1d\n\x19SAMPLE_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17SAMPLE_FORMAT_PCM_S16LE\x10\x01\x12\x1b\n\x17SAMPLE_FORMAT_PCM_F32LE\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14omni/v1/common.proto\x12\x0eomni.common.v1\"\xc3\x01\n\rModelIdentity\x12\x14\n\x0cmodel_family\x18\x01 \x01(\t\x12\x12\n\nmodel_name\x18\x02 \x01(\t\x12\x1b\n\x13\x63heckpoint_revision\x18\x03 \x01(\t\x12\x1e\n\x16\x63heckpoint_fingerprint\x18\x04 \x01(\t\x12\x10\n\x08\x63odec_id\x18\x05 \x01(\t\x12\x39\n\x10protocol_version\x18\x06 \x01(\x0e\x32\x1f.omni.common.v1.ProtocolVersion\"O\n\x0b\x43hunkTiming\x12\x1a\n\x12\x65mitted_unix_nanos\x18\x01 \x01(\x03\x12\x12\n\ncompute_ms\x18\x02 \x01(\x02\x12\x10\n\x08queue_ms\x18\x03 \x01(\x02\"\xab\x01\n\nCodecChunk\x12\r\n\x05\x63odes\x18\x01 \x01(\x0c\x12\x12\n\nnum_frames\x18\x02 \x01(\r\x12\x15\n\rnum_codebooks\x18\x03 \x01(\r\x12\x19\n\x11\x66irst_frame_index\x18\x04 \x01(\x04\x12\r\n\x05\x66irst\x18\x05 \x01(\x08\x12\x0c\n\x04last\x18\x06 \x01(\x08\x12+\n\x06timing\x18\x07 \x01(\x0b\x32\x1b.omni.common.v1.ChunkTiming\"p\n\x04Load\x12\x16\n\x0e\x61\x63tive_streams\x18\x01 \x01(\r\x12\x10\n\x08\x63\x61pacity\x18\x02 \x01(\r\x12\x13\n\x0bqueue_depth\x18\x03 \x01(\r\x12\x16\n\x0equeue_capacity\x18\x04 \x01(\r\x12\x11\n\taccepting\x18\x05 \x01(\x08\"D\n\x0bStreamError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\r\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x16\n\x0eretry_after_ms\x18\x03 \x01(\r*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01*g\n\x0cSampleFormat\x12\x1d\n\x19SAMPLE_FORMAT_UNSPECIFIED\x10\x00\x12\x1b\n\x17SAMPLE_FORMAT_PCM_S16LE\x10\x01\x12\x1b\n\x17SAMPLE_FORMAT_PCM_F32LE\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'omni.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PROTOCOLVERSION']._serialized_start=607
-  _globals['_PROTOCOLVERSION']._serialized_end=682
-  _globals['_SAMPLEFORMAT']._serialized_start=684
-  _globals['_SAMPLEFORMAT']._serialized_end=787
+  _globals['_PROTOCOLVERSION']._serialized_start=677
+  _globals['_PROTOCOLVERSION']._serialized_end=752
+  _globals['_SAMPLEFORMAT']._serialized_start=754
+  _globals['_SAMPLEFORMAT']._serialized_end=857
   _globals['_MODELIDENTITY']._serialized_start=41
   _globals['_MODELIDENTITY']._serialized_end=236
   _globals['_CHUNKTIMING']._serialized_start=238
@@ -43,4 +43,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CODECCHUNK']._serialized_end=491
   _globals['_LOAD']._serialized_start=493
   _globals['_LOAD']._serialized_end=605
+  _globals['_STREAMERROR']._serialized_start=607
+  _globals['_STREAMERROR']._serialized_end=675
 # @@protoc_insertion_point(module_scope)

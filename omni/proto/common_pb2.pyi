@@ -79,3 +79,13 @@ class Load(_message.Message):
     queue_capacity: int
     accepting: bool
     def __init__(self, active_streams: _Optional[int] = ..., capacity: _Optional[int] = ..., queue_depth: _Optional[int] = ..., queue_capacity: _Optional[int] = ..., accepting: _Optional[bool] = ...) -> None: ...
+
+class StreamError(_message.Message):
+    __slots__ = ("code", "message", "retry_after_ms")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RETRY_AFTER_MS_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    retry_after_ms: int
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., retry_after_ms: _Optional[int] = ...) -> None: ...

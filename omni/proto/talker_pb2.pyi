@@ -115,6 +115,40 @@ class GenerateResponse(_message.Message):
     summary: GenerateSummary
     def __init__(self, chunk: _Optional[_Union[_common_pb2.CodecChunk, _Mapping]] = ..., summary: _Optional[_Union[GenerateSummary, _Mapping]] = ...) -> None: ...
 
+class GenerateItem(_message.Message):
+    __slots__ = ("stream_id", "start", "cancel")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    start: GenerateRequest
+    cancel: bool
+    def __init__(self, stream_id: _Optional[int] = ..., start: _Optional[_Union[GenerateRequest, _Mapping]] = ..., cancel: _Optional[bool] = ...) -> None: ...
+
+class GenerateManyRequest(_message.Message):
+    __slots__ = ("items",)
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    items: _containers.RepeatedCompositeFieldContainer[GenerateItem]
+    def __init__(self, items: _Optional[_Iterable[_Union[GenerateItem, _Mapping]]] = ...) -> None: ...
+
+class GenerateEvent(_message.Message):
+    __slots__ = ("stream_id", "chunk", "summary", "error")
+    STREAM_ID_FIELD_NUMBER: _ClassVar[int]
+    CHUNK_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    stream_id: int
+    chunk: _common_pb2.CodecChunk
+    summary: GenerateSummary
+    error: _common_pb2.StreamError
+    def __init__(self, stream_id: _Optional[int] = ..., chunk: _Optional[_Union[_common_pb2.CodecChunk, _Mapping]] = ..., summary: _Optional[_Union[GenerateSummary, _Mapping]] = ..., error: _Optional[_Union[_common_pb2.StreamError, _Mapping]] = ...) -> None: ...
+
+class GenerateManyResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[GenerateEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[GenerateEvent, _Mapping]]] = ...) -> None: ...
+
 class GetLoadRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

@@ -40,6 +40,11 @@ class TalkerServiceStub:
                 request_serializer=omni_dot_v1_dot_talker__pb2.GenerateRequest.SerializeToString,
                 response_deserializer=omni_dot_v1_dot_talker__pb2.GenerateResponse.FromString,
                 _registered_method=True)
+        self.GenerateMany = channel.stream_stream(
+                '/omni.talker.v1.TalkerService/GenerateMany',
+                request_serializer=omni_dot_v1_dot_talker__pb2.GenerateManyRequest.SerializeToString,
+                response_deserializer=omni_dot_v1_dot_talker__pb2.GenerateManyResponse.FromString,
+                _registered_method=True)
         self.GetLoad = channel.unary_unary(
                 '/omni.talker.v1.TalkerService/GetLoad',
                 request_serializer=omni_dot_v1_dot_talker__pb2.GetLoadRequest.SerializeToString,
@@ -67,6 +72,19 @@ class TalkerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GenerateMany(self, request_iterator, context):
+        """Generates for many prompts over one call, each as Generate would, with the streams' messages batched: the
+        client sends any streams' `start` and `cancel` items in one message, and the server sends the chunks that are
+        ready for the call's streams in one message. The gateway keeps one such call per talker replica, so the
+        talker's event loop handles a message per batch instead of one per chunk. A stream's refusal or failure is its
+        `error` event (Generate's status code; a full queue says when to retry) and the call goes on; the call's own
+        status ends every stream on it. A call has no deadline per stream: the client cancels a stream it gave up on.
+        The call ends OK when the client half-closes, or shutdown began, and every stream on it has ended.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetLoad(self, request, context):
         """Reports active slots, queue depth and capacity.
         """
@@ -88,6 +106,11 @@ def add_TalkerServiceServicer_to_server(servicer, server):
                     servicer.Generate,
                     request_deserializer=omni_dot_v1_dot_talker__pb2.GenerateRequest.FromString,
                     response_serializer=omni_dot_v1_dot_talker__pb2.GenerateResponse.SerializeToString,
+            ),
+            'GenerateMany': grpc.stream_stream_rpc_method_handler(
+                    servicer.GenerateMany,
+                    request_deserializer=omni_dot_v1_dot_talker__pb2.GenerateManyRequest.FromString,
+                    response_serializer=omni_dot_v1_dot_talker__pb2.GenerateManyResponse.SerializeToString,
             ),
             'GetLoad': grpc.unary_unary_rpc_method_handler(
                     servicer.GetLoad,
@@ -128,6 +151,33 @@ class TalkerService:
             '/omni.talker.v1.TalkerService/Generate',
             omni_dot_v1_dot_talker__pb2.GenerateRequest.SerializeToString,
             omni_dot_v1_dot_talker__pb2.GenerateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GenerateMany(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/omni.talker.v1.TalkerService/GenerateMany',
+            omni_dot_v1_dot_talker__pb2.GenerateManyRequest.SerializeToString,
+            omni_dot_v1_dot_talker__pb2.GenerateManyResponse.FromString,
             options,
             channel_credentials,
             insecure,

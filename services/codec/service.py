@@ -3,7 +3,8 @@
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -24,6 +25,7 @@ from omni.services.codec.engine import (
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
+from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, read_items, send_ready
 from omni.services.common.packing import PackingError, check_sample_format, unpack_codes
 from omni.services.common.server import GrpcService, set_switch_interval
 
@@ -45,6 +47,10 @@ class RpcFailure(Exception):
 
 def _invalid(message: str) -> RpcFailure:
     return RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, message)
+
+
+def _broken(error: Exception) -> RpcFailure:
+    return RpcFailure(grpc.StatusCode.INTERNAL, f"reading the call failed: {error}")
 
 
 class ChunkCheck:
@@ -76,43 +82,16 @@ class ChunkCheck:
         return codes
 
 
-# Items on a DecodeMany call's event queue besides the engine's: a stream was admitted; the call's input ended;
-# shutdown began (wakes the sending loop, which ends the call once its streams have).
-STARTED, INPUT_DONE, DRAIN = object(), object(), object()
+STARTED = object()  # queued for a DecodeMany stream when it is admitted
 MANY_RESPONSE_BYTES = 1 << 20  # PCM per DecodeManyResponse before the rest of a step's audio goes in the next one
 
 
 @dataclass(eq=False)
-class _ManyStream:
-    """A stream of a DecodeMany call: the client's id for it, its engine stream (None until admitted)."""
+class _DecodeEntry(ManyStream):
+    """A stream of a DecodeMany call: its chunk rules and its engine stream (None until admitted)."""
 
-    stream_id: int
-    request_id: str
-    check: ChunkCheck | None
+    check: ChunkCheck | None = None
     stream: Stream | None = None
-    start: float = field(default_factory=time.perf_counter)
-    ended: bool = False
-
-
-@dataclass(eq=False)
-class _ManyCall:
-    """A DecodeMany call: its open streams by id, and one queue of (stream, item) for all of them, in order."""
-
-    streams: dict[int, _ManyStream] = field(default_factory=dict)
-    events: asyncio.Queue = field(default_factory=asyncio.Queue)
-    input_done: bool = False
-    draining: bool = False
-
-
-class _Tagged:
-    """A DecodeMany stream's `outputs`: the engine's items go on the call's queue, tagged with the stream."""
-
-    def __init__(self, events: asyncio.Queue, entry: _ManyStream) -> None:
-        self.events = events
-        self.entry = entry
-
-    def put_nowait(self, item: object) -> None:
-        self.events.put_nowait((self.entry, item))
 
 
 class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
@@ -121,7 +100,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         self.identity = identity
         self.config = config
         self.codebook_size = engine.decoder.cfg.codebook_size
-        self.many_calls: set[_ManyCall] = set()  # open DecodeMany calls, told when shutdown begins
+        self.many_calls = ManyCalls()  # open DecodeMany calls, told when shutdown begins
 
     async def Decode(self, request_iterator, context):
         start = time.perf_counter()
@@ -166,80 +145,51 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
             self._end(stream, request_id, outcome, start, error)
 
     async def DecodeMany(self, request_iterator, context):
-        """Many streams over one call (see codec.proto). The reader task opens streams and submits their chunks;
-        this loop sends every event that is ready, each stream's in order, packed into as few messages as fit
-        MANY_RESPONSE_BYTES."""
-        call = _ManyCall()
-        self.many_calls.add(call)
-        if not self.engine.accepting:
-            call.draining = True
-        reader = asyncio.create_task(self._read_many(request_iterator, call))
+        """Many streams over one call (see codec.proto and services/common/many_calls.py)."""
+        call = self.many_calls.open()
+        reader = asyncio.create_task(read_items(request_iterator, call, partial(self._many_item, call), _broken))
         try:
-            while not ((call.input_done or call.draining) and not call.streams and call.events.empty()):
-                ready = [await call.events.get()]
-                while not call.events.empty():
-                    ready.append(call.events.get_nowait())
-                response, size = codec_pb2.DecodeManyResponse(), 0
-                for entry, item in ready:
-                    size += self._many_event(response, call, entry, item)
-                    if size >= MANY_RESPONSE_BYTES:
-                        yield response
-                        response, size = codec_pb2.DecodeManyResponse(), 0
-                if response.events:
-                    yield response
+            add_event = partial(self._many_event, call)
+            async for response in send_ready(call, add_event, codec_pb2.DecodeManyResponse, MANY_RESPONSE_BYTES):
+                yield response
         except RpcFailure as e:
             await context.abort(e.code, e.message)
         finally:
             reader.cancel()
-            self.many_calls.discard(call)
+            self.many_calls.close(call)
             for entry in list(call.streams.values()):  # the call ended under them (cancelled or failed)
                 self._many_finish(call, entry, "cancelled")
 
-    async def _read_many(self, request_iterator, call: "_ManyCall") -> None:
-        """DecodeMany's reader: each item opens, feeds, ends or cancels its stream. A bad item fails its stream
-        only (an `error` event); a chunk past the stream's backlog fails it RESOURCE_EXHAUSTED."""
-        ended_by: object = INPUT_DONE
-        try:
-            async for request in request_iterator:
-                for item in request.items:
-                    self._many_item(call, item)
-        except Exception as e:  # the call itself broke: the sending loop ends it, and the streams on it
-            ended_by = RpcFailure(grpc.StatusCode.INTERNAL, f"DecodeMany: reading the call failed: {e}")
-        finally:
-            call.events.put_nowait((None, ended_by))
-
-    def _many_finish(self, call: "_ManyCall", entry: "_ManyStream", outcome: str, error: str = "") -> None:
-        """A DecodeMany stream ended: no more events for it, its id is free again."""
-        entry.ended = True
-        if call.streams.get(entry.stream_id) is entry:
-            del call.streams[entry.stream_id]
+    def _many_finish(self, call: ManyCall, entry: _DecodeEntry, outcome: str, error: str = "") -> None:
+        call.forget(entry)
         self._end(entry.stream, entry.request_id, outcome, entry.start, error)
 
-    def _many_fail(self, call: "_ManyCall", entry: "_ManyStream", failure: RpcFailure) -> None:
+    def _many_fail(self, call: ManyCall, entry: _DecodeEntry, failure: RpcFailure) -> None:
         """End a DecodeMany stream with an `error` event (after any of its events already queued)."""
         call.events.put_nowait((entry, failure))
         self._many_finish(call, entry, failure.code.name.lower(), failure.message)
 
-    def _many_item(self, call: "_ManyCall", item: codec_pb2.StreamRequest) -> None:
+    def _many_item(self, call: ManyCall, item: codec_pb2.StreamRequest) -> None:
+        """One client item: open, feed, end or cancel its stream. A bad item fails its stream only (an `error`
+        event); a chunk past the stream's backlog fails it RESOURCE_EXHAUSTED."""
         kind, stream_id = item.WhichOneof("kind"), item.stream_id
         entry = call.streams.get(stream_id)
         if kind == "open":
             if entry is not None:
                 self._many_fail(call, entry, _invalid(f"stream {stream_id} is already open"))
                 return
-            entry = _ManyStream(stream_id, item.open.request_id, ChunkCheck(self.config, self.codebook_size))
+            entry = _DecodeEntry(stream_id, item.open.request_id, check=ChunkCheck(self.config, self.codebook_size))
             try:
-                entry.stream = self._open(item.open, _Tagged(call.events, entry))
+                entry.stream = self._open(item.open, Tagged(call.events, entry))
             except RpcFailure as failure:
-                call.events.put_nowait((entry, failure))  # refused: never in `streams`
-                self._many_finish(call, entry, failure.code.name.lower(), failure.message)
+                self._many_fail(call, entry, failure)  # refused: never in `streams`
                 return
             call.streams[stream_id] = entry
             call.events.put_nowait((entry, STARTED))
             return
         if entry is None:
             if kind != "cancel":  # a cancel may cross the stream's end on the wire
-                orphan = _ManyStream(stream_id, "", None)
+                orphan = _DecodeEntry(stream_id)
                 call.events.put_nowait((orphan, _invalid(f"stream {stream_id} is not open (open it first)")))
             return
         if kind == "cancel":
@@ -262,14 +212,9 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
         else:
             self._many_fail(call, entry, _invalid(f"stream {stream_id}: a message with no content"))
 
-    def _many_event(self, response: codec_pb2.DecodeManyResponse, call: "_ManyCall", entry, item) -> int:
-        """Add one ready item's event(s) to `response`; returns the bytes of PCM added."""
-        if entry is None:  # the call's own items: its input ended (or broke), or shutdown began
-            if isinstance(item, RpcFailure):
-                raise item
-            call.input_done = call.input_done or item is INPUT_DONE
-            return 0
-        if isinstance(item, RpcFailure):  # the reader already ended the stream
+    def _many_event(self, call: ManyCall, response: codec_pb2.DecodeManyResponse, entry: _DecodeEntry, item) -> int:
+        """Add one queued item's event(s) to `response`; returns the bytes of PCM added."""
+        if isinstance(item, RpcFailure):  # the stream was already ended where it failed
             event = response.events.add(stream_id=entry.stream_id)
             event.error.code, event.error.message = item.code.value[0], item.message
             return 0
@@ -289,12 +234,6 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
             response.events.add(stream_id=entry.stream_id).summary.CopyFrom(self._summary(entry.stream, entry.start))
             self._many_finish(call, entry, "ok")
         return size
-
-    def drain(self) -> None:
-        """Shutdown began: each DecodeMany call ends once its streams have (new streams are refused)."""
-        for call in self.many_calls:
-            call.draining = True
-            call.events.put_nowait((None, DRAIN))
 
     async def _first_message(self, request_iterator) -> codec_pb2.DecodeRequest:
         try:
@@ -424,7 +363,7 @@ def build_codec_service(config: CodecConfig, metrics: CodecMetrics | None = None
 
     async def stop_admitting() -> None:
         engine.accepting = False
-        servicer.drain()
+        servicer.many_calls.drain()
 
     service.on_shutdown(stop_admitting)
     return service, engine

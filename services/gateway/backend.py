@@ -55,6 +55,9 @@ class SynthesisRequest:
     non_streaming_mode: bool | None = None
     sampling: dict[str, float | int] = field(default_factory=dict)  # temperature / top_p / top_k (-1: off)
     request_id: str = ""
+    # The client takes float samples (gRPC PCM_F32LE): the codec then sends float32. Every other output is 16-bit,
+    # so the codec sends int16, half the bytes through its event loop and the gateway, and nothing is lost.
+    float_samples: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 Per request: resolve the voice (a CustomVoice speaker, an uploaded voice or reference audio through the
 reference encoder), build the prompt ids with `omni.talker.prompt`, open the talker's Generate and a codec stream at
 the same time (each on the least-loaded replica that admits it), then pipe the talker's codec chunks into the codec's
-stream and yield its PCM as it comes. Codec streams go over one DecodeMany call per codec replica, shared by this
-worker's requests (`codec_calls`), so chunks and audio of many requests travel in one gRPC message.
+stream and yield its PCM as it comes. Talker and codec streams go over one GenerateMany / DecodeMany call per replica,
+shared by this worker's requests (`shared_calls`), so the chunks and audio of many requests travel in one message.
 
 Replicas come from static `host:port` addresses or DNS names (a headless Service resolves to one address per
 pod). A poller refreshes addresses and loads; a replica that fails an RPC is marked down and polled again
@@ -49,7 +49,7 @@ from .backend import (
     VoiceInfo,
     VoiceUpload,
 )
-from .codec_calls import CodecStream, CodecStreamFailed, SharedDecodeCall
+from .shared_calls import CodecStream, SharedCall, StreamFailed, TalkerStream
 
 log = logging.getLogger("omni.gateway")
 
@@ -253,7 +253,7 @@ class GrpcBackend(Backend):
             "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, down_s
         )
         self.voices = VoiceListCache(self.list_voices, voices_max_age_s)
-        self.decode_calls: dict[str, SharedDecodeCall] = {}  # codec address -> this worker's DecodeMany call
+        self.shared_calls: dict[str, SharedCall] = {}  # replica address -> this worker's many-stream call to it
         self._poller: asyncio.Task | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -267,9 +267,9 @@ class GrpcBackend(Backend):
         if self._poller is not None:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
-        for call in self.decode_calls.values():
+        for call in self.shared_calls.values():
             await call.close()
-        self.decode_calls.clear()
+        self.shared_calls.clear()
         for pool in (self.talkers, self.codecs, self.refencs):
             await pool.close()
 
@@ -328,10 +328,13 @@ class GrpcBackend(Backend):
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray | Usage]:
         prepared = await self._prepare(request)
+        codec_format = (
+            common_pb2.SAMPLE_FORMAT_PCM_F32LE if request.float_samples else common_pb2.SAMPLE_FORMAT_PCM_S16LE
+        )
         # The codec's stream is opened (a round trip, and a slot reset and primed) while the talker prefills,
         # not after its first chunk: both are on the way to the first audio.
         talker_open = asyncio.ensure_future(self._open_talker(prepared.generate))
-        codec_open = asyncio.ensure_future(self._open_codec(request.request_id, prepared))
+        codec_open = asyncio.ensure_future(self._open_codec(request.request_id, prepared, codec_format))
         pump: asyncio.Task | None = None
         read: asyncio.Task | None = None
         try:
@@ -339,27 +342,27 @@ class GrpcBackend(Backend):
             for opening in (talker_open, codec_open):  # a refusal (the talker's when both failed) ends the request
                 if opening in done:
                     opening.result()
-            talker_call, first, talker = talker_open.result()
+            talker_stream, first, talker = talker_open.result()
             codec_stream, codec = codec_open.result()
             summary: list[talker_pb2.GenerateSummary] = []
-            pump = asyncio.create_task(self._pump(talker_call, first, talker, codec_stream, summary))
+            pump = asyncio.create_task(self._pump(talker_stream, first, talker, codec_stream, summary))
             while True:
                 read = asyncio.ensure_future(codec_stream.read())
                 waiting = {read} if pump.done() else {read, pump}
                 await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
                 if pump.done() and pump.exception() is not None:
-                    if isinstance(pump.exception(), CodecStreamFailed):
+                    if isinstance(pump.exception(), StreamFailed):  # the codec's: the talker's is a BackendError
                         self._raise_codec_failure(pump.exception(), codec)
                     raise pump.exception()
                 if not read.done():
                     await asyncio.wait({read})  # the pump finished cleanly: the codec still owes audio
                 try:
                     event = read.result()
-                except CodecStreamFailed as e:
+                except StreamFailed as e:
                     self._raise_codec_failure(e, codec)
                 kind = event.WhichOneof("kind")
                 if kind == "audio":
-                    yield decode_pcm(event.audio.pcm, common_pb2.SAMPLE_FORMAT_PCM_F32LE)
+                    yield decode_pcm(event.audio.pcm, codec_format)
                 elif kind == "summary":
                     break
             await pump
@@ -376,86 +379,88 @@ class GrpcBackend(Backend):
                 if not opening.cancelled() and opening.exception() is None:
                     opening.result()[0].cancel()
 
-    def _raise_codec_failure(self, failure: CodecStreamFailed, codec: Replica) -> NoReturn:
+    def _raise_codec_failure(self, failure: StreamFailed, codec: Replica) -> NoReturn:
         """The codec ended the request's stream (or the shared call under it): a broken replica is marked down."""
         if failure.code in REPLICA_FAILURES:
             self.codecs.mark_down(codec, failure.message or failure.code.name)
         raise BackendError(f"codec {codec.address} failed mid-stream: {failure.code.name}: {failure.message}")
 
-    async def _pump(self, talker_call, first, talker: Replica, codec_stream: CodecStream, summary: list) -> None:
+    async def _pump(
+        self, talker_stream: TalkerStream, first, talker: Replica, codec_stream: CodecStream, summary: list
+    ):
         """Talker chunks -> codec stream; the talker's summary ends the codec's input."""
-        message = first
-        try:
-            while message is not grpc.aio.EOF:
-                kind = message.WhichOneof("kind")
-                if kind == "chunk":
-                    await codec_stream.write_chunk(message.chunk)  # CodecStreamFailed: the codec's failure
-                elif kind == "summary":
-                    summary.append(message.summary)
-                    break
-                message = await talker_call.read()
-            else:
-                raise BackendError(f"talker {talker.address} closed the stream without a summary")
-            codec_stream.end()
-        except grpc.aio.AioRpcError as e:  # from talker_call.read()
-            if e.code() in REPLICA_FAILURES:
-                self.talkers.mark_down(talker, e.details() or e.code().name)
-            raise BackendError(f"talker {talker.address} failed mid-stream: {e.code().name}: {e.details()}") from None
+        event = first
+        while True:
+            kind = event.WhichOneof("kind")
+            if kind == "chunk":
+                await codec_stream.write_chunk(event.chunk)  # StreamFailed: the codec's failure
+            elif kind == "summary":
+                summary.append(event.summary)
+                break
+            try:
+                event = await talker_stream.read()
+            except StreamFailed as e:
+                if e.code in REPLICA_FAILURES:
+                    self.talkers.mark_down(talker, e.message or e.code.name)
+                raise BackendError(f"talker {talker.address} failed mid-stream: {e.code.name}: {e.message}") from None
+        codec_stream.end()
+
+    def _shared_call(self, replica: Replica, connect: Callable[[object], SharedCall]) -> SharedCall:
+        """This worker's many-stream call to `replica`, opened again after one that ended."""
+        call = self.shared_calls.get(replica.address)
+        if call is None or not call.alive:
+            call = self.shared_calls[replica.address] = connect(replica.stub)
+        return call
 
     async def _open_talker(self, generate: talker_pb2.GenerateRequest):
-        """Open Generate on the least-loaded talker that admits it; returns (call, first message, replica)."""
+        """Start the generation on the least-loaded talker that admits it; returns (stream, first event, replica)."""
         retry_after: float | None = None
         tried = 0
         for replica in self.talkers.ranked():
             tried += 1
             replica.picked += 1
-            call = replica.stub.Generate(generate)
+            stream = self._shared_call(replica, SharedCall.to_talker).open_talker(generate)
             try:
-                return call, await call.read(), replica
-            except grpc.aio.AioRpcError as e:
-                code = e.code()
-                if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-                    retry_after = min(retry_after or 1e9, _retry_after_s(await call.trailing_metadata()))
+                return stream, await stream.read(), replica
+            except StreamFailed as e:
+                stream.cancel()
+                if e.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+                    retry_after = min(retry_after or 1e9, e.retry_after_s or 1.0)
                     continue
-                if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    raise InvalidRequest(f"talker refused the request: {e.details()}") from None
-                if code == grpc.StatusCode.FAILED_PRECONDITION:
+                if e.code == grpc.StatusCode.INVALID_ARGUMENT:
+                    raise InvalidRequest(f"talker refused the request: {e.message}") from None
+                if e.code == grpc.StatusCode.FAILED_PRECONDITION:
                     replica.compatible = False
-                self.talkers.mark_down(replica, f"{code.name}: {e.details()}")
+                self.talkers.mark_down(replica, f"{e.code.name}: {e.message}")
             except BaseException:
-                call.cancel()
+                stream.cancel()
                 raise
         if retry_after is not None:
             raise Overloaded(retry_after=retry_after)
         raise Unavailable(f"no talker replica is available (tried {tried})")
 
-    def _decode_call(self, replica: Replica) -> SharedDecodeCall:
-        """This worker's DecodeMany call to `replica`, opened again after one that ended."""
-        call = self.decode_calls.get(replica.address)
-        if call is None or not call.alive:
-            call = self.decode_calls[replica.address] = SharedDecodeCall(replica.stub)
-        return call
-
-    async def _open_codec(self, request_id: str, prepared: PreparedRequest):
+    async def _open_codec(
+        self, request_id: str, prepared: PreparedRequest, sample_format: int = common_pb2.SAMPLE_FORMAT_PCM_S16LE
+    ):
         """Open a stream on the least-loaded codec that admits it, primed with the reference codes; returns
         (stream, replica)."""
         opening = codec_pb2.DecodeOpen(
             request_id=request_id,
             model=self.identity,
-            sample_format=common_pb2.SAMPLE_FORMAT_PCM_F32LE,
+            sample_format=sample_format,
             ref_codes=prepared.ref_codes,
             ref_code_frames=prepared.ref_code_frames,
         )
         full = False
         for replica in self.codecs.ranked():
             replica.picked += 1
-            stream = self._decode_call(replica).open(opening)
+            stream = self._shared_call(replica, SharedCall.to_codec).open_codec(opening)
             try:
                 started = await stream.started()
                 if started.sample_rate != SAMPLE_RATE:
                     raise BackendError(f"codec sample rate {started.sample_rate} != {SAMPLE_RATE}")
                 return stream, replica
-            except CodecStreamFailed as e:
+            except StreamFailed as e:
                 stream.cancel()
                 if e.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
                     full = True
@@ -593,16 +598,6 @@ def _raise_for_client_error(e: grpc.aio.AioRpcError) -> None:
         raise InvalidRequest(e.details() or "registry full", "name")
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         raise Unavailable(e.details() or "the reference encoder cannot serve this")
-
-
-def _retry_after_s(metadata) -> float:
-    for key, value in metadata or ():
-        if key == "retry-after-ms":
-            try:
-                return max(0.0, float(value) / 1000)
-            except ValueError:
-                break
-    return 1.0
 
 
 def _greedy(request: SynthesisRequest) -> bool:

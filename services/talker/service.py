@@ -1,9 +1,12 @@
-"""The talker gRPC service: Generate (server stream) over the engine, GetLoad, GetModelInfo, and `serve`."""
+"""The talker gRPC service: Generate (server stream) and GenerateMany (many generations over one bidi call) over the
+engine, GetLoad, GetModelInfo, and `serve`."""
 
+import asyncio
 import logging
 import time
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -11,6 +14,7 @@ import torch
 from omni.services.common.config import capture_buckets
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
+from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, read_items, send_ready
 from omni.services.common.packing import pack_codes
 from omni.services.common.server import GrpcService, set_switch_interval
 from omni.services.talker.config import TalkerConfig
@@ -68,6 +72,20 @@ class RpcFailure(Exception):
         self.metadata = metadata
 
 
+MANY_RESPONSE_BYTES = 1 << 20  # codes per GenerateManyResponse before the rest go in the next one
+
+
+@dataclass(eq=False)
+class _GenerateEntry(ManyStream):
+    """A stream of a GenerateMany call: its engine request (None until admitted)."""
+
+    job: Request | None = None
+
+
+def _broken(error: Exception) -> RpcFailure:
+    return RpcFailure(grpc.StatusCode.INTERNAL, f"reading the call failed: {error}")
+
+
 @dataclass
 class TalkerParts:
     """What build_talker_service wires together (tests and warm-up reach into it)."""
@@ -85,13 +103,16 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
         self.engine = parts.engine
         self.config = parts.model.config
         self.generation = parts.model.generation
+        self.many_calls = ManyCalls()  # open GenerateMany calls, told when shutdown begins
 
     async def Generate(self, request, context):
         start = time.perf_counter()
         request_id = request.request_id or uuid.uuid4().hex
         outcome, job = "error", None
         try:
-            job = self._submit(self._job(request, request_id, context))
+            remaining = context.time_remaining()
+            deadline = time.monotonic() + remaining if remaining is not None else None
+            job = self._submit(self._job(request, request_id, deadline))
             while True:
                 item = await job.outputs.get()
                 if isinstance(item, Exception):
@@ -117,21 +138,91 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
                 remaining = context.time_remaining()
                 outcome = DEADLINE if remaining is not None and remaining <= 0 else CANCELLED
                 self.engine.cancel(job, outcome)
-            log_request(
-                log,
-                "generate",
-                request_id=request_id,
-                outcome=outcome,
-                prompt_tokens=len(job.prompt) if job else 0,
-                frames=job.frames_sent if job else 0,
-                chunks=job.chunks_sent if job else 0,
-                queue_ms=job.queue_ms if job else 0.0,
-                first_chunk_ms=job.first_chunk_ms if job else 0.0,
-                total_ms=ms_since(start),
-            )
+            _log_generate(request_id, outcome, job, start)
 
-    def _job(self, request, request_id: str, context) -> Request:
-        """Validate the request into an engine Request (RpcFailure on bad input)."""
+    async def GenerateMany(self, request_iterator, context):
+        """Many generations over one call (see talker.proto and services/common/many_calls.py)."""
+        call = self.many_calls.open()
+        reader = asyncio.create_task(read_items(request_iterator, call, partial(self._many_item, call), _broken))
+        try:
+            add_event = partial(self._many_event, call)
+            async for response in send_ready(call, add_event, talker_pb2.GenerateManyResponse, MANY_RESPONSE_BYTES):
+                yield response
+        except RpcFailure as e:
+            await context.abort(e.code, e.message)
+        finally:
+            reader.cancel()
+            self.many_calls.close(call)
+            for entry in list(call.streams.values()):  # the call ended under them
+                self._many_end(call, entry, CANCELLED)
+
+    def _many_item(self, call: ManyCall, item: talker_pb2.GenerateItem) -> None:
+        """One client item: start or cancel its stream. A refused or bad item fails its stream only (an `error`)."""
+        kind, stream_id = item.WhichOneof("kind"), item.stream_id
+        entry = call.streams.get(stream_id)
+        if kind == "start":
+            if entry is not None:
+                self._many_fail(
+                    call, entry, RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"stream {stream_id} is already started")
+                )
+                return
+            request_id = item.start.request_id or uuid.uuid4().hex
+            entry = _GenerateEntry(stream_id, request_id)
+            try:
+                job = self._job(item.start, request_id, None, Tagged(call.events, entry))
+                entry.job = self._submit(job)
+            except RpcFailure as failure:
+                self.engine.metrics.outcomes.labels(failure.code.name.lower()).inc()  # refused before the engine
+                self._many_fail(call, entry, failure)
+                return
+            call.streams[stream_id] = entry
+        elif entry is None:
+            if kind != "cancel":  # a cancel may cross the stream's end on the wire
+                orphan = RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"stream {stream_id} is not started")
+                call.events.put_nowait((_GenerateEntry(stream_id), orphan))
+        elif kind == "cancel":
+            self._many_end(call, entry, CANCELLED)
+        else:
+            failure = RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, f"stream {stream_id}: a message with no content")
+            self._many_fail(call, entry, failure)
+
+    def _many_event(
+        self, call: ManyCall, response: talker_pb2.GenerateManyResponse, entry: _GenerateEntry, item
+    ) -> int:
+        """Add one queued item's event to `response`; returns the bytes of codes added."""
+        if isinstance(item, RpcFailure):  # the stream was already ended where it failed
+            event = response.events.add(stream_id=entry.stream_id)
+            event.error.code, event.error.message = item.code.value[0], item.message
+            event.error.retry_after_ms = int(dict(item.metadata).get("retry-after-ms", 0))
+            return 0
+        if entry.ended:  # output of a stream cancelled meanwhile
+            return 0
+        if isinstance(item, Chunk):
+            chunk = response.events.add(stream_id=entry.stream_id).chunk
+            chunk.CopyFrom(_chunk_message(item, entry.job))
+            return len(chunk.codes)
+        if isinstance(item, Exception):
+            self._many_fail(call, entry, RpcFailure(grpc.StatusCode.INTERNAL, str(item)))
+            return 0
+        response.events.add(stream_id=entry.stream_id).summary.CopyFrom(_summary_message(item))
+        self._many_end(call, entry, item.reason)
+        return 0
+
+    def _many_fail(self, call: ManyCall, entry: _GenerateEntry, failure: RpcFailure) -> None:
+        """End a GenerateMany stream with an `error` event (after its events already queued)."""
+        call.events.put_nowait((entry, failure))
+        self._many_end(call, entry, failure.code.name.lower())
+
+    def _many_end(self, call: ManyCall, entry: _GenerateEntry, outcome: str) -> None:
+        """A GenerateMany stream ended: its request leaves the engine (if it has not) and is logged."""
+        call.forget(entry)
+        if entry.job is not None and not entry.job.done:
+            self.engine.cancel(entry.job, CANCELLED)
+        _log_generate(entry.request_id, outcome, entry.job, entry.start)
+
+    def _job(self, request, request_id: str, deadline: float | None, outputs=None) -> Request:
+        """Validate the request into an engine Request (RpcFailure on bad input); its outputs go to `outputs`
+        (default: a queue of its own)."""
         limits = self.parts.limits
         if request.HasField("expected_model"):
             mismatch = model_mismatch(request.expected_model, self.parts.identity)
@@ -146,9 +237,10 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
             raise RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         except UnsupportedRequest as e:
             raise RpcFailure(grpc.StatusCode.UNIMPLEMENTED, str(e)) from None
-        remaining = context.time_remaining()
-        deadline = time.monotonic() + remaining if remaining is not None else None
-        return Request(request_id, prompt, params, plan, deadline)
+        job = Request(request_id, prompt, params, plan, deadline)
+        if outputs is not None:
+            job.outputs = outputs
+        return job
 
     def _submit(self, job: Request) -> Request:
         try:
@@ -186,6 +278,21 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
             max_context=self.parts.limits.max_context,
             max_new_tokens=self.parts.limits.max_new_tokens,
         )
+
+
+def _log_generate(request_id: str, outcome: str, job: Request | None, start: float) -> None:
+    log_request(
+        log,
+        "generate",
+        request_id=request_id,
+        outcome=outcome,
+        prompt_tokens=len(job.prompt) if job else 0,
+        frames=job.frames_sent if job else 0,
+        chunks=job.chunks_sent if job else 0,
+        queue_ms=job.queue_ms if job else 0.0,
+        first_chunk_ms=job.first_chunk_ms if job else 0.0,
+        total_ms=ms_since(start),
+    )
 
 
 def model_mismatch(client: common_pb2.ModelIdentity, server: common_pb2.ModelIdentity) -> str | None:
@@ -285,10 +392,13 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
-    service.add(talker_pb2_grpc.add_TalkerServiceServicer_to_server, TalkerServicer(parts), SERVICE_NAME)
+    servicer = TalkerServicer(parts)
+    service.add(talker_pb2_grpc.add_TalkerServiceServicer_to_server, servicer, SERVICE_NAME)
 
     async def drain() -> None:
         # Stop admitting; in-flight streams get most of the grace period, then end with STOP_REASON_ABORTED.
+        # GenerateMany calls end once their streams have.
+        servicer.many_calls.drain()
         await engine.drain(config.grace_s * 0.8)
 
     service.on_shutdown(drain)
