@@ -23,7 +23,9 @@ by own time are printed; cProfile inflates Python costs, so take the table from 
 --stack runs the whole stack instead: `omni serve` on a tiny random custom_voice checkpoint (CPU), `omni bench`
 (streaming raw PCM over HTTP) at each concurrency with N requests, and prints each service process's CPU
 milliseconds per second of audio served (from /proc). The talker's and codec's include their (CPU) model compute;
-the gateway has none, so its figure is pure host overhead: 1000 / it = audio-s/s one gateway core can carry.
+the gateway has none, so its figure is pure host overhead: 1000 / it = audio-s/s one gateway core can carry. The
+talker's and codec's `loop` columns are their main thread alone (the asyncio event loop that handles their gRPC
+messages; the engines run in worker threads).
 """
 
 import argparse
@@ -231,6 +233,13 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def main_thread_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process's main thread so far: a service's asyncio event loop (its engine runs
+    in a worker thread, gRPC's poller in its own)."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure_stack(streams: list[int], max_new_tokens: int) -> str:
     """CPU seconds per audio second of each service process while `omni bench` drives the gateway."""
     omni = [sys.executable, "-m", "omni.cli"]
@@ -264,22 +273,27 @@ def measure_stack(streams: list[int], max_new_tokens: int) -> str:
                 out = Path(tmp) / f"bench-{n}.json"
                 cmd = [*omni, "bench", "--url", url, "--concurrency", str(n), "--requests", str(n), "--no-progress"]
                 cmd += ["--max-new-tokens", str(max_new_tokens), "--seed", "0", "--out", str(out)]
+                loops = ("talker", "codec")
                 before = {name: process_cpu_s(pid) for name, pid in pids.items()}
+                before |= {f"{name} loop": main_thread_cpu_s(pids[name]) for name in loops}
                 subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
                 after = {name: process_cpu_s(pid) for name, pid in pids.items()}
+                after |= {f"{name} loop": main_thread_cpu_s(pids[name]) for name in loops}
                 level = json.loads(out.read_text())["levels"][0]
-                cpu = {name: after[name] - before[name] for name in pids}
+                cpu = {name: after[name] - before[name] for name in before}
                 rows.append((n, level, cpu))
         finally:
             serve.send_signal(signal.SIGINT)
             serve.wait(timeout=60)
-    lines = ["| streams | ok | audio s | wall s | audio-s/s | CPU ms per audio-s: gateway | talker | codec |"]
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines = ["| streams | ok | audio s | wall s | audio-s/s | CPU ms per audio-s: gateway | talker | codec | "
+             "talker loop | codec loop |"]  # fmt: skip
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
     for n, level, cpu in rows:
         per = {k: f"{v / max(level['audio_s'], 1e-9) * 1e3:,.1f}" for k, v in cpu.items()}
         lines.append(
             f"| {n} | {level['succeeded']}/{level['requests']} | {level['audio_s']:.1f} | {level['elapsed_s']:.2f} | "
-            f"{level['audio_s_per_s']:.1f} | {per['gateway']} | {per['talker']} | {per['codec']} |"
+            f"{level['audio_s_per_s']:.1f} | {per['gateway']} | {per['talker']} | {per['codec']} | "
+            f"{per['talker loop']} | {per['codec loop']} |"
         )
     return "\n".join(lines)
 
