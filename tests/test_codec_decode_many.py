@@ -4,7 +4,6 @@ freed by a stream's cancel and by the call's, the shutdown drain, and the gatewa
 which waits for audio before sending past the codec's backlog."""
 
 import asyncio
-from collections import defaultdict
 
 import grpc
 import numpy as np
@@ -13,6 +12,7 @@ from omni.services.gateway.shared_calls import SharedCall, StreamFailed
 
 from omni.proto import codec_pb2, common_pb2
 from tests import test_codec_service
+from tests.many_calls import read_events
 from tests.test_codec_service import (
     F32,
     S16,
@@ -40,16 +40,6 @@ def item(stream_id: int, **kind) -> codec_pb2.StreamRequest:
 
 def chunk_item(stream_id: int, codes: np.ndarray, start: int, last: bool) -> codec_pb2.StreamRequest:
     return item(stream_id, chunk=chunk_message(codes, start, last).chunk)
-
-
-async def read_events(call) -> tuple[dict[int, list[codec_pb2.StreamEvent]], list[int]]:
-    """Every event of the call by stream id, and the number of events each response carried."""
-    events, sizes = defaultdict(list), []
-    while (response := await call.read()) is not grpc.aio.EOF:
-        sizes.append(len(response.events))
-        for event in response.events:
-            events[event.stream_id].append(event)
-    return events, sizes
 
 
 def kinds(events: list[codec_pb2.StreamEvent]) -> list[str]:

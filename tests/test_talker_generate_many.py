@@ -4,7 +4,6 @@ queue with its retry hint, malformed requests) that leave the call and its other
 stream and of the call, the shutdown drain, and the gateway's client of it (`shared_calls.TalkerStream`)."""
 
 import asyncio
-from collections import defaultdict
 
 import grpc
 import numpy as np
@@ -13,6 +12,7 @@ from omni.services.gateway.shared_calls import SharedCall, StreamFailed
 
 from omni.proto import talker_pb2
 from tests import test_talker_service
+from tests.many_calls import read_events
 from tests.test_talker_service import Running, generate_request, long_request, malformed_cases, solo
 
 model_dir, synth = test_talker_service.model_dir, test_talker_service.synth  # the same fixtures
@@ -20,16 +20,6 @@ model_dir, synth = test_talker_service.model_dir, test_talker_service.synth  # t
 
 def start(stream_id: int, request: talker_pb2.GenerateRequest) -> talker_pb2.GenerateItem:
     return talker_pb2.GenerateItem(stream_id=stream_id, start=request)
-
-
-async def read_events(call) -> tuple[dict[int, list[talker_pb2.GenerateEvent]], list[int]]:
-    """Every event of the call by stream id, and the number of events each response carried."""
-    events, sizes = defaultdict(list), []
-    while (response := await call.read()) is not grpc.aio.EOF:
-        sizes.append(len(response.events))
-        for event in response.events:
-            events[event.stream_id].append(event)
-    return events, sizes
 
 
 def codes_of(events: list[talker_pb2.GenerateEvent]) -> np.ndarray:

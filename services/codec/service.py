@@ -25,7 +25,7 @@ from omni.services.codec.engine import (
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
-from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, read_items, send_ready
+from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
 from omni.services.common.packing import PackingError, check_sample_format, unpack_codes
 from omni.services.common.server import GrpcService, set_switch_interval
 
@@ -146,19 +146,21 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
 
     async def DecodeMany(self, request_iterator, context):
         """Many streams over one call (see codec.proto and services/common/many_calls.py)."""
-        call = self.many_calls.open()
-        reader = asyncio.create_task(read_items(request_iterator, call, partial(self._many_item, call), _broken))
+        stream_calls = serve_call(
+            self.many_calls,
+            request_iterator,
+            self._many_item,
+            self._many_event,
+            partial(self._many_finish, outcome="cancelled"),
+            codec_pb2.DecodeManyResponse,
+            MANY_RESPONSE_BYTES,
+            _broken,
+        )
         try:
-            add_event = partial(self._many_event, call)
-            async for response in send_ready(call, add_event, codec_pb2.DecodeManyResponse, MANY_RESPONSE_BYTES):
+            async for response in stream_calls:
                 yield response
         except RpcFailure as e:
             await context.abort(e.code, e.message)
-        finally:
-            reader.cancel()
-            self.many_calls.close(call)
-            for entry in list(call.streams.values()):  # the call ended under them (cancelled or failed)
-                self._many_finish(call, entry, "cancelled")
 
     def _many_finish(self, call: ManyCall, entry: _DecodeEntry, outcome: str, error: str = "") -> None:
         call.forget(entry)

@@ -1,10 +1,12 @@
 """The server side of a many-stream call (the codec's DecodeMany, the talker's GenerateMany): many client streams share
 one bidi gRPC call, so a service's event loop handles one gRPC message per batch instead of one per chunk.
 
-A reader task (`read_items`) hands each incoming item to the service, which starts, feeds or cancels its stream. The
-engine puts a stream's outputs on the call's one queue, tagged with the stream (`Tagged`), behind whatever the
-reader queued for it. `send_ready` turns everything queued into as few responses as the byte cap allows, through the
-service's `add_event`, until the call is done: its input ended (or shutdown began) and its streams have ended.
+`serve_call` is a service's handler body. Its reader task (`read_items`) hands each incoming item to the service,
+which starts, feeds or cancels its stream. The engine puts a stream's outputs on the call's one queue, tagged with
+the stream (`Tagged`), behind whatever the reader queued for it. `send_ready` turns everything queued into as few
+responses as the byte cap allows, through the service's `add_event`, until the call is done: its input ended (or
+shutdown began) and its streams have ended. Streams still open when the call ends (cancelled, broken) are ended by
+the service's `end_stream`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 # Items of the call itself (queued with stream None): its input ended; shutdown began (wakes the sending loop).
 INPUT_DONE, DRAIN = object(), object()
@@ -118,3 +121,26 @@ async def send_ready(
                 response, size = new_response(), 0
         if len(response.events):
             yield response
+
+
+async def serve_call(
+    calls: ManyCalls,
+    request_iterator,
+    handle_item: Callable[[ManyCall, object], None],
+    add_event: Callable[[ManyCall, object, ManyStream, object], int],
+    end_stream: Callable[[ManyCall, ManyStream], None],
+    new_response: Callable,
+    max_bytes: int,
+    broken: Callable[[Exception], Exception],
+) -> AsyncIterator:
+    """A many-stream call from start to end: yields its responses; raises `broken(error)` if reading it failed."""
+    call = calls.open()
+    reader = asyncio.create_task(read_items(request_iterator, call, partial(handle_item, call), broken))
+    try:
+        async for response in send_ready(call, partial(add_event, call), new_response, max_bytes):
+            yield response
+    finally:
+        reader.cancel()
+        calls.close(call)
+        for entry in list(call.streams.values()):  # the call ended under them (cancelled or broken)
+            end_stream(call, entry)

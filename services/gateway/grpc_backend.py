@@ -253,7 +253,7 @@ class GrpcBackend(Backend):
             "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, down_s
         )
         self.voices = VoiceListCache(self.list_voices, voices_max_age_s)
-        self.shared_calls: dict[str, SharedCall] = {}  # replica address -> this worker's many-stream call to it
+        self.shared_calls: dict[tuple[str, str], SharedCall] = {}  # (kind, replica address) -> this worker's call
         self._poller: asyncio.Task | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -407,9 +407,10 @@ class GrpcBackend(Backend):
 
     def _shared_call(self, replica: Replica, connect: Callable[[object], SharedCall]) -> SharedCall:
         """This worker's many-stream call to `replica`, opened again after one that ended."""
-        call = self.shared_calls.get(replica.address)
+        key = (connect.__name__, replica.address)
+        call = self.shared_calls.get(key)
         if call is None or not call.alive:
-            call = self.shared_calls[replica.address] = connect(replica.stub)
+            call = self.shared_calls[key] = connect(replica.stub)
         return call
 
     async def _open_talker(self, generate: talker_pb2.GenerateRequest):

@@ -1,7 +1,6 @@
 """The talker gRPC service: Generate (server stream) and GenerateMany (many generations over one bidi call) over the
 engine, GetLoad, GetModelInfo, and `serve`."""
 
-import asyncio
 import logging
 import time
 import uuid
@@ -14,7 +13,7 @@ import torch
 from omni.services.common.config import capture_buckets
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
-from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, read_items, send_ready
+from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
 from omni.services.common.packing import pack_codes
 from omni.services.common.server import GrpcService, set_switch_interval
 from omni.services.talker.config import TalkerConfig
@@ -142,19 +141,21 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
 
     async def GenerateMany(self, request_iterator, context):
         """Many generations over one call (see talker.proto and services/common/many_calls.py)."""
-        call = self.many_calls.open()
-        reader = asyncio.create_task(read_items(request_iterator, call, partial(self._many_item, call), _broken))
+        stream_calls = serve_call(
+            self.many_calls,
+            request_iterator,
+            self._many_item,
+            self._many_event,
+            partial(self._many_end, outcome=CANCELLED),
+            talker_pb2.GenerateManyResponse,
+            MANY_RESPONSE_BYTES,
+            _broken,
+        )
         try:
-            add_event = partial(self._many_event, call)
-            async for response in send_ready(call, add_event, talker_pb2.GenerateManyResponse, MANY_RESPONSE_BYTES):
+            async for response in stream_calls:
                 yield response
         except RpcFailure as e:
             await context.abort(e.code, e.message)
-        finally:
-            reader.cancel()
-            self.many_calls.close(call)
-            for entry in list(call.streams.values()):  # the call ended under them
-                self._many_end(call, entry, CANCELLED)
 
     def _many_item(self, call: ManyCall, item: talker_pb2.GenerateItem) -> None:
         """One client item: start or cancel its stream. A refused or bad item fails its stream only (an `error`)."""
