@@ -60,7 +60,12 @@ def encode_audio(audio: np.ndarray, sample_rate: int, response_format: str) -> b
     container, subtype = _SNDFILE[response_format]
     buf = io.BytesIO()
     with sf.SoundFile(buf, "w", samplerate=sample_rate, channels=1, format=container, subtype=subtype) as f:
-        f.write(np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0))
+        if subtype == "PCM_16":
+            # Our int16 samples, as `pcm` has them: libsndfile's own float conversion scales by 32768 and rounds
+            # down, one step below `to_pcm16` (and below the codec's int16) for most samples.
+            f.write(np.frombuffer(to_pcm16(audio), dtype="<i2"))
+        else:
+            f.write(np.clip(np.asarray(audio, dtype=np.float32), -1.0, 1.0))
     return buf.getvalue()
 
 
