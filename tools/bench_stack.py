@@ -32,7 +32,9 @@ between the client and the gateway's handler (the gateway's own log had TTFA p50
 with 4 and 2, same code and machine type, throughput at 256 streams went from 301 to 537 audio-s/s on one H200 and
 from 371 to 832 on two (docs/benchmarks.md, runs 13-14). Which of the two was the limit is not separated. Every
 request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per
-level it also reads the talker's and codec's /metrics (mean step time, mean batch), and the error lines the gateway,
+level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share), each
+service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main thread: near 1 means the loop
+is the limit), and the error lines the gateway,
 talker and codec logged during the level (a count and the first five, in the row's `log_problems` and printed), so a
 run says why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and
 layout, and the services' logs as plain files one folder down (`logs/<model>-<n>gpu-<service>.log`, plus
@@ -261,6 +263,18 @@ def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
     return {name: process_tree_cpu_s(pid) for name, pid in pids.items()}
 
 
+def main_thread_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process's main thread so far: a backend's asyncio event loop (its engine runs
+    in a worker thread, gRPC's poller in its own)."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def loop_snapshot(pids: dict[str, int]) -> dict[str, float]:
+    """CPU seconds so far of each backend's event loop (the gateway's pid is its workers' parent: left out)."""
+    return {name: main_thread_cpu_s(pid) for name, pid in pids.items() if name != "gateway"}
+
+
 # The request path's logs; refenc is off it here (built-in speaker) and logs list_voices' FAILED_PRECONDITION without
 # a registry (no Redis) on every request.
 LOGGED_SERVICES = ("gateway", "talker", "codec")
@@ -487,8 +501,9 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             before = serve.scrape_all()
             since = serve.log_sizes()
             pids = serve.service_pids()
-            cpu_before, wall_before = cpu_snapshot(pids), time.perf_counter()
+            cpu_before, loops_before, wall_before = cpu_snapshot(pids), loop_snapshot(pids), time.perf_counter()
             report = run_level(url, texts, args, concurrency, requests, seed=concurrency)
+            loops_after = loop_snapshot(pids)  # read inside the processes' window: a loop never exceeds its process
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
             after = serve.scrape_all()
             problems = serve.log_problems(since)
@@ -516,6 +531,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                     **{k: (cpu_after[k] - cpu_before.get(k, 0.0)) / wall for k in cpu_after},
                     "client": level["client_cpu_cores"],
                 },
+                # Each backend's event loop alone (its main thread): near 1, the loop is the service's limit.
+                "loop_cores": {k: (loops_after[k] - loops_before.get(k, 0.0)) / wall for k in loops_after},
                 "client_processes": args.client_processes,
                 # The gateway's own view of time to first audio (its log; lines written by the level's end).
                 "gateway_requests_logged": len(gateway_ttfa),
@@ -575,6 +592,7 @@ def format_diagnostics(row: dict) -> str:
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
     parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
+    parts += [f"loop {name} {cores:.2f}" for name, cores in sorted(row.get("loop_cores", {}).items())]
     return ", ".join(parts)
 
 

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_codec_service as bench  # noqa: E402 (a sibling script: its model writer and client)
+from bench_stack import main_thread_cpu_s  # noqa: E402 (a sibling script)
 
 # ---- server side (a subprocess) ----------------------------------------------------------------------------------
 
@@ -230,13 +231,6 @@ def measure_level(
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux /proc), all its threads."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def main_thread_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of a process's main thread so far: a service's asyncio event loop (its engine runs
-    in a worker thread, gRPC's poller in its own)."""
-    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
