@@ -236,6 +236,17 @@ def metric_means(before: dict, after: dict) -> dict[str, float | None]:
     return means
 
 
+def stat_fields(stat: Path) -> list[str]:
+    """The fields of a /proc `stat` file (a process's, or one thread's under task/) after its `(comm)`: [1] is the
+    parent pid, [11] and [12] user and system clock ticks."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
+def stat_cpu_s(fields: list[str]) -> float:
+    """User + system CPU seconds of `stat_fields`."""
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
 def process_tree_cpu_s(root: int) -> float:
     """CPU seconds (user + system) used so far by process `root` and its live descendants, from /proc."""
     children: dict[int, list[int]] = {}
@@ -244,12 +255,12 @@ def process_tree_cpu_s(root: int) -> float:
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(entry / "stat")
         except OSError:
             continue
         pid = int(entry.name)
-        children.setdefault(int(fields[1]), []).append(pid)  # fields[1] = ppid
-        cpu[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+        children.setdefault(int(fields[1]), []).append(pid)
+        cpu[pid] = stat_cpu_s(fields)
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
@@ -266,8 +277,7 @@ def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
 def main_thread_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process's main thread so far: a backend's asyncio event loop (its engine runs
     in a worker thread, gRPC's poller in its own)."""
-    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return stat_cpu_s(stat_fields(Path(f"/proc/{pid}/task/{pid}/stat")))
 
 
 def loop_snapshot(pids: dict[str, int]) -> dict[str, float]:

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_codec_service as bench  # noqa: E402 (a sibling script: its model writer and client)
-from bench_stack import main_thread_cpu_s  # noqa: E402 (a sibling script)
+from bench_stack import main_thread_cpu_s, stat_cpu_s, stat_fields  # noqa: E402 (a sibling script)
 
 # ---- server side (a subprocess) ----------------------------------------------------------------------------------
 
@@ -230,8 +230,7 @@ def measure_level(
 
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a process so far (Linux /proc), all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return stat_cpu_s(stat_fields(Path(f"/proc/{pid}/stat")))
 
 
 def measure_stack(streams: list[int], max_new_tokens: int) -> str:

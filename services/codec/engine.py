@@ -110,6 +110,11 @@ class Stream:
         self.chunks_done = 0
         self.released = False
 
+    @property
+    def backlog_frames(self) -> int:
+        """Frames submitted and not yet decoded."""
+        return self.frames_submitted - self.frames_done
+
 
 class CodecEngine:
     def __init__(

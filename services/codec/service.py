@@ -207,9 +207,9 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                 self._many_fail(call, entry, failure)
                 return
             self.engine.submit(entry.stream, codes, item.chunk.last)
-            backlog = entry.stream.frames_submitted - entry.stream.frames_done
-            if backlog > self.config.max_backlog_frames:
-                message = f"{backlog} undecoded frames > max_backlog_frames {self.config.max_backlog_frames}"
+            if entry.stream.backlog_frames > self.config.max_backlog_frames:
+                backlog, limit = entry.stream.backlog_frames, self.config.max_backlog_frames
+                message = f"{backlog} undecoded frames > max_backlog_frames {limit}"
                 self._many_fail(call, entry, RpcFailure(grpc.StatusCode.RESOURCE_EXHAUSTED, message))
         else:
             self._many_fail(call, entry, _invalid(f"stream {stream_id}: a message with no content"))
@@ -304,7 +304,7 @@ class CodecServicer(codec_pb2_grpc.CodecServiceServicer):
                 codes = check.codes(request.chunk)
                 self.engine.submit(stream, codes, request.chunk.last)
                 # Backpressure: stop reading (gRPC flow control then slows the client) while the backlog is full.
-                while stream.frames_submitted - stream.frames_done > self.config.max_backlog_frames:
+                while stream.backlog_frames > self.config.max_backlog_frames:
                     stream.decoded.clear()
                     await stream.decoded.wait()
             if not check.ended:
