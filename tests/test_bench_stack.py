@@ -100,9 +100,9 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["cpu_cores"]["talker"] > 0 and all(v >= 0 for v in row["cpu_cores"].values())
         # A backend's event loop is one thread of its process: some of its CPU, never more.
         assert set(row["loop_cores"]) == {"talker", "codec", "codec1", "refenc"}
-        slack = 0.03 / row["elapsed_s"]  # /proc counts whole clock ticks (10 ms): a tick per reading either way
+        slack = 0.03 / row["elapsed_s"]  # a process's CPU is in whole clock ticks (10 ms): one per reading either way
         assert all(0 <= v <= row["cpu_cores"][k] + slack for k, v in row["loop_cores"].items()), row["loop_cores"]
-        assert row["loop_cores"]["talker"] > 0 and row["loop_cores"]["codec"] > 0
+        assert row["loop_cores"]["talker"] > 0 and row["loop_cores"]["codec"] + row["loop_cores"]["codec1"] > 0
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
         # Engine load: one talker is busy at most all the time, two codec replicas at most twice; a 4-frame request
         # sends chunks of 1, 2 and 1 frames, so it takes 1 to 3 codec rows.
