@@ -8,7 +8,7 @@ import torch
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.tiny import tiny_config
-from omni.talker.cuda_graphs import PrefillGraphs, PrefillInputs, plan_prefill
+from omni.talker.cuda_graphs import PrefillGraphs, PrefillInputs, plan_prefill, prefill_bucket_captured
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import SamplingParams
@@ -46,9 +46,11 @@ def make_prompt(length: int, gen: torch.Generator, config: Qwen3TTSConfig) -> Ta
     )
 
 
-def padded_prefill(runner: TalkerRunner, chunks, batch_buckets, width_buckets, inputs: dict) -> list[int]:
+def padded_prefill(
+    runner: TalkerRunner, chunks, batch_buckets, width_buckets, inputs: dict, max_positions=None
+) -> list[int]:
     """`PrefillGraphs.prefill` with each bucket's padded forward run eagerly instead of replayed from a graph."""
-    for bucket, group in plan_prefill(chunks, batch_buckets, width_buckets):
+    for bucket, group in plan_prefill(chunks, batch_buckets, width_buckets, max_positions):
         if bucket is None:
             runner.prefill_batch(group)
             continue
@@ -64,14 +66,15 @@ def snapshot(runner: TalkerRunner, slots: list[int]) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize(
-    "batch_buckets, width_buckets",
+    "batch_buckets, width_buckets, max_positions",
     [
-        ((1, 2, 4), (8, 24)),  # padding rows (3 chunks in a 4-row bucket), positions clamped at max_len - 1
-        ((1, 2), (16, 32)),  # more chunks than the largest batch bucket: several forwards per call
-        ((4,), (8,)),  # chunks wider than every width bucket fall back to prefill_batch, the others are padded
+        ((1, 2, 4), (8, 24), None),  # padding rows (3 chunks in a 4-row bucket), positions clamped at max_len - 1
+        ((1, 2), (16, 32), None),  # more chunks than the largest batch bucket: several forwards per call
+        ((4,), (8,), None),  # chunks wider than every width bucket fall back to prefill_batch, the others are padded
+        ((1, 2, 4), (8, 24), 16),  # a position cap: wide chunks go in smaller batches than short ones
     ],
 )
-def test_prefill_padded_equals_prefill_batch(model, batch_buckets, width_buckets):
+def test_prefill_padded_equals_prefill_batch(model, batch_buckets, width_buckets, max_positions):
     talker, config = model
     eager = TalkerRunner(talker, config, 4, MAX_LEN)
     padded = TalkerRunner(talker, config, 4, MAX_LEN, scratch_slot=True)
@@ -94,7 +97,7 @@ def test_prefill_padded_equals_prefill_batch(model, batch_buckets, width_buckets
         mid_prompt = [s for s, e, _, end in chunks if end < len(e)]
         before = snapshot(padded, mid_prompt)
         want = eager.prefill_batch(chunks)
-        got = padded_prefill(padded, chunks, batch_buckets, width_buckets, inputs)
+        got = padded_prefill(padded, chunks, batch_buckets, width_buckets, inputs, max_positions)
         assert got == want  # completed slots, in chunk order
         for name, value in snapshot(padded, mid_prompt).items():  # a mid-prompt chunk draws nothing
             assert torch.equal(value, before[name]), name
@@ -111,6 +114,9 @@ def test_prefill_padded_equals_prefill_batch(model, batch_buckets, width_buckets
         assert not padded.finished[scratch] and not padded.seen[scratch].any()
         rounds += 1
     assert rounds == 4 and len(inputs) > 0
+    if max_positions is not None:  # only captured buckets were used, and the cap changed the plan
+        assert all(prefill_bucket_captured(b, w, batch_buckets, max_positions) for b, w in inputs)
+        assert (1, 24) in inputs and (4, 24) not in inputs
 
     rows = torch.tensor(SLOTS)
     padded_rows = torch.tensor([*SLOTS, padded.scratch_slot])  # one padding row, as a decode graph bucket has
@@ -135,6 +141,27 @@ def test_plan_prefill_buckets_splits_and_falls_back():
     assert plan_prefill(twenty, batch, width) == [((16, 32), twenty[:16]), ((4, 512), twenty[16:])]
     mixed = chunks(40, 600, 8)
     assert plan_prefill(mixed, batch, width) == [(None, [mixed[1]]), ((2, 64), [mixed[0], mixed[2]])]
+
+
+def test_plan_prefill_keeps_large_batches_to_short_widths():
+    emb = torch.zeros(600, 1)
+
+    def chunks(*widths):
+        return [(slot, emb, 0, w) for slot, w in enumerate(widths)]
+
+    batch, width, cap = (1, 2, 4, 8, 16, 32, 64), (32, 64, 128, 256, 512), 16 * 512
+    burst = chunks(*[30] * 40)  # a burst of short prompts: one forward of 64 rows x 32 positions
+    assert plan_prefill(burst, batch, width, cap) == [((64, 32), burst)]
+    long = chunks(*[300] * 40)  # 512-wide rows: at most 16 per forward
+    want = [((16, 512), long[:16]), ((16, 512), long[16:32]), ((8, 512), long[32:])]
+    assert plan_prefill(long, batch, width, cap) == want
+    assert plan_prefill(long, batch, width) == [((64, 512), long)]  # no cap: one bucket of 64 x 512
+    tail = chunks(*[10] * 20, 300, 200)  # the wide chunk would need 32 x 512: it starts a group of its own
+    assert plan_prefill(tail, batch, width, cap) == [((32, 32), tail[:20]), ((2, 512), tail[20:])]
+    assert plan_prefill(chunks(600, 20), batch, width, cap) == [(None, chunks(600)), ((1, 32), chunks(600, 20)[1:])]
+    # Captured: every pair within the cap, and the smallest batch at every width.
+    assert prefill_bucket_captured(64, 128, batch, cap) and not prefill_bucket_captured(64, 256, batch, cap)
+    assert prefill_bucket_captured(1, 10_000, batch, cap) and prefill_bucket_captured(64, 512, batch, None)
 
 
 def test_bad_calls_fail_clearly(model):

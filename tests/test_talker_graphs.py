@@ -175,9 +175,15 @@ def test_attention_backend_setting_allows_only_the_named_kernel():
 
 
 def test_config_rejects_empty_or_nonpositive_buckets():
+    from omni.services.common.config import load_config
     from omni.services.talker.config import TalkerConfig
 
     assert TalkerConfig().cuda_graphs and TalkerConfig().graph_batch_buckets[-1] == 448
     for buckets in ([], [0, 4]):
         with pytest.raises(ValueError, match="graph_batch_buckets"):
             TalkerConfig(graph_batch_buckets=buckets).validate()
+        with pytest.raises(ValueError, match="prefill_batch_buckets"):
+            TalkerConfig(prefill_batch_buckets=buckets).validate()
+    # From the environment, as the chart and bench_stack set it.
+    config = load_config(TalkerConfig, "talker", env={"OMNI_TALKER_PREFILL_BATCH_BUCKETS": "1,4,16,64"})
+    assert config.prefill_batch_buckets == [1, 4, 16, 64] and TalkerConfig().prefill_batch_buckets[-1] == 16

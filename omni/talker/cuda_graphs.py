@@ -84,27 +84,61 @@ class TalkerGraphs:
         return codes[:batch], finished[:batch]
 
 
+# The padded positions of the largest prefill graph by default: 16 prompts x 512 (the graphs captured before batch
+# buckets above 16 existed); a larger batch bucket is captured only for widths that stay within it.
+PREFILL_GRAPH_POSITIONS = 16 * 512
+
 Chunk = tuple[int, torch.Tensor, int, int]  # (slot, prompt embeddings [L, H], start, end), as prefill_batch takes
 
 
 def plan_prefill(
-    chunks: Sequence[Chunk], batch_buckets: Sequence[int], width_buckets: Sequence[int]
+    chunks: Sequence[Chunk],
+    batch_buckets: Sequence[int],
+    width_buckets: Sequence[int],
+    max_positions: int | None = None,
 ) -> list[tuple[tuple[int, int] | None, list[Chunk]]]:
     """`chunks` as groups of one forward each, with the smallest (batch, width) bucket that holds the group.
 
-    Groups hold at most the largest batch bucket, in chunk order; chunks wider than every width bucket form one group
-    with bucket None (for the eager `prefill_batch`).
+    Groups fill in chunk order while a bucket holds them: at most the largest batch bucket, and with `max_positions`
+    no bucket of more padded positions than that (`prefill_bucket_captured`). Chunks wider than every width bucket
+    form one group with bucket None (for the eager `prefill_batch`).
     """
-    widest, largest = max(width_buckets), max(batch_buckets)
+    widest = max(width_buckets)
     wide = [c for c in chunks if c[3] - c[2] > widest]
-    narrow = [c for c in chunks if c[3] - c[2] <= widest]
     groups: list[tuple[tuple[int, int] | None, list[Chunk]]] = [(None, wide)] if wide else []
-    for i in range(0, len(narrow), largest):
-        group = narrow[i : i + largest]
-        width = max(end - start for _, _, start, end in group)
-        batch = min(b for b in batch_buckets if b >= len(group))
-        groups.append(((batch, min(w for w in width_buckets if w >= width)), group))
+    group: list[Chunk] = []
+    bucket: tuple[int, int] | None = None
+    for chunk in chunks:
+        if chunk[3] - chunk[2] > widest:
+            continue
+        width = max(end - start for _, _, start, end in [*group, chunk])
+        grown = _smallest_bucket(len(group) + 1, width, batch_buckets, width_buckets, max_positions)
+        if grown is None:  # the group is full: a new one starts with this chunk (a batch of one always fits)
+            groups.append((bucket, group))
+            group = []
+            grown = _smallest_bucket(1, chunk[3] - chunk[2], batch_buckets, width_buckets, max_positions)
+        group.append(chunk)
+        bucket = grown
+    if group:
+        groups.append((bucket, group))
     return groups
+
+
+def prefill_bucket_captured(batch: int, width: int, batch_buckets: Sequence[int], max_positions: int | None) -> bool:
+    """Whether PrefillGraphs captures (batch, width): within `max_positions` padded positions, or the smallest batch
+    (so any chunk up to the widest width has a graph)."""
+    return max_positions is None or batch * width <= max_positions or batch == min(batch_buckets)
+
+
+def _smallest_bucket(
+    n: int, width: int, batch_buckets: Sequence[int], width_buckets: Sequence[int], max_positions: int | None
+) -> tuple[int, int] | None:
+    """The smallest captured bucket holding n chunks of up to `width` positions, or None."""
+    batch = min((b for b in batch_buckets if b >= n), default=None)
+    padded = min(w for w in width_buckets if w >= width)
+    if batch is None or not prefill_bucket_captured(batch, padded, batch_buckets, max_positions):
+        return None
+    return batch, padded
 
 
 class PrefillInputs:
@@ -159,7 +193,10 @@ class PrefillGraphs:
         runner: TalkerRunner,
         batch_buckets: Sequence[int] = (1, 2, 4, 8, 16),
         width_buckets: Sequence[int] = (32, 64, 128, 256, 512),
+        max_positions: int | None = PREFILL_GRAPH_POSITIONS,
     ):
+        """`max_positions`: no graph pads to more positions than this (batch x width), so large batch buckets are
+        captured for short widths only; None captures every pair."""
         if runner.device.type != "cuda":
             raise ValueError("PrefillGraphs needs a runner on a CUDA device")
         if runner.scratch_slot is None:
@@ -170,12 +207,17 @@ class PrefillGraphs:
         # As TalkerGraphs: no bucket beyond what a call can fill (num_slots rows, max_len positions).
         self.batch_buckets = sorted({min(b, runner.num_slots) for b in batch_buckets})
         self.width_buckets = sorted({min(w, runner.max_len) for w in width_buckets})
+        self.max_positions = max_positions
         self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, PrefillInputs]] = {}
         self.replays = 0  # forwards served by a graph
         self.eager_calls = 0  # forwards of chunks wider than every bucket, run eagerly
         pool = torch.cuda.graph_pool_handle()
         # Most positions first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
-        buckets = itertools.product(self.batch_buckets, self.width_buckets)
+        buckets = [
+            (b, w)
+            for b, w in itertools.product(self.batch_buckets, self.width_buckets)
+            if prefill_bucket_captured(b, w, self.batch_buckets, max_positions)
+        ]
         for bucket in sorted(buckets, key=lambda bw: bw[0] * bw[1], reverse=True):
             self.graphs[bucket] = self._capture(PrefillInputs(runner, *bucket), pool)
 
@@ -197,7 +239,7 @@ class PrefillGraphs:
     def prefill(self, chunks: Sequence[Chunk]) -> list[int]:
         """`runner.prefill_batch(chunks)` through the graphs: returns the slots whose prompt this completed, in chunk
         order. Slots must be distinct."""
-        for bucket, group in plan_prefill(chunks, self.batch_buckets, self.width_buckets):
+        for bucket, group in plan_prefill(chunks, self.batch_buckets, self.width_buckets, self.max_positions):
             if bucket is None:
                 self.runner.prefill_batch(group)
                 self.eager_calls += 1

@@ -43,6 +43,11 @@ class TalkerConfig(ServiceConfig):
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )
+    prefill_batch_buckets: list[int] = option(
+        [1, 2, 4, 8, 16],
+        "prompts per prefill graph to capture; a bucket above 16 only for widths within 16 x 512 padded positions "
+        "(with a prefill_budget above 512, a burst of short prompts is admitted in fewer steps)",
+    )
     prefill_attention: str = option(
         "auto",
         "on CUDA, the PyTorch attention kernel for prompt positions: default (PyTorch's choice, cuDNN on an H200), "
@@ -72,6 +77,8 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(f"chunk_ramp sizes must be in [1, {self.max_chunk_frames}], got {self.chunk_ramp}")
         if self.prefill_attention not in ("auto", *BACKENDS):
             raise ValueError(f"prefill_attention must be auto or one of {BACKENDS}, got {self.prefill_attention!r}")
+        if not self.prefill_batch_buckets or min(self.prefill_batch_buckets) < 1:
+            raise ValueError(f"prefill_batch_buckets must be non-empty sizes >= 1, got {self.prefill_batch_buckets}")
         if not self.graph_batch_buckets or min(self.graph_batch_buckets) < 1:
             raise ValueError(f"graph_batch_buckets must be non-empty sizes >= 1, got {self.graph_batch_buckets}")
         if not self.retry_after_s >= 0:

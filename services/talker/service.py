@@ -379,7 +379,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     if use_graphs and config.prefill_graphs:
         # Width buckets up to the prefill budget: no prompt chunk is wider, so none falls back to eager.
         widths = capture_buckets([32, 64, 128, 256, 512], config.prefill_budget)
-        prefill_graphs = PrefillGraphs(runner, width_buckets=widths)
+        prefill_graphs = PrefillGraphs(runner, config.prefill_batch_buckets, widths)
     engine = TalkerEngine(
         runner,
         config.max_queue,
@@ -390,6 +390,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         PrefillCoalescing(config.prefill_min_batch, config.prefill_max_wait_ms),
         prefill_graphs,
         config.async_scheduling,
+        prefill_graphs.width_buckets[-1] if prefill_graphs else None,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
