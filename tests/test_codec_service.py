@@ -269,6 +269,62 @@ def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
     assert_same_audio(got_b, want_b, F32)
 
 
+@pytest.mark.parametrize("apart", [True, False])
+def test_first_chunks_apart_decodes_new_streams_first_rows_in_a_step_of_their_own(decoder, apart):
+    from omni.services.codec.engine import CodecEngine
+
+    class RecordingEngine(CodecEngine):
+        """Records each step's rows as (slot, frames), and the order in which streams got their audio."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.steps, self.delivered = [], []
+
+        def _step(self, fresh, work):
+            frames = [sum(len(p.codes) for p in chunks if p.codes is not None) for _, chunks in work]
+            self.steps.append([(s.slot, n) for (s, _), n in zip(work, frames, strict=True)])
+            return super()._step(fresh, work)
+
+        def _deliver(self, stream, chunks, pcm, step_start, tick_ms):
+            self.delivered.append(stream.slot)
+            super()._deliver(stream, chunks, pcm, step_start, tick_ms)
+
+    rng = np.random.default_rng(8)
+    a, b = random_codes(rng, 16), random_codes(rng, 3)
+    want_a, want_b = expected_audio(decoder, [(a, None), (b, None)])
+
+    async def scenario():
+        engine = RecordingEngine(decoder, max_streams=4, first_chunks_apart=apart)
+        engine.start()
+        try:
+            old = engine.open(F32)
+            engine.submit(old, a[:1], False)
+            got_a = [await old.outputs.get()]
+            engine.steps.clear()
+            engine.delivered.clear()
+            # Before the engine's next tick: the old stream's next 15 frames and a new stream's first frame.
+            engine.submit(old, a[1:], True)
+            new = engine.open(F32)
+            engine.submit(new, b[:1], False)
+            got_a.append(await old.outputs.get())
+            got_b = [await new.outputs.get()]
+            steps, delivered = list(engine.steps), list(engine.delivered)
+            engine.submit(new, b[1:], True)
+            got_b.append(await new.outputs.get())
+            pcm = [np.concatenate([decode_pcm(c.pcm, F32) for c in got]) for got in (got_a, got_b)]
+            return steps, delivered, (old.slot, new.slot), pcm
+        finally:
+            await engine.stop()
+
+    steps, delivered, (old, new), (got_a, got_b) = asyncio.run(scenario())
+    if apart:  # the new stream's frame is decoded and sent first, in a step without the old stream's 15 frames
+        assert steps == [[(new, 1)], [(old, 15)]] and delivered == [new, old]
+    else:
+        assert steps == [[(old, 15), (new, 1)]] and delivered == [old, new]
+    assert_same_audio(got_a, want_a, F32)
+    assert_same_audio(got_b, want_b, F32)
+
+
 @pytest.mark.parametrize(
     "merge_frames, rows, fmt", [(6, [6, 4, 5], S16), (6, [6, 4, 5], F32), (1, [1, 2, 3, 4, 5], S16)]
 )

@@ -30,6 +30,11 @@ class CodecConfig(ServiceConfig):
         "a stream's queued chunks decode together in one step while their frames sum to at most this (capped at the "
         "longest graph chunk length; 1 = one chunk per stream per step)",
     )
+    first_chunks_apart: bool = option(
+        False,
+        "decode new streams' first chunks in a step of their own, sent before the rest of the tick is decoded (time "
+        "to first audio waits for a short step instead of a whole tick)",
+    )
     fused_kernels: str = option(
         "channels_last",
         "Triton kernels on CUDA in bf16/fp16: off, snakebeta, all (snakebeta + fused residual units), channels_last "

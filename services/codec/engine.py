@@ -17,6 +17,11 @@ it (and primes it with reference codes) in a later step than any step of the pre
 time), before its first decode, and audio of a step is delivered to the stream object it was decoded for, which
 drops it once released. So no state or output of one stream can reach another.
 
+First chunks apart (off by default, `first_chunks_apart`): when a tick holds both new streams' first rows and
+other rows, the first rows decode in a step of their own and are sent before the rest are decoded. A first chunk is
+one frame: its step is short, so time to first audio loses most of a full tick (tens of ms at hundreds of streams)
+for one more step's host overhead on the ticks that have a new stream.
+
 Coalescing (off by default): with `min_batch > 1` and `max_wait_ms > 0`, a tick waits up to `max_wait_ms`
 after the oldest pending chunk for `min_batch` streams to be ready, unless a stream's first chunk is waiting
 (time to first audio beats batch size).
@@ -128,10 +133,13 @@ class CodecEngine:
         graph_buckets: Sequence[int] = (),
         graph_chunk_lengths: Sequence[int] = (1, 4, 8, 15),
         merge_frames: int = 15,
+        first_chunks_apart: bool = False,
     ) -> None:
         """`merge_frames`: a stream's pending chunks decode in one row while their frames sum to at most this (the
         oldest always goes; 1: one chunk per stream per step). With graphs it is capped at the longest captured
-        chunk length, so a merged row never falls back to an eager step."""
+        chunk length, so a merged row never falls back to an eager step.
+        `first_chunks_apart`: a tick that holds new streams' first rows and other rows runs as two steps, the first
+        rows' before the rest, so a first chunk waits for a small step instead of the whole tick."""
         self.decoder = decoder
         self.max_streams = max_streams
         self.min_batch = min_batch
@@ -156,6 +164,7 @@ class CodecEngine:
                 {f"{b}x{t}": round(ms, 2) for (b, t), ms in sorted(self.graphs.replay_ms.items())},
             )
         self.merge_frames = min(merge_frames, self.graphs.chunk_lengths[-1]) if self.graphs else merge_frames
+        self.first_chunks_apart = first_chunks_apart
         self.free = list(reversed(range(max_streams)))  # pop() leases the lowest slot first
         self.streams: dict[int, Stream] = {}
         self.accepting = True
@@ -226,23 +235,33 @@ class CodecEngine:
                 s.fresh = False
             if any(s.pending for s in self.streams.values()):
                 self.wake.set()  # streams that are behind get their next chunk in the next step
-            start = time.perf_counter()
-            try:
-                results, compute_ms = await asyncio.get_running_loop().run_in_executor(
-                    self.executor, self._step, fresh, work
-                )
-            except Exception as e:  # a failed step ends the streams in it, not the service
-                log.exception("codec step failed")
-                for s in {id(s): s for s in [*fresh, *(s for s, _ in work)]}.values():
-                    s.outputs.put_nowait(DecodeFailed(f"decode step failed: {e}"))
-                continue
-            tick_ms = (time.perf_counter() - start) * 1000.0
-            self.metrics.tick_ms.observe(tick_ms)
-            self.metrics.tick_compute_ms.observe(compute_ms)
-            if work:
-                self.metrics.batch_size.observe(len(work))
-            for (stream, chunks), pcm in zip(work, results, strict=True):
-                self._deliver(stream, chunks, pcm, start, tick_ms)
+            first = [(s, chunks) for s, chunks in work if s.frames_done == 0] if self.first_chunks_apart else []
+            if first and len(first) < len(work):
+                # Time to first audio: the new streams' rows (short, cheap) are decoded and sent before the others'.
+                rest = [(s, chunks) for s, chunks in work if s.frames_done > 0]
+                await self._tick(fresh, first)
+                await self._tick([], rest)
+            else:
+                await self._tick(fresh, work)
+
+    async def _tick(self, fresh: list[Stream], work: list[tuple[Stream, list[_Pending]]]) -> None:
+        """One decode step in the engine thread, then each stream's audio handed over."""
+        start = time.perf_counter()
+        try:
+            loop = asyncio.get_running_loop()
+            results, compute_ms = await loop.run_in_executor(self.executor, self._step, fresh, work)
+        except Exception as e:  # a failed step ends the streams in it, not the service
+            log.exception("codec step failed")
+            for s in {id(s): s for s in [*fresh, *(s for s, _ in work)]}.values():
+                s.outputs.put_nowait(DecodeFailed(f"decode step failed: {e}"))
+            return
+        tick_ms = (time.perf_counter() - start) * 1000.0
+        self.metrics.tick_ms.observe(tick_ms)
+        self.metrics.tick_compute_ms.observe(compute_ms)
+        if work:
+            self.metrics.batch_size.observe(len(work))
+        for (stream, chunks), pcm in zip(work, results, strict=True):
+            self._deliver(stream, chunks, pcm, start, tick_ms)
 
     def _take_chunks(self, stream: Stream) -> list[_Pending]:
         """A stream's oldest chunk, the chunks after it while all fit `merge_frames`, and the end marker if it
@@ -408,4 +427,5 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         graph_buckets=buckets,
         graph_chunk_lengths=lengths,
         merge_frames=config.merge_chunk_frames,
+        first_chunks_apart=config.first_chunks_apart,
     )
