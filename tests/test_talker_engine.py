@@ -117,32 +117,6 @@ def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, schedulin
     assert not engine.slots and sorted(engine.free) == list(range(4))
 
 
-def test_prefill_chunk_caps_each_request_while_the_budget_admits_many(synth, scheduling):
-    # The service's setting for a budget above its widest prefill graph: each request's chunk is at most that wide,
-    # the rest of the budget goes to the other prompts of the same step.
-    texts = [TEXT_LONG, "Hi.", "Two words."]
-
-    async def scenario():
-        engine = engine_for(synth, RecordingEngine, prefill_budget=64, prefill_chunk=6, **scheduling)
-        engine.start()
-        try:
-            requests = [engine.submit(job(synth, t, 20 + i, 6)) for i, t in enumerate(texts)]
-            return engine.steps, await asyncio.gather(*(drain_outputs(r) for r in requests))
-        finally:
-            await engine.stop()
-
-    steps, results = asyncio.run(scenario())
-    prompts = [len(synth.builder.build(speech(t))) for t in texts]
-    assert prompts[0] > 3 * 6 and all(n > 6 for n in prompts[1:])
-    prefills = [p for p, _ in steps if p]
-    assert all(0 < n <= 6 for p in prefills for n in p.values())  # no request's chunk past the cap
-    assert len(prefills[0]) == 3  # the first step prefills all three, not just the oldest
-    for i, n in enumerate(prompts):
-        assert sum(p.get(str(20 + i), 0) for p in prefills) == n
-    for i, (text, (codes, _, _)) in enumerate(zip(texts, results, strict=True)):
-        np.testing.assert_array_equal(codes, solo(synth, text, 20 + i, 6))
-
-
 def test_more_requests_than_slots_wait_and_each_equals_its_solo_run(synth, scheduling):
     texts = ["One.", "Two words.", "Three more words.", "Four.", "Five six.", "Seven."]
 

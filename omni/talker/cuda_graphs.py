@@ -105,20 +105,20 @@ def plan_prefill(
     """
     widest = max(width_buckets)
     wide = [c for c in chunks if c[3] - c[2] > widest]
+    narrow = [c for c in chunks if c[3] - c[2] <= widest]
     groups: list[tuple[tuple[int, int] | None, list[Chunk]]] = [(None, wide)] if wide else []
     group: list[Chunk] = []
     bucket: tuple[int, int] | None = None
-    for chunk in chunks:
-        if chunk[3] - chunk[2] > widest:
-            continue
-        width = max(end - start for _, _, start, end in [*group, chunk])
-        grown = _smallest_bucket(len(group) + 1, width, batch_buckets, width_buckets, max_positions)
+    width = 0  # the group's widest chunk
+    for chunk in narrow:
+        size = chunk[3] - chunk[2]
+        grown = _smallest_bucket(len(group) + 1, max(width, size), batch_buckets, width_buckets, max_positions)
         if grown is None:  # the group is full: a new one starts with this chunk (a batch of one always fits)
             groups.append((bucket, group))
-            group = []
-            grown = _smallest_bucket(1, chunk[3] - chunk[2], batch_buckets, width_buckets, max_positions)
+            group, width = [], 0
+            grown = _smallest_bucket(1, size, batch_buckets, width_buckets, max_positions)
         group.append(chunk)
-        bucket = grown
+        bucket, width = grown, max(width, size)
     if group:
         groups.append((bucket, group))
     return groups

@@ -7,8 +7,7 @@ Finished) and `cancel` it when the call ends early. They never touch tensors.
 A step:
   1. drop requests whose deadline passed (waiting or in a slot),
   2. admit waiting requests into free slots and give prefilling requests positions up to `prefill_budget`
-     (chunked prefill: a long prompt takes several steps, at most `prefill_chunk` positions each, and never stalls
-     the decodes of the others),
+     (chunked prefill: a long prompt takes several steps and never stalls the decodes of the others),
   3. one batched `decode_step` over every slot that finished its prefill, one [B, 18] tensor to the host,
   4. hand each request its frame; a request emits a chunk once it holds as many frames as its plan says
      (1, then the ramp, then 15 by default) and flushes the rest with `last` when it stops.
@@ -194,15 +193,11 @@ class TalkerEngine:
         coalescing: PrefillCoalescing = PrefillCoalescing(),
         prefill_graphs: PrefillGraphs | None = None,
         async_scheduling: bool = False,
-        prefill_chunk: int | None = None,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
         `prefill_graphs`: captured prefill forwards (CUDA); without them prefill runs eagerly.
-        `async_scheduling`: queue each step before reading the previous one back (see the module docstring).
-        `prefill_chunk`: the most positions of one request per step (default the whole budget); the service sets the
-        widest prefill graph, so a budget above it (for a burst of short prompts) never sends a long prompt's chunk
-        to the eager forward."""
+        `async_scheduling`: queue each step before reading the previous one back (see the module docstring)."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
@@ -212,7 +207,6 @@ class TalkerEngine:
         self.max_len = runner.max_len
         self.max_queue = max_queue
         self.prefill_budget = prefill_budget
-        self.prefill_chunk = min(prefill_budget, prefill_chunk or prefill_budget)
         self.coalescing = coalescing
         self.async_scheduling = async_scheduling
         self.retry_after_s = retry_after_s
@@ -354,8 +348,7 @@ class TalkerEngine:
         for request in prefilling:
             if budget == 0:
                 break
-            start = request.prefilled
-            end = min(start + min(budget, self.prefill_chunk), len(request.prompt))
+            start, end = request.prefilled, min(request.prefilled + budget, len(request.prompt))
             prefills.append((request, request.embeddings, start, end))
             budget -= end - start
             request.prefilled = end  # counted as planned: the next plan continues after it, or decodes it
