@@ -244,3 +244,64 @@ def test_worker_sockets_give_their_connections_tcp_nodelay():
             return nodelay
 
     assert asyncio.run(scenario()) != 0
+
+
+def test_serve_waits_until_every_gateway_worker_is_ready(tmp_path):
+    """Each worker watches the backends on its own: serve must not say ready while one worker still answers 503 (a
+    request sent to it would fail with "no codec replica is available", docs/benchmarks.md run 40). Two real HTTP
+    servers share one port as the workers do; the second turns ready only when told."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from omni.services.gateway.workers import reuseport_socket
+
+    from omni.commands.serve import Stack as ServeStack
+    from omni.commands.serve import wait_http_ready
+
+    class Readiness(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.server.hits += 1
+            self.send_response(200 if self.server.ready.is_set() else 503)
+            self.send_header("x-omni-worker", self.server.name)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    port = 0
+    servers = []
+    for name in ("101", "102"):
+        server = HTTPServer(("127.0.0.1", port), Readiness, bind_and_activate=False)
+        server.socket.close()
+        server.socket = reuseport_socket("127.0.0.1", port)
+        server.socket.listen(64)
+        port = server.socket.getsockname()[1]
+        server.name, server.hits, server.ready = name, 0, threading.Event()
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+    servers[0].ready.set()
+    url = f"http://127.0.0.1:{port}/ready"
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            wait_http_ready(ServeStack(tmp_path), url, time.monotonic() + 60, workers=2)
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+
+    try:
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        deadline = time.monotonic() + 30
+        while min(s.hits for s in servers) < 3:  # both workers were asked, the first answered 200, and more than once
+            assert time.monotonic() < deadline and waiter.is_alive(), (errors, [s.hits for s in servers])
+            time.sleep(0.05)
+        assert waiter.is_alive()  # still waiting: the second worker is not ready
+        servers[1].ready.set()
+        waiter.join(30)
+        assert not waiter.is_alive() and not errors, errors
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()

@@ -219,16 +219,28 @@ def wait_grpc_serving(stack: Stack, address: str, deadline: float) -> None:
         wait_until(stack, serving, address, deadline)
 
 
-def wait_http_ready(stack: Stack, url: str, deadline: float) -> None:
+def wait_http_ready(stack: Stack, url: str, deadline: float, workers: int = 1) -> None:
+    """Poll the gateway's readiness until each of its `workers` processes has answered 200. Every worker watches
+    the backends on its own, so one ready worker says nothing of the others: a request sent to a worker that had not
+    yet seen the codec come back failed with "no codec replica is available" (docs/benchmarks.md, run 40)."""
     import httpx
 
-    def ready() -> bool:
-        try:
-            return httpx.get(url, timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
+    from omni.services.gateway.workers import WORKER_HEADER
 
-    wait_until(stack, ready, url, deadline)
+    ready_workers: set[str] = set()
+
+    def ready() -> bool:
+        # A new connection per GET: the kernel spreads connections over the workers' sockets (SO_REUSEPORT).
+        for _ in range(2 * workers):
+            try:
+                response = httpx.get(url, timeout=1.0)
+            except httpx.HTTPError:
+                continue
+            if response.status_code == 200:
+                ready_workers.add(response.headers.get(WORKER_HEADER.decode(), ""))
+        return len(ready_workers) >= workers
+
+    wait_until(stack, ready, f"{url} on {workers} gateway worker(s)", deadline)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -311,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
         for backend in backends:
             wait_grpc_serving(stack, f"127.0.0.1:{backend.port}", deadline)
         host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-        wait_http_ready(stack, f"http://{host}:{http_port}/ready", deadline)
+        wait_http_ready(stack, f"http://{host}:{http_port}/ready", deadline, args.gateway_workers)
         print(f"omni is ready (logs in {work_dir}):", flush=True)
         print(f"  OpenAI-compatible HTTP API: http://{host}:{http_port}/v1  (POST /v1/audio/speech)", flush=True)
         print(f"  gRPC Speech service:        {host}:{grpc_port}", flush=True)
