@@ -176,7 +176,8 @@ def test_chunks_follow_the_plan_greedy_equals_synth_and_metrics_count(model_dir,
     want = synth.synthesize([speech(i) for i in range(len(plans))], options)
     for i, (plan, (codes, chunks, summary)) in enumerate(zip(plans, results, strict=True)):
         np.testing.assert_array_equal(codes, want[i])
-        initial, steady, ramp = plan or (1, 15, [2, 4, 8])  # None: the service defaults, 1, 2, 4, 8 then 15
+        defaults = TalkerConfig()
+        initial, steady, ramp = plan or (defaults.initial_chunk_frames, defaults.chunk_frames, defaults.chunk_ramp)
         assert [c.num_frames for c in chunks] == plan_sizes(len(codes), initial, steady, ramp)
         reason = talker_pb2.STOP_REASON_MAX_NEW_TOKENS if len(codes) == max_new - 1 else talker_pb2.STOP_REASON_EOS
         assert summary.stop_reason == reason

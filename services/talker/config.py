@@ -18,7 +18,11 @@ class TalkerConfig(ServiceConfig):
         1, "while streams decode, hold new prompts until this many can be prefilled together (1 = never hold)"
     )
     prefill_max_wait_ms: float = option(0.0, "the longest a new prompt is held for prefill_min_batch, ms")
-    initial_chunk_frames: int = option(1, "default frames in a stream's first chunk")
+    initial_chunk_frames: int = option(
+        2,
+        "default frames in a stream's first chunk: 2 gives every later chunk 80 ms more slack against playback "
+        "(on one H200, 512 streams: requests with a gap 74% -> 35%; one stream's first audio 26 -> 36 ms)",
+    )
     chunk_frames: int = option(15, "default frames in each steady-state chunk")
     chunk_ramp: list[int] = option(
         [2, 4, 8],
