@@ -17,6 +17,9 @@ class GatewayServeSettings(GatewaySettings):
     grpc_port: int = option(-1, "port of the public gRPC Speech service (-1 disables it, 0 picks a free one)")
     poll_s: float = option(0.5, "how often replica addresses and loads are refreshed, seconds")
     down_s: float = option(2.0, "how long a failed replica is skipped before it is polled again, seconds")
+    replica_wait_s: float = option(
+        3.0, "a request that finds no usable replica of a service waits this long for the polls to find one, seconds"
+    )
 
 
 def register(subparsers) -> None:
@@ -75,7 +78,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     config = gateway_config(settings)
     backend = GrpcBackend(
         settings.model, settings.talkers, settings.codecs, settings.refencs, settings.model_name or None,
-        poll_s=settings.poll_s, down_s=settings.down_s,
+        poll_s=settings.poll_s, down_s=settings.down_s, replica_wait_s=settings.replica_wait_s,
     )  # fmt: skip
     await backend.start()
     app = create_app(backend, config)

@@ -105,6 +105,7 @@ class ReplicaPool:
     check: Callable[[Replica], object]  # async: fetch identity (once) and load; raises on failure
     down_s: float = 2.0
     replicas: dict[str, Replica] = field(default_factory=dict)
+    polled: asyncio.Event = field(default_factory=asyncio.Event)  # set when a poll round ends, then replaced
 
     async def refresh(self) -> None:
         addresses = await resolve_targets(self.targets)
@@ -115,6 +116,8 @@ class ReplicaPool:
                 channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
                 self.replicas[address] = Replica(address, channel, self.make_stub(channel))
         await asyncio.gather(*(self._poll(r) for r in list(self.replicas.values())))
+        self.polled.set()
+        self.polled = asyncio.Event()
 
     async def _poll(self, replica: Replica) -> None:
         picked_before = replica.picked
@@ -135,6 +138,20 @@ class ReplicaPool:
     def ranked(self) -> list[Replica]:
         """Usable replicas, least loaded first."""
         return sorted((r for r in self.replicas.values() if r.up), key=Replica.score)
+
+    async def usable(self, wait_s: float) -> list[Replica]:
+        """`ranked()`, but when no replica is usable, wait up to `wait_s` for the poll rounds to find one. Each gateway
+        process polls on its own, so right after a start (or a replica's restart) one can still count a replica as
+        down that is up: on the GPU a request was refused 0.2 s before its worker saw the codec (docs/benchmarks.md,
+        run 40). A replica that is really down costs the request `wait_s` before it is refused."""
+        ranked, deadline = self.ranked(), time.monotonic() + wait_s
+        while not ranked and self.targets and (remaining := deadline - time.monotonic()) > 0:
+            try:
+                await asyncio.wait_for(self.polled.wait(), remaining)
+            except TimeoutError:
+                break
+            ranked = self.ranked()
+        return ranked
 
     def mark_down(self, replica: Replica, reason: str) -> None:
         log.warning("%s replica %s marked down: %s", self.name, replica.address, reason)
@@ -225,6 +242,7 @@ class GrpcBackend(Backend):
         poll_s: float = 0.5,
         down_s: float = 2.0,
         voices_max_age_s: float = VOICES_MAX_AGE_S,
+        replica_wait_s: float = 3.0,
     ) -> None:
         model_dir = Path(model_dir)
         self.config = load_config(model_dir)
@@ -233,6 +251,7 @@ class GrpcBackend(Backend):
         self.identity = model_identity(model_dir)
         self.variant = self.config.tts_model_type
         self.poll_s = poll_s
+        self.replica_wait_s = replica_wait_s
         speakers = tuple(sorted(self.builder.speakers)) if self.variant == "custom_voice" else ()
         languages = ("Auto", *(name.title() for name in self.builder.supported_languages if name != "auto"))
         self.model_info = ModelInfo(
@@ -417,7 +436,7 @@ class GrpcBackend(Backend):
         """Start the generation on the least-loaded talker that admits it; returns (stream, first event, replica)."""
         retry_after: float | None = None
         tried = 0
-        for replica in self.talkers.ranked():
+        for replica in await self.talkers.usable(self.replica_wait_s):
             tried += 1
             replica.picked += 1
             stream = self._shared_call(replica, SharedCall.to_talker).open_talker(generate)
@@ -453,7 +472,7 @@ class GrpcBackend(Backend):
             ref_code_frames=prepared.ref_code_frames,
         )
         full = False
-        for replica in self.codecs.ranked():
+        for replica in await self.codecs.usable(self.replica_wait_s):
             replica.picked += 1
             stream = self._shared_call(replica, SharedCall.to_codec).open_codec(opening)
             try:
@@ -526,7 +545,7 @@ class GrpcBackend(Backend):
 
     async def _encode(self, request_id: str, source: dict) -> refenc_pb2.EncodeResponse:
         message = refenc_pb2.EncodeRequest(request_id=request_id, want_x_vector=True, **source)
-        for replica in self.refencs.ranked():
+        for replica in await self.refencs.usable(self.replica_wait_s):
             try:
                 return await replica.stub.Encode(message, timeout=60.0)
             except grpc.aio.AioRpcError as e:
@@ -537,7 +556,7 @@ class GrpcBackend(Backend):
     # --- voices ----------------------------------------------------------------------------------------------
 
     async def _refenc_call(self, method: str, message):
-        for replica in self.refencs.ranked():
+        for replica in await self.refencs.usable(self.replica_wait_s):
             try:
                 return await getattr(replica.stub, method)(message, timeout=30.0)
             except grpc.aio.AioRpcError as e:
