@@ -20,6 +20,7 @@ import httpx
 import numpy as np
 import pytest
 import soundfile as sf
+from omni.services.talker.config import TalkerConfig
 from openai import OpenAI
 
 from omni.client import SpeechClient, SpeechError
@@ -244,8 +245,8 @@ def test_grpc_sdk_streams_audio(stack):
     with SpeechClient(stack.grpc) as client:
         stream = client.stream("Over gRPC.", ref_audio=REF_WAV, x_vector_only_mode=True, max_new_tokens=8, seed=9)
         chunks = list(stream)
-        assert stream.sample_rate == SAMPLE_RATE and len(chunks) >= 2  # first chunk of one frame, then the rest
-        assert chunks[0].size == SAMPLES_PER_FRAME
+        assert stream.sample_rate == SAMPLE_RATE and len(chunks) >= 2  # the first chunk, then the rest
+        assert chunks[0].size == TalkerConfig().initial_chunk_frames * SAMPLES_PER_FRAME  # the talker's default
         audio = np.concatenate(chunks)
         assert stream.summary.num_frames * SAMPLES_PER_FRAME == audio.size
         assert stream.summary.audio_seconds == pytest.approx(audio.size / SAMPLE_RATE)

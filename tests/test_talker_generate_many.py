@@ -71,6 +71,8 @@ def test_refusals_are_stream_errors_and_the_call_goes_on(model_dir, synth):
 
     async def scenario():
         async with Running(model_dir, max_streams=1, max_queue=1, retry_after_s=0.25) as svc:
+            registry = svc.metrics.server.registry
+            first_chunks = registry.get_sample_value("omni_talker_time_to_first_chunk_ms_count")
             call = svc.stub.GenerateMany()
             reading = asyncio.create_task(read_events(call))
             items = [start(0, long_request(synth))]  # holds the only slot
@@ -87,7 +89,12 @@ def test_refusals_are_stream_errors_and_the_call_goes_on(model_dir, synth):
             await svc.wait_for(lambda load: load.active_streams == 1, "stream 0 decoding")
             queued = start(5, generate_request(synth, 3, 9, 6))  # the same request again, after the refusals
             await call.write(talker_pb2.GenerateManyRequest(items=[queued]))
-            await asyncio.sleep(0.2)
+            # Cancel stream 0 once its first chunk is out (CPU steps can be slow: a fixed sleep raced it).
+            for _ in range(1000):
+                if registry.get_sample_value("omni_talker_time_to_first_chunk_ms_count") > first_chunks:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.1)
             await call.write(talker_pb2.GenerateManyRequest(items=[talker_pb2.GenerateItem(stream_id=0, cancel=True)]))
             await call.done_writing()
             events, _ = await reading
