@@ -33,7 +33,8 @@ class CodecConfig(ServiceConfig):
     first_chunks_apart: bool = option(
         False,
         "decode new streams' first chunks in a step of their own, sent before the rest of the tick is decoded (time "
-        "to first audio waits for a short step instead of a whole tick)",
+        "to first audio waits for a short step instead of a whole tick; on one H200 at 512 streams TTFA p50 420 -> "
+        "310 ms, but 96% of requests had a gap against 74%: the extra step delays every other stream's chunk)",
     )
     fused_kernels: str = option(
         "channels_last",

@@ -50,7 +50,9 @@ class TalkerConfig(ServiceConfig):
     prefill_batch_buckets: list[int] = option(
         [1, 2, 4, 8, 16],
         "prompts per prefill graph to capture; a bucket above 16 only for widths within 16 x 512 padded positions "
-        "(with a prefill_budget above 512, a burst of short prompts is admitted in fewer steps)",
+        "(with a prefill_budget above 512, a burst of short prompts is admitted in fewer steps; on one H200 at 512 "
+        "streams, with budget 2048 and buckets to 64, TTFA p99 1,331 -> 826 ms, but more requests had a gap: each "
+        "larger prefill delays every running stream's next frame)",
     )
     prefill_attention: str = option(
         "auto",
