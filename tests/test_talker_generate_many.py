@@ -128,7 +128,10 @@ def test_a_cancelled_call_frees_every_slot_and_shutdown_ends_an_idle_call(model_
             await svc.wait_idle()
             cancelled = svc.outcome("cancelled")
             idle = svc.stub.GenerateMany()
-            await idle.write(talker_pb2.GenerateManyRequest(items=[]))
+            # An item for no stream: its error event says the call's handler runs. Without that round trip the
+            # shutdown could begin before the server had taken the call, and gRPC cancelled it (seen once in CI).
+            await idle.write(talker_pb2.GenerateManyRequest(items=[talker_pb2.GenerateItem(stream_id=9)]))
+            assert "not started" in (await idle.read()).events[0].error.message
             await svc.service.stop(30.0)  # a long grace: the idle call must end by itself
             return cancelled, await idle.read(), await idle.code()
 
