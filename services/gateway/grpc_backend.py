@@ -104,6 +104,7 @@ class ReplicaPool:
     make_stub: Callable[[grpc.aio.Channel], object]
     check: Callable[[Replica], object]  # async: fetch identity (once) and load; raises on failure
     down_s: float = 2.0
+    wait_s: float = 3.0  # how long `usable()` waits for a poll round to find a replica when none is usable
     replicas: dict[str, Replica] = field(default_factory=dict)
     polled: asyncio.Event = field(default_factory=asyncio.Event)  # set when a poll round ends, then replaced
 
@@ -139,12 +140,12 @@ class ReplicaPool:
         """Usable replicas, least loaded first."""
         return sorted((r for r in self.replicas.values() if r.up), key=Replica.score)
 
-    async def usable(self, wait_s: float) -> list[Replica]:
+    async def usable(self) -> list[Replica]:
         """`ranked()`, but when no replica is usable, wait up to `wait_s` for the poll rounds to find one. Each gateway
         process polls on its own, so right after a start (or a replica's restart) one can still count a replica as
         down that is up: on the GPU a request was refused 0.2 s before its worker saw the codec (docs/benchmarks.md,
         run 40). A replica that is really down costs the request `wait_s` before it is refused."""
-        ranked, deadline = self.ranked(), time.monotonic() + wait_s
+        ranked, deadline = self.ranked(), time.monotonic() + self.wait_s
         while not ranked and self.targets and (remaining := deadline - time.monotonic()) > 0:
             try:
                 await asyncio.wait_for(self.polled.wait(), remaining)
@@ -251,7 +252,6 @@ class GrpcBackend(Backend):
         self.identity = model_identity(model_dir)
         self.variant = self.config.tts_model_type
         self.poll_s = poll_s
-        self.replica_wait_s = replica_wait_s
         speakers = tuple(sorted(self.builder.speakers)) if self.variant == "custom_voice" else ()
         languages = ("Auto", *(name.title() for name in self.builder.supported_languages if name != "auto"))
         self.model_info = ModelInfo(
@@ -266,10 +266,11 @@ class GrpcBackend(Backend):
             speaker_embedding_dim=self.config.talker.hidden_size if self.variant == "base" else None,
             created=int(time.time()),
         )
-        self.talkers = ReplicaPool("talker", talkers, talker_pb2_grpc.TalkerServiceStub, self._check_talker, down_s)
-        self.codecs = ReplicaPool("codec", codecs, codec_pb2_grpc.CodecServiceStub, self._check_codec, down_s)
+        pools = {"down_s": down_s, "wait_s": replica_wait_s}
+        self.talkers = ReplicaPool("talker", talkers, talker_pb2_grpc.TalkerServiceStub, self._check_talker, **pools)
+        self.codecs = ReplicaPool("codec", codecs, codec_pb2_grpc.CodecServiceStub, self._check_codec, **pools)
         self.refencs = ReplicaPool(
-            "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, down_s
+            "refenc", refencs, refenc_pb2_grpc.ReferenceEncoderServiceStub, self._check_refenc, **pools
         )
         self.voices = VoiceListCache(self.list_voices, voices_max_age_s)
         self.shared_calls: dict[tuple[str, str], SharedCall] = {}  # (kind, replica address) -> this worker's call
@@ -436,7 +437,7 @@ class GrpcBackend(Backend):
         """Start the generation on the least-loaded talker that admits it; returns (stream, first event, replica)."""
         retry_after: float | None = None
         tried = 0
-        for replica in await self.talkers.usable(self.replica_wait_s):
+        for replica in await self.talkers.usable():
             tried += 1
             replica.picked += 1
             stream = self._shared_call(replica, SharedCall.to_talker).open_talker(generate)
@@ -472,7 +473,7 @@ class GrpcBackend(Backend):
             ref_code_frames=prepared.ref_code_frames,
         )
         full = False
-        for replica in await self.codecs.usable(self.replica_wait_s):
+        for replica in await self.codecs.usable():
             replica.picked += 1
             stream = self._shared_call(replica, SharedCall.to_codec).open_codec(opening)
             try:
@@ -545,7 +546,7 @@ class GrpcBackend(Backend):
 
     async def _encode(self, request_id: str, source: dict) -> refenc_pb2.EncodeResponse:
         message = refenc_pb2.EncodeRequest(request_id=request_id, want_x_vector=True, **source)
-        for replica in await self.refencs.usable(self.replica_wait_s):
+        for replica in await self.refencs.usable():
             try:
                 return await replica.stub.Encode(message, timeout=60.0)
             except grpc.aio.AioRpcError as e:
@@ -556,7 +557,7 @@ class GrpcBackend(Backend):
     # --- voices ----------------------------------------------------------------------------------------------
 
     async def _refenc_call(self, method: str, message):
-        for replica in await self.refencs.usable(self.replica_wait_s):
+        for replica in await self.refencs.usable():
             try:
                 return await getattr(replica.stub, method)(message, timeout=30.0)
             except grpc.aio.AioRpcError as e:
