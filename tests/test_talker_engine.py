@@ -117,6 +117,28 @@ def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, schedulin
     assert not engine.slots and sorted(engine.free) == list(range(4))
 
 
+def test_a_new_stream_decodes_its_first_frame_in_the_step_that_completes_its_prefill(synth, scheduling):
+    budget = 6
+
+    async def scenario(decode_in_prefill_step: bool):
+        engine = engine_for(
+            synth, RecordingEngine, prefill_budget=budget, decode_in_prefill_step=decode_in_prefill_step, **scheduling
+        )
+        engine.start()
+        try:
+            return engine.steps, await drain_outputs(engine.submit(job(synth, TEXT_LONG, 2, 8)))
+        finally:
+            await engine.stop()
+
+    for decode_in_prefill_step in (True, False):
+        steps, (codes, _, _) = asyncio.run(scenario(decode_in_prefill_step))
+        np.testing.assert_array_equal(codes, solo(synth, TEXT_LONG, 2, 8))
+        prefill_steps = [n for n, (prefills, _) in enumerate(steps) if prefills]
+        first_decode = next(n for n, (_, decodes) in enumerate(steps) if decodes)
+        assert len(prefill_steps) > 3  # chunked: only the last chunk's step may decode it
+        assert first_decode == prefill_steps[-1] + (0 if decode_in_prefill_step else 1)
+
+
 def test_more_requests_than_slots_wait_and_each_equals_its_solo_run(synth, scheduling):
     texts = ["One.", "Two words.", "Three more words.", "Four.", "Five six.", "Seven."]
 
@@ -308,13 +330,14 @@ def test_async_scheduling_queues_the_next_step_before_reading_one_back(synth):
         steps = [step for what, step in log if what == "launch"]
         if async_scheduling:
             # Each step is read back after the next one was queued (the last one, with nothing left to queue, after
-            # the one before it). The request was stepped once past its last frame: prefill + frames + 1 launches.
+            # the one before it). The prefill's step decodes the first frame, and the request was stepped once past
+            # its last frame: frames + 1 launches.
             want = [("launch", 1)] + [e for n in steps[1:] for e in (("launch", n), ("collect", n - 1))]
             assert log == want + [("collect", steps[-1])]
-            assert len(steps) == done.num_frames + 2
+            assert len(steps) == done.num_frames + 1
         else:
             assert log == [(what, n) for n in steps for what in ("launch", "collect")]
-            assert len(steps) == done.num_frames + 1
+            assert len(steps) == done.num_frames
 
 
 def test_async_scheduling_at_the_context_limit_keeps_its_extra_step_in_the_slot(synth):

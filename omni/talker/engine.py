@@ -8,7 +8,9 @@ A step:
   1. drop requests whose deadline passed (waiting or in a slot),
   2. admit waiting requests into free slots and give prefilling requests positions up to `prefill_budget`
      (chunked prefill: a long prompt takes several steps and never stalls the decodes of the others),
-  3. one batched `decode_step` over every slot that finished its prefill, one [B, 18] tensor to the host,
+  3. one batched `decode_step` over every slot that finished its prefill, this step's prefill included (it runs
+     first on the same device stream, so a new stream's first frame comes out of the step that drew its first id),
+     one [B, 18] tensor to the host,
   4. hand each request its frame; a request emits a chunk once it holds as many frames as its plan says
      (1, then the ramp, then 15 by default) and flushes the rest with `last` when it stops.
 
@@ -193,11 +195,16 @@ class TalkerEngine:
         coalescing: PrefillCoalescing = PrefillCoalescing(),
         prefill_graphs: PrefillGraphs | None = None,
         async_scheduling: bool = False,
+        decode_in_prefill_step: bool = True,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
         `prefill_graphs`: captured prefill forwards (CUDA); without them prefill runs eagerly.
-        `async_scheduling`: queue each step before reading the previous one back (see the module docstring)."""
+        `async_scheduling`: queue each step before reading the previous one back (see the module docstring).
+        `decode_in_prefill_step`: a prompt's first frame is decoded in the step that completes its prefill, not in the
+        next one. The step is never wasted: the first id cannot end a stream (EOS is blocked until min_new_tokens >= 1
+        ids were drawn, and max_new_tokens >= 2); were it to, `_deliver` would drop that frame, as under async
+        scheduling."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
@@ -209,6 +216,7 @@ class TalkerEngine:
         self.prefill_budget = prefill_budget
         self.coalescing = coalescing
         self.async_scheduling = async_scheduling
+        self.decode_in_prefill_step = decode_in_prefill_step
         self.retry_after_s = retry_after_s
         self.metrics = metrics or TalkerMetrics()
         self.free = list(reversed(range(runner.num_slots)))  # pop() takes the lowest slot first
@@ -354,6 +362,8 @@ class TalkerEngine:
             request.prefilled = end  # counted as planned: the next plan continues after it, or decodes it
             if end == len(request.prompt):
                 request.embeddings = None
+                if self.decode_in_prefill_step:
+                    decodes.append(request)  # `_queue` runs the prefill before the decode step
         return _StepPlan(prefills, decodes)
 
     def _launch(self, plan: _StepPlan) -> _Launched:
@@ -397,7 +407,8 @@ class TalkerEngine:
             rows = torch.cat([codes, finished[:, None].to(codes.dtype), eos[:, None].to(codes.dtype)], 1)
             parts.append(rows.flatten())
         if completed:
-            # A first codebook-0 id can already be EOS (min_new_tokens 1): such a request has no frames.
+            # Whether a prompt's first id ended it. Validated parameters never do (EOS is blocked for the first id and
+            # max_new_tokens >= 2); read anyway, so that a request that did would end with no frames.
             parts.append(runner.finished[to_device(torch.tensor(completed), runner.device)].to(torch.int64))
         results = HostCopy(torch.cat(parts)) if parts else None
         return _Launched(plan, results, len(plan.decodes), prefill_timer)

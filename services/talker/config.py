@@ -34,6 +34,11 @@ class TalkerConfig(ServiceConfig):
         "queue each engine step on the device before reading the previous one back, so the GPU does not wait while "
         "the host hands out frames (a stopped request is stepped once more, its frame dropped)",
     )
+    decode_in_prefill_step: bool = option(
+        True,
+        "decode a new stream's first frame in the engine step that completes its prefill, not in the next one (first "
+        "audio one step sooner)",
+    )
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
     fused_kernels: bool = option(
@@ -61,10 +66,10 @@ class TalkerConfig(ServiceConfig):
         "math for eager prefill (cuDNN would build a graph for every new prompt shape, ~40 ms each)",
     )
     graph_batch_buckets: list[int] = option(
-        [1, 2, 4, 8, 16, 32, 64, 128, 256, 320, 384, 448],
+        [1, 2, 4, 8, 16, 32, 64, 128, 256, 320, 384, 448, 512, 640],
         "batch sizes to capture a graph for (those below max_streams; max_streams itself is always captured). "
         "Above 256 the 1.7B step grows ~1.3 ms per 64 rows on an H200, so a batch of 443 is 16.1 ms in its 448 graph "
-        "and 17.4 ms padded to 512",
+        "and 17.4 ms padded to 512; 512 and 640 serve stacks sized above 512 streams",
     )
 
     def validate(self) -> "TalkerConfig":

@@ -390,6 +390,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         PrefillCoalescing(config.prefill_min_batch, config.prefill_max_wait_ms),
         prefill_graphs,
         config.async_scheduling,
+        config.decode_in_prefill_step,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
