@@ -139,6 +139,24 @@ def test_a_new_stream_decodes_its_first_frame_in_the_step_that_completes_its_pre
         assert first_decode == prefill_steps[-1] + (0 if decode_in_prefill_step else 1)
 
 
+def test_a_request_of_two_ids_gets_its_one_frame_from_the_step_that_completes_its_prefill(synth, scheduling):
+    """That step draws the prompt's first id and then its second, the last: the frame must still come out (the flag
+    saying whether the first id ended the stream is read before the decode step sets it for the second)."""
+
+    async def scenario():
+        engine = engine_for(synth, RecordingEngine, **scheduling)
+        engine.start()
+        try:
+            return engine.steps, await drain_outputs(engine.submit(job(synth, "Hi.", 5, 2)))
+        finally:
+            await engine.stop()
+
+    steps, (codes, chunks, done) = asyncio.run(scenario())
+    assert steps[0] == ({"5": len(synth.builder.build(speech("Hi.")))}, ["5"])
+    assert done.reason == "max_new_tokens" and done.num_frames == 1 and len(chunks) == 1
+    np.testing.assert_array_equal(codes, solo(synth, "Hi.", 5, 2))
+
+
 def test_more_requests_than_slots_wait_and_each_equals_its_solo_run(synth, scheduling):
     texts = ["One.", "Two words.", "Three more words.", "Four.", "Five six.", "Seven."]
 

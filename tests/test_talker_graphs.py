@@ -178,7 +178,7 @@ def test_config_rejects_empty_or_nonpositive_buckets():
     from omni.services.common.config import load_config
     from omni.services.talker.config import TalkerConfig
 
-    assert TalkerConfig().cuda_graphs and TalkerConfig().graph_batch_buckets[-1] == 448
+    assert TalkerConfig().cuda_graphs and TalkerConfig().graph_batch_buckets[-1] == 640
     for buckets in ([], [0, 4]):
         with pytest.raises(ValueError, match="graph_batch_buckets"):
             TalkerConfig(graph_batch_buckets=buckets).validate()
