@@ -36,8 +36,8 @@ class TalkerConfig(ServiceConfig):
     )
     decode_in_prefill_step: bool = option(
         True,
-        "decode a new stream's first frame in the engine step that completes its prefill, not in the next one (first "
-        "audio one step sooner)",
+        "decode a new stream's first frame in the engine step that completes its prefill, not in the next one (on one "
+        "H200 at 128 streams the talker's first chunk 121-128 -> 89-98 ms; no change at one stream)",
     )
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
