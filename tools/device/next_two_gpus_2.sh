@@ -3,7 +3,8 @@
 #      (run 44: TTFA p99 290 ms, 138 after the opening wave, so the burst is what is left of the 250 ms target; on one
 #      GPU the burst cost other streams' frames, session 11).
 #   D: the defaults at 512 streams with 16 client processes (the machine has 32 cores): in run 44 the client's TTFA
-#      p50 was 368 ms against the gateway's 219, so 8 processes lagged at ~200 requests/s.
+#      p50 was 368 ms against the gateway's 219 (whose clock runs from its handler to handing a chunk to the response):
+#      if 16 client processes close most of the 150 ms, it was the client; if not, the gateway's HTTP layer.
 source tools/device/setup.sh
 S2="${S/--gpus 1/--gpus 2}"
 stamp start
