@@ -395,15 +395,15 @@ class TalkerEngine:
             # All of this step's prompt chunks in one forward (one chunk per request, so the slots are distinct).
             chunks = [(r.slot, embedded.get(id(r), emb), start, end) for r, emb, start, end in plan.prefills]
             completed = self.prefill_batch(chunks)
-            if completed:
-                # Whether a prompt's first id ended it. Validated parameters never do (EOS is blocked for the first id
-                # and max_new_tokens >= 2); read anyway, so that a request that did would end with no frames. Taken
-                # before the decode step, which may step these slots too and set the flag for their next id.
-                first_ended = runner.finished[to_device(torch.tensor(completed), runner.device)].to(torch.int64)
             if on_cuda:
                 prefill_timer[1].record()
             else:
                 prefill_timer = (time.perf_counter() - began) * 1000.0
+        if completed:
+            # Whether a prompt's first id ended it. Validated parameters never do (EOS is blocked for the first id and
+            # max_new_tokens >= 2); read anyway, so that a request that did would end with no frames. Taken before the
+            # decode step, which may step these slots too and set the flag for their next id.
+            first_ended = runner.finished[to_device(torch.tensor(completed), runner.device)].to(torch.int64)
         parts = []
         if plan.decodes:
             slots = to_device(torch.tensor([r.slot for r in plan.decodes]), runner.device)
