@@ -92,6 +92,7 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
     steady_ttfa = [r.ttfa_s for r in later if r.ok and r.ttfa_s is not None]
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
+    spans = [(r.start_s, r.start_s + r.total_s) for r in results if r.total_s is not None]
     failures: dict[str, int] = {}
     failure_examples: dict[str, str] = {}  # the first error message per status, to say why
     for r in results:
@@ -108,6 +109,9 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
         "requests_per_s": len(ok) / elapsed_s if elapsed_s > 0 else math.nan,
         "audio_s_per_s": audio / elapsed_s if elapsed_s > 0 else math.nan,
         "audio_s": audio,
+        # Streams open at once (Little's law over the level, and the peak): an open loop's concurrency.
+        "mean_in_flight": sum(end - start for start, end in spans) / elapsed_s if elapsed_s > 0 else math.nan,
+        "max_in_flight": max_overlap(spans),
         "ttfa_p50_s": percentile(ttfa, 50),
         "ttfa_p90_s": percentile(ttfa, 90),
         "ttfa_p99_s": percentile(ttfa, 99),
@@ -119,6 +123,16 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
         "requests_with_underrun": sum(1 for r in ok if r.underrun_s > 0),
         "requests_with_underrun_buffered": sum(1 for r in ok if r.underrun_buffered_s > 0),
     }
+
+
+def max_overlap(spans: list[tuple[float, float]]) -> int:
+    """The most [start, end) intervals open at one time."""
+    events = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    best = now = 0
+    for _, step in events:  # at equal times an end (-1) sorts before a start: touching intervals do not overlap
+        now += step
+        best = max(best, now)
+    return best
 
 
 # --- inputs ---------------------------------------------------------------------------------------------------------

@@ -116,6 +116,18 @@ def test_ttfa_after_the_first_wave_leaves_out_the_requests_that_started_together
     assert math.isnan(summarize(results, elapsed_s=3.0)["ttfa_after_first_wave_p50_s"])  # open loop: no first wave
 
 
+def test_streams_in_flight_are_counted_over_the_level_and_at_the_peak():
+    # Three requests [0, 2), [1, 3), [3, 4) and one that failed before any response (no duration) in 4 s: 5 stream
+    # seconds, so 1.25 open on average; at most 2 at once ([1, 2)); the third starts as the second ends.
+    def request(index: int, start: float, total: float | None) -> RequestResult:
+        return RequestResult(index, "200" if total else "error:ConnectError", total is not None, start, 0.1, total, 1.0)
+
+    results = [request(0, 0.0, 2.0), request(1, 1.0, 2.0), request(2, 3.0, 1.0), request(3, 0.5, None)]
+    s = summarize(results, elapsed_s=4.0)
+    assert s["mean_in_flight"] == pytest.approx(1.25) and s["max_in_flight"] == 2
+    assert summarize([], elapsed_s=1.0)["max_in_flight"] == 0
+
+
 def test_split_level_shares_concurrency_and_interleaves_indices():
     assert split_evenly(10, 4) == [3, 3, 2, 2] and split_evenly(2, 3) == [1, 1, 0]
     shares = split_level(10, 4, concurrency=6)

@@ -167,6 +167,22 @@ def test_bench_stack_rejects_bad_arguments():
     assert result.returncode == 2 and "--frames" in result.stderr
 
 
+def test_open_loop_levels_replace_the_concurrency_sweep():
+    bench_stack = load_bench_stack()
+    closed = bench_stack.parse_args(["--concurrency", "4", "8", "--rounds", "3", "--out", "/tmp/unused"])
+    assert bench_stack.sweep(closed) == [(4, 0.0, 16), (8, 0.0, 24)]  # at least 16 requests a level
+    args = ["--concurrency", "800", "--rates", "62.5", "100", "--arrival-seconds", "20", "--out", "/tmp/unused"]
+    opened = bench_stack.parse_args(args)
+    assert bench_stack.sweep(opened) == [(0, 62.5, 1250), (0, 100.0, 2000)]
+    row = {"model": "1.7b", "gpus": 1, "concurrency": 0, "rate": 62.5, "mean_in_flight": 512.4, "requests": 1250}
+    row |= {"audio_s_per_s": 625.0, "requests_per_s": 62.5, "rtf_p50": 0.8, "rtf_p90": 0.9, "failures": {}}
+    row |= {f"ttfa_p{q}_s": 0.2 for q in (50, 90, 99)} | {"wrong_length_requests": [], "underrun_pct": 1.0}
+    assert bench_stack.format_row(row | {"underrun_buffered_pct": 0.0}).startswith("| 1.7b | 1 | 62.5/s (512) | 1250 |")
+    for bad in (["--rates", "0"], ["--rates", "5", "--arrival-seconds", "-1"]):
+        with pytest.raises(SystemExit):
+            bench_stack.parse_args([*bad, "--out", "/tmp/unused"])
+
+
 def test_serve_pins_each_gpu_backend_to_its_own_device():
     from omni.commands.serve import pin_gpu
 

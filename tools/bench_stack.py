@@ -27,7 +27,9 @@ stays off the request path, as with the official `generate_custom_voice`) to a t
 (one GPU: talker, codec and refenc on cuda:0; two GPUs when there are two: talker and refenc on cuda:0, codec on
 cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
 up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(rounds x
-concurrency, 16)), from `--client-processes` client processes (default 4; statistics are over all requests),
+concurrency, 16)) or, with `--rates`, an open loop: requests start at Poisson arrival times for `--arrival-seconds`,
+whatever is still in flight (the table's `conc` is then the rate and, in brackets, the streams open on average), from
+`--client-processes` client processes (default 4; statistics are over all requests),
 through `--gateway-workers` gateway processes (default 2). With one of each, 256 streams lost ~4 s per request
 between the client and the gateway's handler (the gateway's own log had TTFA p50 0.35-0.49 s, the client 4.3-4.5 s);
 with 4 and 2, same code and machine type, throughput at 256 streams went from 301 to 537 audio-s/s on one H200 and
@@ -110,6 +112,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=["0.6b", "1.7b"], choices=("tiny", "0.6b", "1.7b"))
     parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 16, 64, 128, 256])
+    parser.add_argument(
+        "--rates",
+        nargs="+",
+        type=float,
+        default=[],
+        help="open loop instead: one level per rate, requests starting at Poisson arrival times (per second) for "
+        "--arrival-seconds; the largest --concurrency then only sizes the stack (its slots)",
+    )
+    parser.add_argument("--arrival-seconds", type=float, default=30.0, help="open loop: seconds of arrivals a level")
     parser.add_argument("--frames", type=int, default=125, help="frames per request (12.5 per second of audio)")
     parser.add_argument("--requests", type=int, default=0, help="requests per level (default max(rounds x c, 16))")
     parser.add_argument(
@@ -162,6 +173,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--frames, --concurrency, --rounds, --client-processes, --codec-replicas must be positive")
     if args.requests < 0:
         parser.error("--requests must not be negative")
+    if any(not 0 < r < float("inf") for r in args.rates) or not 0 < args.arrival_seconds < float("inf"):
+        parser.error("--rates and --arrival-seconds must be positive")
     args.dtype = args.dtype or ("bfloat16" if args.device == "cuda" else "float32")
     if args.mps and args.device != "cuda":
         parser.error("--mps shares a GPU between the services' processes: it needs --device cuda")
@@ -480,11 +493,16 @@ class Serve:
         self.stop()
 
 
-def run_level(url: str, texts: list[str], args: argparse.Namespace, concurrency: int, requests: int, seed: int):
+def run_level(
+    url: str, texts: list[str], args: argparse.Namespace, concurrency: int, requests: int, seed: int, rate: float = 0.0
+):
+    """One closed-loop level at `concurrency`, or with `rate` an open-loop one (Poisson arrivals)."""
+    timeout = args.level_timeout + (requests / rate if rate else 0.0)  # an open level's arrivals alone take that long
     config = bench.BenchConfig(
         url=url,
         texts=texts,
         concurrency=[concurrency],
+        rates=[rate] if rate else [],
         requests=requests,
         voice=VOICE,
         max_new_tokens=args.frames + 1,  # N draws give N - 1 frames
@@ -495,7 +513,14 @@ def run_level(url: str, texts: list[str], args: argparse.Namespace, concurrency:
         processes=args.client_processes,
         playout_buffer_ms=PLAYOUT_BUFFER_MS,
     )
-    return asyncio.run(asyncio.wait_for(bench.run_bench(config), args.level_timeout))
+    return asyncio.run(asyncio.wait_for(bench.run_bench(config), timeout))
+
+
+def sweep(args: argparse.Namespace) -> list[tuple[int, float, int]]:
+    """The levels to run: (concurrency, rate, requests); a closed loop has rate 0, an open one concurrency 0."""
+    if args.rates:
+        return [(0, rate, args.requests or max(round(rate * args.arrival_seconds), 16)) for rate in args.rates]
+    return [(c, 0.0, args.requests or max(args.rounds * c, 16)) for c in args.concurrency]
 
 
 def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argparse.Namespace) -> list[dict]:
@@ -512,13 +537,13 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
         since = serve.log_sizes()
         run_level(url, texts, args, warmup, warmup, seed=10_000)
         print_log_problems(f"[{name}] warm-up", serve.log_problems(since))
-        for concurrency in args.concurrency:
-            requests = args.requests or max(args.rounds * concurrency, 16)
+        for concurrency, rate, requests in sweep(args):
+            label = f"rate {rate:g}/s" if rate else f"concurrency {concurrency}"
             before = serve.scrape_all()
             since = serve.log_sizes()
             pids = serve.service_pids()
             cpu_before, loops_before, wall_before = cpu_snapshot(pids), loop_snapshot(pids), time.perf_counter()
-            report = run_level(url, texts, args, concurrency, requests, seed=concurrency)
+            report = run_level(url, texts, args, concurrency, requests, seed=concurrency or round(rate), rate=rate)
             loops_after = loop_snapshot(pids)  # read inside the processes' window: a loop never exceeds its process
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
             after = serve.scrape_all()
@@ -534,8 +559,9 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "model": model,
                 "gpus": devices["gpus"],
                 "devices": {k: v for k, v in devices.items() if k != "gpus"},
-                "concurrency": concurrency,
                 **{k: v for k, v in level.items() if k != "results"},
+                "concurrency": concurrency,
+                "rate": rate,
                 "underrun_pct": 100.0 * level["requests_with_underrun"] / max(level["succeeded"], 1),
                 "underrun_buffered_pct": 100.0 * level["requests_with_underrun_buffered"] / max(level["succeeded"], 1),
                 "wrong_length_requests": wrong,
@@ -557,8 +583,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             }
             rows.append(row)
             print(format_row(row), flush=True)
-            print(f"[{name}] concurrency {concurrency}: {format_diagnostics(row)}", flush=True)
-            print_log_problems(f"[{name}] concurrency {concurrency}", problems)
+            print(f"[{name}] {label}: {format_diagnostics(row)}", flush=True)
+            print_log_problems(f"[{name}] {label}", problems)
     full = {**report, "levels": levels}
     (args.out / f"bench-{name}.json").write_text(json.dumps(full, indent=2) + "\n")
     bench.write_plot(full, args.out / f"bench-{name}.png")
@@ -587,8 +613,10 @@ def format_row(row: dict) -> str:
 
     ttfa = " | ".join(num(row[f"ttfa_p{q}_s"] * 1000, ".0f") for q in (50, 90, 99))
     failures = sum(row["failures"].values()) + len(row["wrong_length_requests"])
+    # An open-loop level: its rate and the streams it had open on average (Little's law).
+    conc = f"{row['rate']:g}/s ({row['mean_in_flight']:.0f})" if row.get("rate") else row["concurrency"]
     return (
-        f"| {row['model']} | {row['gpus']} | {row['concurrency']} | {row['requests']} "
+        f"| {row['model']} | {row['gpus']} | {conc} | {row['requests']} "
         f"| {num(row['audio_s_per_s'], '.1f')} "
         f"| {num(row['requests_per_s'], '.2f')} | {ttfa} | {num(row['rtf_p50'], '.3f')} | {num(row['rtf_p90'], '.3f')} "
         f"| {row['underrun_pct']:.0f} | {row['underrun_buffered_pct']:.0f} | {failures} "
