@@ -88,11 +88,8 @@ class SpeechClient:
         seed: int | None = None,
         initial_codec_chunk_frames: int | None = None,
         sample_format: str = "f32",
-        unpaced: bool = False,
     ) -> SpeechStream:
-        """Start a synthesis; the returned stream yields audio as the server produces it. The stream counts as
-        played as it arrives, so a talker with pace_ahead_s keeps it only a few seconds ahead of real time;
-        `unpaced=True` asks for the audio as fast as the service can make it."""
+        """Start a synthesis; the returned stream yields audio as the server produces it."""
         if sample_format not in SAMPLE_FORMATS:
             raise ValueError(f"sample_format must be one of {sorted(SAMPLE_FORMATS)}, got {sample_format!r}")
         request = speech_pb2.SynthesizeRequest(
@@ -107,7 +104,6 @@ class SpeechClient:
             x_vector_only_mode=x_vector_only_mode,
             ignore_eos=ignore_eos,
             sample_format=SAMPLE_FORMATS[sample_format],
-            unpaced=unpaced,
         )
         for name, value in [
             ("max_new_tokens", max_new_tokens),
@@ -120,9 +116,8 @@ class SpeechClient:
         return SpeechStream(call, SAMPLE_FORMATS[sample_format])
 
     def synthesize(self, text: str, **options) -> tuple[np.ndarray, int]:
-        """The whole utterance: (float32 mono audio, sample rate). Unpaced unless `unpaced=False` is passed: the
-        audio is kept, not played as it arrives."""
-        stream = self.stream(text, **{"unpaced": True, **options})
+        """The whole utterance: (float32 mono audio, sample rate)."""
+        stream = self.stream(text, **options)
         chunks = list(stream)
         audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
         return audio, stream.sample_rate

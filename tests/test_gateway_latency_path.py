@@ -26,12 +26,9 @@ from omni.services.codec.config import CodecConfig
 from omni.services.codec.service import build_codec_service
 from omni.services.codec.service import warm_up as codec_warm_up
 from omni.services.common.metrics import MetricsServer
-from omni.services.common.server import GrpcService
 from omni.services.gateway.app import create_app
 from omni.services.gateway.backend import InvalidRequest, Overloaded, SynthesisRequest, Unavailable, VoiceInfo
-from omni.services.gateway.config import GatewayConfig
 from omni.services.gateway.grpc_backend import GrpcBackend, VoiceListCache
-from omni.services.gateway.speech_service import SERVICE_NAME, SpeechServicer
 from omni.services.refenc.config import RefencConfig
 from omni.services.refenc.service import build_refenc_service
 from omni.services.refenc.service import warm_up as refenc_warm_up
@@ -39,8 +36,6 @@ from omni.services.talker.config import TalkerConfig
 from omni.services.talker.service import build_talker_service
 from omni.services.talker.service import warm_up as talker_warm_up
 
-from omni.client import SpeechClient
-from omni.proto.speech_pb2_grpc import add_SpeechServiceServicer_to_server
 from tests.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.timeout(180)
@@ -344,53 +339,6 @@ def test_a_voice_uploaded_through_one_gateway_is_usable_through_another_at_once(
                 assert await stack.settle((0, 0, 0)) == (0, 0, 0)
 
     asyncio.run(scenario())
-
-
-def test_streamed_audio_reaches_the_talker_as_realtime_and_kept_audio_does_not(tiny_model_dir) -> None:
-    """The talker paces only real-time streams (its pace_ahead_s). What the gateway marks real-time: an HTTP response
-    streamed as raw audio or SSE, and a gRPC Synthesize unless `unpaced`; not a whole file, nor the SDK's
-    `synthesize`, which keeps the audio."""
-    model_dir = tiny_model_dir("base")
-    hidden = json.loads((model_dir / "config.json").read_text())["talker_config"]["hidden_size"]
-
-    async def scenario() -> list[bool]:
-        async with (
-            running(model_dir, {"max_streams": 2, "pace_ahead_s": 2.0}, {"max_streams": 4}, redis_url="") as stack,
-            backend(model_dir, [stack.talker], [stack.codec], [stack.refenc]) as gateway,
-            httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(gateway)), base_url="http://g") as http,
-        ):
-            seen: list[bool] = []
-            submit = stack.talker_engine.submit
-
-            def recording_submit(request):
-                seen.append(request.realtime)
-                return submit(request)
-
-            stack.talker_engine.submit = recording_submit
-            body = {"input": "Paced?", "task_type": "Base", "speaker_embedding": [0.1] * hidden}
-            body |= {"response_format": "pcm", "max_new_tokens": 4, "ignore_eos": True}
-            for mode in [{"stream_format": "audio"}, {"stream": True}, {}]:
-                response = await http.post("/v1/audio/speech", json=body | mode)
-                assert response.status_code == 200 and response.content, response.text
-
-            speech = GrpcService("speech", "127.0.0.1:0")
-            speech.add(add_SpeechServiceServicer_to_server, SpeechServicer(gateway, GatewayConfig()), SERVICE_NAME)
-            port = await speech.start()
-            try:
-                options = {"ref_audio": tone_wav(), "x_vector_only_mode": True, "max_new_tokens": 4, "ignore_eos": True}
-
-                def grpc_calls() -> None:
-                    with SpeechClient(f"127.0.0.1:{port}") as client:
-                        assert list(client.stream("Paced?", **options))
-                        assert list(client.stream("Paced?", unpaced=True, **options))
-                        assert client.synthesize("Paced?", **options)[0].size
-
-                await asyncio.to_thread(grpc_calls)
-            finally:
-                await speech.stop(0.5)
-            return seen
-
-    assert asyncio.run(scenario()) == [True, True, False, True, False, False]
 
 
 def test_voice_list_cache_reads_only_when_the_list_cannot_answer() -> None:

@@ -18,7 +18,6 @@ from omni.talker.engine import (
     ChunkPlan,
     EngineClosed,
     Finished,
-    Pacing,
     PrefillCoalescing,
     QueueFull,
     Request,
@@ -308,52 +307,6 @@ def test_coalesced_prompts_share_one_prefill_and_keep_their_codes(synth, schedul
     assert any(not p and "1" in d for p, d in steps)  # decode-only steps ran while `first` was held
     np.testing.assert_array_equal(first_codes, solo(synth, "First.", 2, 6))
     np.testing.assert_array_equal(second_codes, solo(synth, "Second.", 3, 6))
-
-
-async def timed_outputs(request: Request) -> list[tuple[float, Chunk | Finished]]:
-    """Each output item with the time it was taken from the queue (never before the engine put it there)."""
-    items = []
-    while not items or not isinstance(items[-1][1], Finished):
-        item = await request.outputs.get()
-        items.append((time.perf_counter(), item))
-    return items
-
-
-def test_a_realtime_stream_never_runs_further_ahead_of_playback_than_pace_ahead_s(synth, scheduling):
-    """Two identical requests, one real-time: it sits out steps that the other runs, every chunk after its first is
-    sent no earlier than playback (from the first chunk, at `frame_rate`) allows, and its codes are the same. Once
-    the other one is done the paced stream is alone and idle: the engine must wake up for it on its own."""
-    pacing = Pacing(ahead_s=0.25, frame_rate=4.0)  # slow "playback": the CPU model (~10 frames/s) is far ahead
-    frames = 12
-
-    async def scenario():
-        engine = engine_for(synth, RecordingEngine, pacing=pacing, **scheduling)
-        engine.start()
-        try:
-            requests = []
-            for request_id, realtime in [("paced", True), ("free", False)]:
-                request = job(synth, "Keep going.", 7, frames + 1, ChunkPlan(initial=2, steady=4))
-                request.request_id, request.realtime = request_id, realtime
-                request.params.min_new_tokens = request.params.max_new_tokens  # no early EOS
-                requests.append(engine.submit(request))
-            timed = await asyncio.gather(*map(timed_outputs, requests))
-            return engine.steps, requests[0], timed
-        finally:
-            await engine.stop()
-
-    steps, paced, (paced_items, free_items) = asyncio.run(scenario())
-    codes = [np.concatenate([c.codes for _, c in items[:-1]]) for items in (paced_items, free_items)]
-    assert len(codes[0]) == frames
-    np.testing.assert_array_equal(codes[0], codes[1])  # pacing changes when frames are drawn, not which
-    sent = 0
-    for taken, chunk in paced_items[:-1]:  # each chunk's last frame comes from a step planned after its resume time
-        assert taken >= paced.first_sent_at + sent / pacing.frame_rate - pacing.ahead_s
-        sent += len(chunk.codes)
-    free = [n for n, (_, decodes) in enumerate(steps) if "free" in decodes]
-    assert free == list(range(free[0], free[-1] + 1))  # the stream that is not real-time is never held back
-    assert any("paced" not in steps[n][1] for n in free)  # the real-time one sat out steps the other one ran
-    last_free = free[-1]
-    assert any("paced" in decodes for _, decodes in steps[last_free + 1 :])  # and resumed on its own, alone
 
 
 class OrderEngine(TalkerEngine):

@@ -449,13 +449,3 @@ def test_ignore_eos_blocks_eos_through_the_last_draw():
     forced = sampling_from_proto(talker_pb2.GenerateRequest(seed=1, ignore_eos=True), generation, 40)
     assert (free.min_new_tokens, free.max_new_tokens) == (2, 40)
     assert (forced.min_new_tokens, forced.max_new_tokens) == (40, 40)  # EOS is -inf for every draw
-
-
-def test_pace_ahead_s_is_checked_and_read_from_the_environment():
-    from omni.services.common.config import load_config
-
-    assert TalkerConfig().pace_ahead_s == 0.0  # no pacing unless asked for
-    assert load_config(TalkerConfig, "talker", env={"OMNI_TALKER_PACE_AHEAD_S": "2.5"}).pace_ahead_s == 2.5
-    for bad in (-1.0, float("inf"), float("nan")):
-        with pytest.raises(ValueError, match="pace_ahead_s"):
-            TalkerConfig(pace_ahead_s=bad).validate()

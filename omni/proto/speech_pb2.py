@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from omni.proto import common_pb2 as omni_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14omni/v1/speech.proto\x12\x0eomni.speech.v1\x1a\x14omni/v1/common.proto\"\xbe\x03\n\x11SynthesizeRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\r\n\x05input\x18\x03 \x01(\t\x12\r\n\x05voice\x18\x04 \x01(\t\x12\x11\n\ttask_type\x18\x05 \x01(\t\x12\x10\n\x08language\x18\x06 \x01(\t\x12\x14\n\x0cinstructions\x18\x07 \x01(\t\x12\x11\n\tref_audio\x18\x08 \x01(\x0c\x12\x10\n\x08ref_text\x18\t \x01(\t\x12\x1a\n\x12x_vector_only_mode\x18\n \x01(\x08\x12\x1b\n\x0emax_new_tokens\x18\x0b \x01(\rH\x00\x88\x01\x01\x12\x11\n\x04seed\x18\x0c \x01(\x04H\x01\x88\x01\x01\x12\'\n\x1ainitial_codec_chunk_frames\x18\r \x01(\rH\x02\x88\x01\x01\x12\x33\n\rsample_format\x18\x0e \x01(\x0e\x32\x1c.omni.common.v1.SampleFormat\x12\x12\n\nignore_eos\x18\x0f \x01(\x08\x12\x0f\n\x07unpaced\x18\x10 \x01(\x08\x42\x11\n\x0f_max_new_tokensB\x07\n\x05_seedB\x1d\n\x1b_initial_codec_chunk_frames\"p\n\x10SynthesisStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x13\n\x0bsample_rate\x18\x02 \x01(\r\x12\x33\n\rsample_format\x18\x03 \x01(\x0e\x32\x1c.omni.common.v1.SampleFormat\"2\n\x0eSynthesisAudio\x12\x0b\n\x03pcm\x18\x01 \x01(\x0c\x12\x13\n\x0bnum_samples\x18\x02 \x01(\r\"\x9a\x01\n\x10SynthesisSummary\x12\x15\n\raudio_seconds\x18\x01 \x01(\x01\x12\x12\n\nnum_frames\x18\x02 \x01(\r\x12\x14\n\x0cinput_tokens\x18\x03 \x01(\r\x12\x1e\n\x16time_to_first_audio_ms\x18\x04 \x01(\x02\x12\x10\n\x08total_ms\x18\x05 \x01(\x02\x12\x13\n\x0bstop_reason\x18\x06 \x01(\t\"\xb7\x01\n\x12SynthesizeResponse\x12\x33\n\x07started\x18\x01 \x01(\x0b\x32 .omni.speech.v1.SynthesisStartedH\x00\x12/\n\x05\x61udio\x18\x02 \x01(\x0b\x32\x1e.omni.speech.v1.SynthesisAudioH\x00\x12\x33\n\x07summary\x18\x03 \x01(\x0b\x32 .omni.speech.v1.SynthesisSummaryH\x00\x42\x06\n\x04kind2f\n\rSpeechService\x12U\n\nSynthesize\x12!.omni.speech.v1.SynthesizeRequest\x1a\".omni.speech.v1.SynthesizeResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14omni/v1/speech.proto\x12\x0eomni.speech.v1\x1a\x14omni/v1/common.proto\"\xad\x03\n\x11SynthesizeRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\r\n\x05input\x18\x03 \x01(\t\x12\r\n\x05voice\x18\x04 \x01(\t\x12\x11\n\ttask_type\x18\x05 \x01(\t\x12\x10\n\x08language\x18\x06 \x01(\t\x12\x14\n\x0cinstructions\x18\x07 \x01(\t\x12\x11\n\tref_audio\x18\x08 \x01(\x0c\x12\x10\n\x08ref_text\x18\t \x01(\t\x12\x1a\n\x12x_vector_only_mode\x18\n \x01(\x08\x12\x1b\n\x0emax_new_tokens\x18\x0b \x01(\rH\x00\x88\x01\x01\x12\x11\n\x04seed\x18\x0c \x01(\x04H\x01\x88\x01\x01\x12\'\n\x1ainitial_codec_chunk_frames\x18\r \x01(\rH\x02\x88\x01\x01\x12\x33\n\rsample_format\x18\x0e \x01(\x0e\x32\x1c.omni.common.v1.SampleFormat\x12\x12\n\nignore_eos\x18\x0f \x01(\x08\x42\x11\n\x0f_max_new_tokensB\x07\n\x05_seedB\x1d\n\x1b_initial_codec_chunk_frames\"p\n\x10SynthesisStarted\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x13\n\x0bsample_rate\x18\x02 \x01(\r\x12\x33\n\rsample_format\x18\x03 \x01(\x0e\x32\x1c.omni.common.v1.SampleFormat\"2\n\x0eSynthesisAudio\x12\x0b\n\x03pcm\x18\x01 \x01(\x0c\x12\x13\n\x0bnum_samples\x18\x02 \x01(\r\"\x9a\x01\n\x10SynthesisSummary\x12\x15\n\raudio_seconds\x18\x01 \x01(\x01\x12\x12\n\nnum_frames\x18\x02 \x01(\r\x12\x14\n\x0cinput_tokens\x18\x03 \x01(\r\x12\x1e\n\x16time_to_first_audio_ms\x18\x04 \x01(\x02\x12\x10\n\x08total_ms\x18\x05 \x01(\x02\x12\x13\n\x0bstop_reason\x18\x06 \x01(\t\"\xb7\x01\n\x12SynthesizeResponse\x12\x33\n\x07started\x18\x01 \x01(\x0b\x32 .omni.speech.v1.SynthesisStartedH\x00\x12/\n\x05\x61udio\x18\x02 \x01(\x0b\x32\x1e.omni.speech.v1.SynthesisAudioH\x00\x12\x33\n\x07summary\x18\x03 \x01(\x0b\x32 .omni.speech.v1.SynthesisSummaryH\x00\x42\x06\n\x04kind2f\n\rSpeechService\x12U\n\nSynthesize\x12!.omni.speech.v1.SynthesizeRequest\x1a\".omni.speech.v1.SynthesizeResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,15 +33,15 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'omni.v1.speech_pb2', _globa
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_SYNTHESIZEREQUEST']._serialized_start=63
-  _globals['_SYNTHESIZEREQUEST']._serialized_end=509
-  _globals['_SYNTHESISSTARTED']._serialized_start=511
-  _globals['_SYNTHESISSTARTED']._serialized_end=623
-  _globals['_SYNTHESISAUDIO']._serialized_start=625
-  _globals['_SYNTHESISAUDIO']._serialized_end=675
-  _globals['_SYNTHESISSUMMARY']._serialized_start=678
-  _globals['_SYNTHESISSUMMARY']._serialized_end=832
-  _globals['_SYNTHESIZERESPONSE']._serialized_start=835
-  _globals['_SYNTHESIZERESPONSE']._serialized_end=1018
-  _globals['_SPEECHSERVICE']._serialized_start=1020
-  _globals['_SPEECHSERVICE']._serialized_end=1122
+  _globals['_SYNTHESIZEREQUEST']._serialized_end=492
+  _globals['_SYNTHESISSTARTED']._serialized_start=494
+  _globals['_SYNTHESISSTARTED']._serialized_end=606
+  _globals['_SYNTHESISAUDIO']._serialized_start=608
+  _globals['_SYNTHESISAUDIO']._serialized_end=658
+  _globals['_SYNTHESISSUMMARY']._serialized_start=661
+  _globals['_SYNTHESISSUMMARY']._serialized_end=815
+  _globals['_SYNTHESIZERESPONSE']._serialized_start=818
+  _globals['_SYNTHESIZERESPONSE']._serialized_end=1001
+  _globals['_SPEECHSERVICE']._serialized_start=1003
+  _globals['_SPEECHSERVICE']._serialized_end=1105
 # @@protoc_insertion_point(module_scope)

@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SynthesizeRequest(_message.Message):
-    __slots__ = ("request_id", "model", "input", "voice", "task_type", "language", "instructions", "ref_audio", "ref_text", "x_vector_only_mode", "max_new_tokens", "seed", "initial_codec_chunk_frames", "sample_format", "ignore_eos", "unpaced")
+    __slots__ = ("request_id", "model", "input", "voice", "task_type", "language", "instructions", "ref_audio", "ref_text", "x_vector_only_mode", "max_new_tokens", "seed", "initial_codec_chunk_frames", "sample_format", "ignore_eos")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
@@ -23,7 +23,6 @@ class SynthesizeRequest(_message.Message):
     INITIAL_CODEC_CHUNK_FRAMES_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_FORMAT_FIELD_NUMBER: _ClassVar[int]
     IGNORE_EOS_FIELD_NUMBER: _ClassVar[int]
-    UNPACED_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     model: str
     input: str
@@ -39,8 +38,7 @@ class SynthesizeRequest(_message.Message):
     initial_codec_chunk_frames: int
     sample_format: _common_pb2.SampleFormat
     ignore_eos: bool
-    unpaced: bool
-    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., voice: _Optional[str] = ..., task_type: _Optional[str] = ..., language: _Optional[str] = ..., instructions: _Optional[str] = ..., ref_audio: _Optional[bytes] = ..., ref_text: _Optional[str] = ..., x_vector_only_mode: _Optional[bool] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., initial_codec_chunk_frames: _Optional[int] = ..., sample_format: _Optional[_Union[_common_pb2.SampleFormat, str]] = ..., ignore_eos: _Optional[bool] = ..., unpaced: _Optional[bool] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., model: _Optional[str] = ..., input: _Optional[str] = ..., voice: _Optional[str] = ..., task_type: _Optional[str] = ..., language: _Optional[str] = ..., instructions: _Optional[str] = ..., ref_audio: _Optional[bytes] = ..., ref_text: _Optional[str] = ..., x_vector_only_mode: _Optional[bool] = ..., max_new_tokens: _Optional[int] = ..., seed: _Optional[int] = ..., initial_codec_chunk_frames: _Optional[int] = ..., sample_format: _Optional[_Union[_common_pb2.SampleFormat, str]] = ..., ignore_eos: _Optional[bool] = ...) -> None: ...
 
 class SynthesisStarted(_message.Message):
     __slots__ = ("request_id", "sample_rate", "sample_format")

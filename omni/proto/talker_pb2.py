@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from omni.proto import common_pb2 as omni_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14omni/v1/talker.proto\x12\x0eomni.talker.v1\x1a\x14omni/v1/common.proto\"\xd4\x01\n\x0eSamplingParams\x12\x16\n\tdo_sample\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x02 \x01(\x02H\x01\x88\x01\x01\x12\x12\n\x05top_k\x18\x03 \x01(\rH\x02\x88\x01\x01\x12\x12\n\x05top_p\x18\x04 \x01(\x02H\x03\x88\x01\x01\x12\x1f\n\x12repetition_penalty\x18\x05 \x01(\x02H\x04\x88\x01\x01\x42\x0c\n\n_do_sampleB\x0e\n\x0c_temperatureB\x08\n\x06_top_kB\x08\n\x06_top_pB\x15\n\x13_repetition_penalty\"\x1e\n\x0eVoiceReference\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xc4\x01\n\x06Prompt\x12\x10\n\x08text_ids\x18\x01 \x03(\x05\x12\x11\n\tcodec_ids\x18\x02 \x03(\x05\x12\x11\n\tref_codes\x18\x03 \x01(\x0c\x12\x17\n\x0fref_code_frames\x18\x04 \x01(\r\x12\x12\n\x08x_vector\x18\x05 \x01(\x0cH\x00\x12/\n\x05voice\x18\x06 \x01(\x0b\x32\x1e.omni.talker.v1.VoiceReferenceH\x00\x12\x19\n\x11trailing_text_ids\x18\x07 \x03(\x05\x42\t\n\x07speaker\"M\n\tChunkPlan\x12\x1c\n\x14initial_chunk_frames\x18\x01 \x01(\r\x12\x14\n\x0c\x63hunk_frames\x18\x02 \x01(\r\x12\x0c\n\x04ramp\x18\x03 \x03(\r\"\xfb\x02\n\x0fGenerateRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x35\n\x0e\x65xpected_model\x18\x02 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12&\n\x06prompt\x18\x03 \x01(\x0b\x32\x16.omni.talker.v1.Prompt\x12\x30\n\x08sampling\x18\x04 \x01(\x0b\x32\x1e.omni.talker.v1.SamplingParams\x12:\n\x12subtalker_sampling\x18\x05 \x01(\x0b\x32\x1e.omni.talker.v1.SamplingParams\x12\x11\n\x04seed\x18\x06 \x01(\x04H\x00\x88\x01\x01\x12\x16\n\x0emax_new_tokens\x18\x07 \x01(\r\x12-\n\nchunk_plan\x18\x08 \x01(\x0b\x32\x19.omni.talker.v1.ChunkPlan\x12\x12\n\nignore_eos\x18\t \x01(\x08\x12\x10\n\x08realtime\x18\n \x01(\x08\x42\x07\n\x05_seed\"\xc5\x01\n\x0fGenerateSummary\x12\x12\n\nnum_frames\x18\x01 \x01(\r\x12\x12\n\nnum_chunks\x18\x02 \x01(\r\x12\x15\n\rprompt_tokens\x18\x03 \x01(\r\x12/\n\x0bstop_reason\x18\x04 \x01(\x0e\x32\x1a.omni.talker.v1.StopReason\x12\x10\n\x08queue_ms\x18\x05 \x01(\x02\x12\x1e\n\x16time_to_first_chunk_ms\x18\x06 \x01(\x02\x12\x10\n\x08total_ms\x18\x07 \x01(\x02\"{\n\x10GenerateResponse\x12+\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x12\x32\n\x07summary\x18\x02 \x01(\x0b\x32\x1f.omni.talker.v1.GenerateSummaryH\x00\x42\x06\n\x04kind\"m\n\x0cGenerateItem\x12\x11\n\tstream_id\x18\x01 \x01(\x04\x12\x30\n\x05start\x18\x02 \x01(\x0b\x32\x1f.omni.talker.v1.GenerateRequestH\x00\x12\x10\n\x06\x63\x61ncel\x18\x03 \x01(\x08H\x00\x42\x06\n\x04kind\"B\n\x13GenerateManyRequest\x12+\n\x05items\x18\x01 \x03(\x0b\x32\x1c.omni.talker.v1.GenerateItem\"\xb9\x01\n\rGenerateEvent\x12\x11\n\tstream_id\x18\x01 \x01(\x04\x12+\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x12\x32\n\x07summary\x18\x03 \x01(\x0b\x32\x1f.omni.talker.v1.GenerateSummaryH\x00\x12,\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1b.omni.common.v1.StreamErrorH\x00\x42\x06\n\x04kind\"E\n\x14GenerateManyResponse\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1d.omni.talker.v1.GenerateEvent\"\x10\n\x0eGetLoadRequest\"5\n\x0fGetLoadResponse\x12\"\n\x04load\x18\x01 \x01(\x0b\x32\x14.omni.common.v1.Load\"\x15\n\x13GetModelInfoRequest\"\xb0\x01\n\x14GetModelInfoResponse\x12,\n\x05model\x18\x01 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x12\n\nmodel_type\x18\x02 \x01(\t\x12\x15\n\rnum_codebooks\x18\x03 \x01(\r\x12\x12\n\nframe_rate\x18\x04 \x01(\x02\x12\x13\n\x0bmax_context\x18\x05 \x01(\r\x12\x16\n\x0emax_new_tokens\x18\x06 \x01(\r*w\n\nStopReason\x12\x1b\n\x17STOP_REASON_UNSPECIFIED\x10\x00\x12\x13\n\x0fSTOP_REASON_EOS\x10\x01\x12\x1e\n\x1aSTOP_REASON_MAX_NEW_TOKENS\x10\x02\x12\x17\n\x13STOP_REASON_ABORTED\x10\x03\x32\xe6\x02\n\rTalkerService\x12O\n\x08Generate\x12\x1f.omni.talker.v1.GenerateRequest\x1a .omni.talker.v1.GenerateResponse0\x01\x12]\n\x0cGenerateMany\x12#.omni.talker.v1.GenerateManyRequest\x1a$.omni.talker.v1.GenerateManyResponse(\x01\x30\x01\x12J\n\x07GetLoad\x12\x1e.omni.talker.v1.GetLoadRequest\x1a\x1f.omni.talker.v1.GetLoadResponse\x12Y\n\x0cGetModelInfo\x12#.omni.talker.v1.GetModelInfoRequest\x1a$.omni.talker.v1.GetModelInfoResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14omni/v1/talker.proto\x12\x0eomni.talker.v1\x1a\x14omni/v1/common.proto\"\xd4\x01\n\x0eSamplingParams\x12\x16\n\tdo_sample\x18\x01 \x01(\x08H\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x02 \x01(\x02H\x01\x88\x01\x01\x12\x12\n\x05top_k\x18\x03 \x01(\rH\x02\x88\x01\x01\x12\x12\n\x05top_p\x18\x04 \x01(\x02H\x03\x88\x01\x01\x12\x1f\n\x12repetition_penalty\x18\x05 \x01(\x02H\x04\x88\x01\x01\x42\x0c\n\n_do_sampleB\x0e\n\x0c_temperatureB\x08\n\x06_top_kB\x08\n\x06_top_pB\x15\n\x13_repetition_penalty\"\x1e\n\x0eVoiceReference\x12\x0c\n\x04name\x18\x01 \x01(\t\"\xc4\x01\n\x06Prompt\x12\x10\n\x08text_ids\x18\x01 \x03(\x05\x12\x11\n\tcodec_ids\x18\x02 \x03(\x05\x12\x11\n\tref_codes\x18\x03 \x01(\x0c\x12\x17\n\x0fref_code_frames\x18\x04 \x01(\r\x12\x12\n\x08x_vector\x18\x05 \x01(\x0cH\x00\x12/\n\x05voice\x18\x06 \x01(\x0b\x32\x1e.omni.talker.v1.VoiceReferenceH\x00\x12\x19\n\x11trailing_text_ids\x18\x07 \x03(\x05\x42\t\n\x07speaker\"M\n\tChunkPlan\x12\x1c\n\x14initial_chunk_frames\x18\x01 \x01(\r\x12\x14\n\x0c\x63hunk_frames\x18\x02 \x01(\r\x12\x0c\n\x04ramp\x18\x03 \x03(\r\"\xe9\x02\n\x0fGenerateRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x35\n\x0e\x65xpected_model\x18\x02 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12&\n\x06prompt\x18\x03 \x01(\x0b\x32\x16.omni.talker.v1.Prompt\x12\x30\n\x08sampling\x18\x04 \x01(\x0b\x32\x1e.omni.talker.v1.SamplingParams\x12:\n\x12subtalker_sampling\x18\x05 \x01(\x0b\x32\x1e.omni.talker.v1.SamplingParams\x12\x11\n\x04seed\x18\x06 \x01(\x04H\x00\x88\x01\x01\x12\x16\n\x0emax_new_tokens\x18\x07 \x01(\r\x12-\n\nchunk_plan\x18\x08 \x01(\x0b\x32\x19.omni.talker.v1.ChunkPlan\x12\x12\n\nignore_eos\x18\t \x01(\x08\x42\x07\n\x05_seed\"\xc5\x01\n\x0fGenerateSummary\x12\x12\n\nnum_frames\x18\x01 \x01(\r\x12\x12\n\nnum_chunks\x18\x02 \x01(\r\x12\x15\n\rprompt_tokens\x18\x03 \x01(\r\x12/\n\x0bstop_reason\x18\x04 \x01(\x0e\x32\x1a.omni.talker.v1.StopReason\x12\x10\n\x08queue_ms\x18\x05 \x01(\x02\x12\x1e\n\x16time_to_first_chunk_ms\x18\x06 \x01(\x02\x12\x10\n\x08total_ms\x18\x07 \x01(\x02\"{\n\x10GenerateResponse\x12+\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x12\x32\n\x07summary\x18\x02 \x01(\x0b\x32\x1f.omni.talker.v1.GenerateSummaryH\x00\x42\x06\n\x04kind\"m\n\x0cGenerateItem\x12\x11\n\tstream_id\x18\x01 \x01(\x04\x12\x30\n\x05start\x18\x02 \x01(\x0b\x32\x1f.omni.talker.v1.GenerateRequestH\x00\x12\x10\n\x06\x63\x61ncel\x18\x03 \x01(\x08H\x00\x42\x06\n\x04kind\"B\n\x13GenerateManyRequest\x12+\n\x05items\x18\x01 \x03(\x0b\x32\x1c.omni.talker.v1.GenerateItem\"\xb9\x01\n\rGenerateEvent\x12\x11\n\tstream_id\x18\x01 \x01(\x04\x12+\n\x05\x63hunk\x18\x02 \x01(\x0b\x32\x1a.omni.common.v1.CodecChunkH\x00\x12\x32\n\x07summary\x18\x03 \x01(\x0b\x32\x1f.omni.talker.v1.GenerateSummaryH\x00\x12,\n\x05\x65rror\x18\x04 \x01(\x0b\x32\x1b.omni.common.v1.StreamErrorH\x00\x42\x06\n\x04kind\"E\n\x14GenerateManyResponse\x12-\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1d.omni.talker.v1.GenerateEvent\"\x10\n\x0eGetLoadRequest\"5\n\x0fGetLoadResponse\x12\"\n\x04load\x18\x01 \x01(\x0b\x32\x14.omni.common.v1.Load\"\x15\n\x13GetModelInfoRequest\"\xb0\x01\n\x14GetModelInfoResponse\x12,\n\x05model\x18\x01 \x01(\x0b\x32\x1d.omni.common.v1.ModelIdentity\x12\x12\n\nmodel_type\x18\x02 \x01(\t\x12\x15\n\rnum_codebooks\x18\x03 \x01(\r\x12\x12\n\nframe_rate\x18\x04 \x01(\x02\x12\x13\n\x0bmax_context\x18\x05 \x01(\r\x12\x16\n\x0emax_new_tokens\x18\x06 \x01(\r*w\n\nStopReason\x12\x1b\n\x17STOP_REASON_UNSPECIFIED\x10\x00\x12\x13\n\x0fSTOP_REASON_EOS\x10\x01\x12\x1e\n\x1aSTOP_REASON_MAX_NEW_TOKENS\x10\x02\x12\x17\n\x13STOP_REASON_ABORTED\x10\x03\x32\xe6\x02\n\rTalkerService\x12O\n\x08Generate\x12\x1f.omni.talker.v1.GenerateRequest\x1a .omni.talker.v1.GenerateResponse0\x01\x12]\n\x0cGenerateMany\x12#.omni.talker.v1.GenerateManyRequest\x1a$.omni.talker.v1.GenerateManyResponse(\x01\x30\x01\x12J\n\x07GetLoad\x12\x1e.omni.talker.v1.GetLoadRequest\x1a\x1f.omni.talker.v1.GetLoadResponse\x12Y\n\x0cGetModelInfo\x12#.omni.talker.v1.GetModelInfoRequest\x1a$.omni.talker.v1.GetModelInfoResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'omni.v1.talker_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STOPREASON']._serialized_start=2007
-  _globals['_STOPREASON']._serialized_end=2126
+  _globals['_STOPREASON']._serialized_start=1989
+  _globals['_STOPREASON']._serialized_end=2108
   _globals['_SAMPLINGPARAMS']._serialized_start=63
   _globals['_SAMPLINGPARAMS']._serialized_end=275
   _globals['_VOICEREFERENCE']._serialized_start=277
@@ -43,27 +43,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHUNKPLAN']._serialized_start=508
   _globals['_CHUNKPLAN']._serialized_end=585
   _globals['_GENERATEREQUEST']._serialized_start=588
-  _globals['_GENERATEREQUEST']._serialized_end=967
-  _globals['_GENERATESUMMARY']._serialized_start=970
-  _globals['_GENERATESUMMARY']._serialized_end=1167
-  _globals['_GENERATERESPONSE']._serialized_start=1169
-  _globals['_GENERATERESPONSE']._serialized_end=1292
-  _globals['_GENERATEITEM']._serialized_start=1294
-  _globals['_GENERATEITEM']._serialized_end=1403
-  _globals['_GENERATEMANYREQUEST']._serialized_start=1405
-  _globals['_GENERATEMANYREQUEST']._serialized_end=1471
-  _globals['_GENERATEEVENT']._serialized_start=1474
-  _globals['_GENERATEEVENT']._serialized_end=1659
-  _globals['_GENERATEMANYRESPONSE']._serialized_start=1661
-  _globals['_GENERATEMANYRESPONSE']._serialized_end=1730
-  _globals['_GETLOADREQUEST']._serialized_start=1732
-  _globals['_GETLOADREQUEST']._serialized_end=1748
-  _globals['_GETLOADRESPONSE']._serialized_start=1750
-  _globals['_GETLOADRESPONSE']._serialized_end=1803
-  _globals['_GETMODELINFOREQUEST']._serialized_start=1805
-  _globals['_GETMODELINFOREQUEST']._serialized_end=1826
-  _globals['_GETMODELINFORESPONSE']._serialized_start=1829
-  _globals['_GETMODELINFORESPONSE']._serialized_end=2005
-  _globals['_TALKERSERVICE']._serialized_start=2129
-  _globals['_TALKERSERVICE']._serialized_end=2487
+  _globals['_GENERATEREQUEST']._serialized_end=949
+  _globals['_GENERATESUMMARY']._serialized_start=952
+  _globals['_GENERATESUMMARY']._serialized_end=1149
+  _globals['_GENERATERESPONSE']._serialized_start=1151
+  _globals['_GENERATERESPONSE']._serialized_end=1274
+  _globals['_GENERATEITEM']._serialized_start=1276
+  _globals['_GENERATEITEM']._serialized_end=1385
+  _globals['_GENERATEMANYREQUEST']._serialized_start=1387
+  _globals['_GENERATEMANYREQUEST']._serialized_end=1453
+  _globals['_GENERATEEVENT']._serialized_start=1456
+  _globals['_GENERATEEVENT']._serialized_end=1641
+  _globals['_GENERATEMANYRESPONSE']._serialized_start=1643
+  _globals['_GENERATEMANYRESPONSE']._serialized_end=1712
+  _globals['_GETLOADREQUEST']._serialized_start=1714
+  _globals['_GETLOADREQUEST']._serialized_end=1730
+  _globals['_GETLOADRESPONSE']._serialized_start=1732
+  _globals['_GETLOADRESPONSE']._serialized_end=1785
+  _globals['_GETMODELINFOREQUEST']._serialized_start=1787
+  _globals['_GETMODELINFOREQUEST']._serialized_end=1808
+  _globals['_GETMODELINFORESPONSE']._serialized_start=1811
+  _globals['_GETMODELINFORESPONSE']._serialized_end=1987
+  _globals['_TALKERSERVICE']._serialized_start=2111
+  _globals['_TALKERSERVICE']._serialized_end=2469
 # @@protoc_insertion_point(module_scope)

@@ -68,7 +68,7 @@ class ChunkPlan(_message.Message):
     def __init__(self, initial_chunk_frames: _Optional[int] = ..., chunk_frames: _Optional[int] = ..., ramp: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GenerateRequest(_message.Message):
-    __slots__ = ("request_id", "expected_model", "prompt", "sampling", "subtalker_sampling", "seed", "max_new_tokens", "chunk_plan", "ignore_eos", "realtime")
+    __slots__ = ("request_id", "expected_model", "prompt", "sampling", "subtalker_sampling", "seed", "max_new_tokens", "chunk_plan", "ignore_eos")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     EXPECTED_MODEL_FIELD_NUMBER: _ClassVar[int]
     PROMPT_FIELD_NUMBER: _ClassVar[int]
@@ -78,7 +78,6 @@ class GenerateRequest(_message.Message):
     MAX_NEW_TOKENS_FIELD_NUMBER: _ClassVar[int]
     CHUNK_PLAN_FIELD_NUMBER: _ClassVar[int]
     IGNORE_EOS_FIELD_NUMBER: _ClassVar[int]
-    REALTIME_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     expected_model: _common_pb2.ModelIdentity
     prompt: Prompt
@@ -88,8 +87,7 @@ class GenerateRequest(_message.Message):
     max_new_tokens: int
     chunk_plan: ChunkPlan
     ignore_eos: bool
-    realtime: bool
-    def __init__(self, request_id: _Optional[str] = ..., expected_model: _Optional[_Union[_common_pb2.ModelIdentity, _Mapping]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., subtalker_sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., seed: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., chunk_plan: _Optional[_Union[ChunkPlan, _Mapping]] = ..., ignore_eos: _Optional[bool] = ..., realtime: _Optional[bool] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., expected_model: _Optional[_Union[_common_pb2.ModelIdentity, _Mapping]] = ..., prompt: _Optional[_Union[Prompt, _Mapping]] = ..., sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., subtalker_sampling: _Optional[_Union[SamplingParams, _Mapping]] = ..., seed: _Optional[int] = ..., max_new_tokens: _Optional[int] = ..., chunk_plan: _Optional[_Union[ChunkPlan, _Mapping]] = ..., ignore_eos: _Optional[bool] = ...) -> None: ...
 
 class GenerateSummary(_message.Message):
     __slots__ = ("num_frames", "num_chunks", "prompt_tokens", "stop_reason", "queue_ms", "time_to_first_chunk_ms", "total_ms")

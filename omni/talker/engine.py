@@ -28,21 +28,12 @@ launch order on one stream, so the new owner's prefill follows every step queued
 go to the request objects captured when the step was planned, which drop them once done. So nothing of one
 request reaches another.
 
-Pacing (`Pacing`, off unless `ahead_s` > 0): a real-time stream, one whose client plays the audio as it arrives,
-sits out decode steps while the audio it was sent is more than `ahead_s` ahead of playback (counted from its first
-chunk). A stream generates at the engine's pace, often several times real time, so under load every running stream
-would be in every step although its listener is seconds behind. Sitting out those steps shortens them for the
-streams whose listener is close behind, new ones above all, and leaves the device time to the codec and to
-prefills. A stream resumes early enough to send its next chunk while `ahead_s` of audio is still queued at the
-client; pausing changes when a frame is drawn, never which.
-
 KV memory: per-slot contiguous caches of `max_len` positions (the runner's KVCache). A stream's memory is
 fixed (layers x max_len x kv_heads x head_dim x 2), so admission never fails midway; paging would only pay
 off with many short streams on a long max_len.
 """
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -139,9 +130,6 @@ class Request:
     chunks_sent: int = 0
     queue_ms: float = 0.0
     first_chunk_ms: float = 0.0
-    realtime: bool = False  # the client plays the audio as it arrives: `Pacing` applies
-    first_sent_at: float = 0.0  # time.perf_counter() when the first chunk was sent
-    resume_at: float = 0.0  # time.perf_counter() before which pacing keeps it out of decode steps
     done: bool = False
 
     @property
@@ -176,22 +164,6 @@ class PrefillCoalescing:
         return (now - oldest) * 1000.0 < self.max_wait_ms
 
 
-@dataclass(frozen=True)
-class Pacing:
-    """Keep real-time streams from running further ahead of their listener than `ahead_s` (see the module
-    docstring). `frame_rate`: frames per second of audio."""
-
-    ahead_s: float = 0.0  # 0: never pace
-    frame_rate: float = 12.5
-
-    def resume_at(self, request: "Request") -> float:
-        """The time from which `request`, having just sent a chunk, decodes again: when playback, started at its
-        first chunk, is `ahead_s` behind the audio sent so far. 0.0 for a stream that is not paced."""
-        if self.ahead_s <= 0 or not request.realtime:
-            return 0.0
-        return request.first_sent_at + request.frames_sent / self.frame_rate - self.ahead_s
-
-
 @dataclass
 class _StepPlan:
     # (request, embeddings or None for a prompt's first chunk, start, end): prompt positions to run. The embeddings
@@ -224,7 +196,6 @@ class TalkerEngine:
         prefill_graphs: PrefillGraphs | None = None,
         async_scheduling: bool = False,
         decode_in_prefill_step: bool = True,
-        pacing: Pacing = Pacing(),
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
@@ -233,8 +204,7 @@ class TalkerEngine:
         `decode_in_prefill_step`: a prompt's first frame is decoded in the step that completes its prefill, not in the
         next one. The step is never wasted: the first id cannot end a stream (EOS is blocked until min_new_tokens >= 1
         ids were drawn, and max_new_tokens >= 2); were it to, `_deliver` would drop that frame, as under async
-        scheduling.
-        `pacing`: how far ahead of playback a real-time stream may run (default: no limit)."""
+        scheduling."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
@@ -247,7 +217,6 @@ class TalkerEngine:
         self.coalescing = coalescing
         self.async_scheduling = async_scheduling
         self.decode_in_prefill_step = decode_in_prefill_step
-        self.pacing = pacing
         self.retry_after_s = retry_after_s
         self.metrics = metrics or TalkerMetrics()
         self.free = list(reversed(range(runner.num_slots)))  # pop() takes the lowest slot first
@@ -324,11 +293,7 @@ class TalkerEngine:
                 plan = None
                 if in_flight is None:
                     self.wake.clear()
-                    # Every stream that holds a slot may be paced: sleep until the first resumes, or a submit wakes us.
-                    resume = min((r.resume_at for r in self.slots.values() if r.decoding), default=None)
-                    with contextlib.suppress(TimeoutError):
-                        timeout = None if resume is None else max(resume - time.perf_counter(), 0.0)
-                        await asyncio.wait_for(self.wake.wait(), timeout)
+                    await self.wake.wait()
                     continue
             start = time.perf_counter()
             try:
@@ -381,14 +346,10 @@ class TalkerEngine:
         self._update_gauges()
 
     def _plan(self) -> _StepPlan:
-        """Prefill chunks (oldest first, up to the token budget, unless coalescing holds them) and the decode batch:
-        every slot past its prefill that pacing does not hold back."""
-        now = time.perf_counter()
-        ready = [r for r in self.slots.values() if r.decoding]
-        decodes = [r for r in ready if r.resume_at <= now]
-        self.metrics.paced_streams.set(len(ready) - len(decodes))
+        """Prefill chunks (oldest first, up to the token budget, unless coalescing holds them) and the decode batch."""
+        decodes = [r for r in self.slots.values() if r.decoding]
         prefilling = sorted((r for r in self.slots.values() if not r.decoding), key=lambda r: r.arrived)
-        if self.coalescing.hold(prefilling, bool(decodes), now):
+        if self.coalescing.hold(prefilling, bool(decodes), time.perf_counter()):
             prefilling = []
         budget = self.prefill_budget
         prefills = []
@@ -507,13 +468,11 @@ class TalkerEngine:
         codes = np.stack(request.buffer)
         request.buffer = []
         if request.chunks_sent == 0:
-            request.first_sent_at = time.perf_counter()
-            request.first_chunk_ms = (request.first_sent_at - request.arrived) * 1000.0
+            request.first_chunk_ms = (time.perf_counter() - request.arrived) * 1000.0
             self.metrics.first_chunk_ms.observe(request.first_chunk_ms)
         request.outputs.put_nowait(Chunk(codes, request.frames_sent, last, step_ms))
         request.frames_sent += len(codes)
         request.chunks_sent += 1
-        request.resume_at = self.pacing.resume_at(request)
 
     def _finish(self, request: Request, reason: str, notify: bool = True) -> None:
         """Free the slot at once and end the request's output with a Finished."""

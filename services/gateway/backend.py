@@ -53,8 +53,6 @@ class SynthesisRequest:
     seed: int | None = None  # int64 as vLLM-Omni takes it; the talker's uint64 seed is `seed % 2**64`
     initial_codec_chunk_frames: int | None = None
     non_streaming_mode: bool | None = None
-    # The client plays the audio as it arrives (a streamed response): the talker may pace it (pace_ahead_s).
-    realtime: bool = False
     sampling: dict[str, float | int] = field(default_factory=dict)  # temperature / top_p / top_k (-1: off)
     request_id: str = ""
     # The client takes float samples (gRPC PCM_F32LE): the codec then sends float32. Every other output is 16-bit,

@@ -537,7 +537,6 @@ class GrpcBackend(Backend):
             subtalker_sampling=talker_pb2.SamplingParams(do_sample=False) if _greedy(request) else None,
             max_new_tokens=request.max_new_tokens or 0,
             ignore_eos=request.ignore_eos,
-            realtime=request.realtime,
             chunk_plan=talker_pb2.ChunkPlan(initial_chunk_frames=request.initial_codec_chunk_frames or 0),
         )
         if request.seed is not None:

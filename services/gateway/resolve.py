@@ -145,7 +145,6 @@ async def resolve_request(
         seed=req.seed,
         initial_codec_chunk_frames=req.initial_codec_chunk_frames,
         non_streaming_mode=req.non_streaming_mode,
-        realtime=req.stream_mode != "none",
         sampling=sampling,
         request_id=request_id,
     )

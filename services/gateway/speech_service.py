@@ -83,7 +83,6 @@ class SpeechServicer(speech_pb2_grpc.SpeechServiceServicer):
             uploaded = await self.backend.voices_for_request(body.voice) if needs_voices else []
             model, synthesis = await resolve_request(body, self.backend.models(), uploaded, self.config, request_id)
             synthesis.float_samples = sample_format == common_pb2.SAMPLE_FORMAT_PCM_F32LE
-            synthesis.realtime = not request.unpaced  # a gRPC response is always a stream
             chunks = self.backend.synthesize(synthesis)
             remaining = context.time_remaining()
             timeout = min(self.config.request_timeout_s, remaining if remaining is not None else float("inf"))

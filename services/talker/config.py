@@ -39,12 +39,6 @@ class TalkerConfig(ServiceConfig):
         "decode a new stream's first frame in the engine step that completes its prefill, not in the next one (on one "
         "H200 at 128 streams the talker's first chunk 121-128 -> 89-98 ms; no change at one stream)",
     )
-    pace_ahead_s: float = option(
-        0.0,
-        "a real-time stream (the gateway's streamed responses) sits out decode steps while the audio it was sent is "
-        "this far ahead of playback, counted from its first chunk, so the device serves the streams whose listeners "
-        "are closer behind (0 = never pace; keep it above a steady chunk plus the codec's delay, ~2 s)",
-    )
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
     fused_kernels: bool = option(
@@ -85,8 +79,6 @@ class TalkerConfig(ServiceConfig):
             raise ValueError("need max_context >= 3, max_new_tokens >= 0 and prefill_budget >= 1")
         if self.prefill_min_batch < 1 or self.prefill_max_wait_ms < 0:
             raise ValueError("need prefill_min_batch >= 1 and prefill_max_wait_ms >= 0")
-        if not 0 <= self.pace_ahead_s < float("inf"):
-            raise ValueError(f"pace_ahead_s must be finite and >= 0, got {self.pace_ahead_s}")
         if self.max_chunk_frames < 1:
             raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
         for name, size in [("initial_chunk_frames", self.initial_chunk_frames), ("chunk_frames", self.chunk_frames)]:

@@ -12,9 +12,6 @@ class TalkerMetrics:
         self.active_slots = m.gauge("active_slots", "requests holding a slot (prefilling or decoding)")
         self.capacity = m.gauge("capacity_slots", "slots (max_streams)")
         self.queue_depth = m.gauge("queue_depth", "requests waiting for a slot")
-        self.paced_streams = m.gauge(
-            "paced_streams", "real-time streams that sat out the last step: far enough ahead of playback (pace_ahead_s)"
-        )
         self.queue_wait_ms = m.histogram("queue_wait_ms", "time from arrival to admission into a slot, ms")
         self.step_ms = m.histogram("step_ms", "duration of one engine step (prefill chunks + batched decode), ms")
         self.step_compute_ms = m.histogram(

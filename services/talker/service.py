@@ -41,7 +41,6 @@ from omni.talker.engine import (
     ChunkPlan,
     EngineClosed,
     Finished,
-    Pacing,
     PrefillCoalescing,
     QueueFull,
     Request,
@@ -239,7 +238,7 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
             raise RpcFailure(grpc.StatusCode.INVALID_ARGUMENT, str(e)) from None
         except UnsupportedRequest as e:
             raise RpcFailure(grpc.StatusCode.UNIMPLEMENTED, str(e)) from None
-        job = Request(request_id, prompt, params, plan, deadline, realtime=request.realtime)
+        job = Request(request_id, prompt, params, plan, deadline)
         if outputs is not None:
             job.outputs = outputs
         return job
@@ -392,7 +391,6 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         prefill_graphs,
         config.async_scheduling,
         config.decode_in_prefill_step,
-        Pacing(config.pace_ahead_s, FRAME_RATE),
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
