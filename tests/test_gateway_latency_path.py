@@ -382,3 +382,44 @@ def test_voice_list_cache_reads_only_when_the_list_cannot_answer() -> None:
         assert len(reads) == 8
 
     asyncio.run(scenario())
+
+
+def test_requests_that_find_the_voice_list_stale_share_one_read() -> None:
+    reads: list[int] = []
+    gate = asyncio.Event()
+
+    async def fetch() -> list[VoiceInfo]:
+        reads.append(1)
+        await gate.wait()
+        return [VoiceInfo("mine", "c", 0, 0, "audio/wav")]
+
+    async def settle() -> None:  # let every task started so far run up to its wait
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    async def scenario() -> None:
+        cache = VoiceListCache(fetch, max_age_s=0.0)  # always stale: every lookup needs a read
+        builtins = ("vivian",)
+        burst = [asyncio.ensure_future(cache.lookup(name, builtins)) for name in ["vivian"] * 20]
+        gone = asyncio.ensure_future(cache.lookup("vivian", builtins))
+        unknown = asyncio.ensure_future(cache.lookup("nobody", builtins))  # maybe just uploaded: a read of its own
+        await settle()
+        assert len(reads) == 2
+        gone.cancel()  # a client that goes away does not cancel the read the others wait for
+        await settle()
+        gate.set()
+        lists = await asyncio.gather(*burst, unknown)
+        assert all(voices[0].name == "mine" for voices in lists) and len(reads) == 2 and gone.cancelled()
+
+        # A read in flight when this gateway changes the registry is not shared with later requests.
+        gate.clear()
+        first = asyncio.ensure_future(cache.lookup("mine", builtins))
+        await settle()
+        cache.clear()
+        second = asyncio.ensure_future(cache.lookup("mine", builtins))
+        await settle()
+        assert len(reads) == 4
+        gate.set()
+        await asyncio.gather(first, second)
+
+    asyncio.run(scenario())
