@@ -93,6 +93,10 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
     spans = [(r.start_s, r.start_s + r.total_s) for r in results if r.total_s is not None]
+    # A listener plays a request's audio from its first byte, in real time; a gap holds playback back.
+    playing = [
+        (r.start_s + r.ttfa_s, r.start_s + r.ttfa_s + r.audio_s + r.underrun_s) for r in ok if r.ttfa_s is not None
+    ]
     failures: dict[str, int] = {}
     failure_examples: dict[str, str] = {}  # the first error message per status, to say why
     for r in results:
@@ -112,6 +116,8 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
         # Streams open at once (Little's law over the level, and the peak): an open loop's concurrency.
         "mean_in_flight": sum(end - start for start, end in spans) / elapsed_s if elapsed_s > 0 else math.nan,
         "max_in_flight": max_overlap(spans),
+        # Listeners at once, at the peak: in an open loop, the real-time streams the level served.
+        "max_listening": max_overlap(playing),
         "ttfa_p50_s": percentile(ttfa, 50),
         "ttfa_p90_s": percentile(ttfa, 90),
         "ttfa_p99_s": percentile(ttfa, 99),

@@ -119,13 +119,20 @@ def test_ttfa_after_the_first_wave_leaves_out_the_requests_that_started_together
 def test_streams_in_flight_are_counted_over_the_level_and_at_the_peak():
     # Three requests [0, 2), [1, 3), [3, 4) and one that failed before any response (no duration) in 4 s: 5 stream
     # seconds, so 1.25 open on average; at most 2 at once ([1, 2)); the third starts as the second ends.
-    def request(index: int, start: float, total: float | None) -> RequestResult:
-        return RequestResult(index, "200" if total else "error:ConnectError", total is not None, start, 0.1, total, 1.0)
+    def request(index: int, start: float, total: float | None, audio: float = 1.0) -> RequestResult:
+        ok = total is not None
+        return RequestResult(index, "200" if ok else "error:ConnectError", ok, start, 0.1, total, audio if ok else 0.0)
 
     results = [request(0, 0.0, 2.0), request(1, 1.0, 2.0), request(2, 3.0, 1.0), request(3, 0.5, None)]
     s = summarize(results, elapsed_s=4.0)
     assert s["mean_in_flight"] == pytest.approx(1.25) and s["max_in_flight"] == 2
-    assert summarize([], elapsed_s=1.0)["max_in_flight"] == 0
+    # Listeners play from the first byte (0.1 s in) for the audio's length plus any gap: requests done early still
+    # count while their audio plays. [0.1, 3.1), [1.1, 4.1) and, with a 0.5 s gap, [3.1, 6.6): two at once at most.
+    results[0].audio_s, results[1].audio_s, results[2].audio_s, results[2].underrun_s = 3.0, 3.0, 3.0, 0.5
+    assert summarize(results, elapsed_s=4.0)["max_listening"] == 2
+    results[2].start_s = 2.9  # now it starts playing at 3.0, before the first ends at 3.1
+    assert summarize(results, elapsed_s=4.0)["max_listening"] == 3
+    assert summarize([], elapsed_s=1.0)["max_in_flight"] == summarize([], elapsed_s=1.0)["max_listening"] == 0
 
 
 def test_split_level_shares_concurrency_and_interleaves_indices():

@@ -175,9 +175,12 @@ def test_open_loop_levels_replace_the_concurrency_sweep():
     opened = bench_stack.parse_args(args)
     assert bench_stack.sweep(opened) == [(0, 62.5, 1250), (0, 100.0, 2000)]
     row = {"model": "1.7b", "gpus": 1, "concurrency": 0, "rate": 62.5, "mean_in_flight": 512.4, "requests": 1250}
+    row |= {"max_listening": 660}
     row |= {"audio_s_per_s": 625.0, "requests_per_s": 62.5, "rtf_p50": 0.8, "rtf_p90": 0.9, "failures": {}}
     row |= {f"ttfa_p{q}_s": 0.2 for q in (50, 90, 99)} | {"wrong_length_requests": [], "underrun_pct": 1.0}
-    assert bench_stack.format_row(row | {"underrun_buffered_pct": 0.0}).startswith("| 1.7b | 1 | 62.5/s (512) | 1250 |")
+    assert bench_stack.format_row(row | {"underrun_buffered_pct": 0.0}).startswith(
+        "| 1.7b | 1 | 62.5/s: 512 in flight, 660 listening | 1250 |"
+    )
     for bad in (["--rates", "0"], ["--rates", "5", "--arrival-seconds", "-1"]):
         with pytest.raises(SystemExit):
             bench_stack.parse_args([*bad, "--out", "/tmp/unused"])

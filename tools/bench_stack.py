@@ -28,7 +28,8 @@ stays off the request path, as with the official `generate_custom_voice`) to a t
 cuda:1) starts `omni serve` as a subprocess, waits for it to be ready (CUDA graphs are captured before that), warms
 up, and runs `omni bench`'s closed loop at each concurrency for `--requests` requests per level (default max(rounds x
 concurrency, 16)) or, with `--rates`, an open loop: requests start at Poisson arrival times for `--arrival-seconds`,
-whatever is still in flight (the table's `conc` is then the rate and, in brackets, the streams open on average), from
+whatever is still in flight (the table's `conc` is then the rate, the requests open on average, and the most
+listeners playing audio at once, each from its first byte in real time), from
 `--client-processes` client processes (default 4; statistics are over all requests),
 through `--gateway-workers` gateway processes (default 2). With one of each, 256 streams lost ~4 s per request
 between the client and the gateway's handler (the gateway's own log had TTFA p50 0.35-0.49 s, the client 4.3-4.5 s);
@@ -613,8 +614,10 @@ def format_row(row: dict) -> str:
 
     ttfa = " | ".join(num(row[f"ttfa_p{q}_s"] * 1000, ".0f") for q in (50, 90, 99))
     failures = sum(row["failures"].values()) + len(row["wrong_length_requests"])
-    # An open-loop level: its rate and the streams it had open on average (Little's law).
-    conc = f"{row['rate']:g}/s ({row['mean_in_flight']:.0f})" if row.get("rate") else row["concurrency"]
+    # An open-loop level: its rate, the requests it had open on average and the most listeners playing at once.
+    conc = row["concurrency"]
+    if row.get("rate"):
+        conc = f"{row['rate']:g}/s: {row['mean_in_flight']:.0f} in flight, {row['max_listening']} listening"
     return (
         f"| {row['model']} | {row['gpus']} | {conc} | {row['requests']} "
         f"| {num(row['audio_s_per_s'], '.1f')} "
