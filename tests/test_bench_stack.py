@@ -108,6 +108,8 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         # sends chunks of 1, 2 and 1 frames, so it takes 1 to 3 codec rows.
         assert 0 < row["talker_busy"] <= 1.01 and 0 < row["codec_busy"] <= 2.02 and row["codec_ticks_per_s"] > 0
         assert 1 <= row["codec_rows_per_request"] <= 3
+        # Garbage collections: each process's share of the level (summed over generations), never all of it.
+        assert 0 <= row["talker_gc_share"] < 1 and 0 <= row["codec_gc_share"] < 2
         # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
         # than the client's (it starts when the handler runs and ends when the first byte is sent).
         assert row["cpu_cores"]["client"] > 0

@@ -61,10 +61,11 @@ def int16_distance(a: bytes, b: bytes) -> int:
 
 
 class Stack:
-    def __init__(self, process: subprocess.Popen, lines: list[str], model_dir: Path) -> None:
+    def __init__(self, process: subprocess.Popen, lines: list[str], model_dir: Path, work_dir: Path) -> None:
         self.process = process
         self.lines = lines
         self.model_dir = model_dir
+        self.work_dir = work_dir  # omni serve's: each service logs to <name>.log there
         self.killed = False  # set by the test that kills a backend: omni serve then exits with an error
         text = "\n".join(lines)
         self.http = re.search(r"HTTP API: (http://\S+)/v1", text).group(1)
@@ -96,7 +97,7 @@ def stack(tiny_model_dir, tmp_path_factory):
         stack_: Stack | None = None
         try:
             output.wait_for(SERVE_READY, READY_TIMEOUT_S)
-            stack_ = Stack(process, lines, model_dir)
+            stack_ = Stack(process, lines, model_dir, work)
             yield stack_
         finally:
             code = interrupt_and_wait(process)
@@ -308,6 +309,17 @@ def test_prometheus_scrapes_the_gateway(stack, tmp_path):
         ok = prom.wait_for('omni_gateway_requests_total{endpoint="speech",outcome="ok"}')
         assert float(ok[0]["value"][1]) >= 1
         assert float(prom.wait_for("omni_gateway_time_to_first_audio_seconds_count")[0]["value"][1]) >= 1
+
+
+def test_every_service_freezes_its_startup_heap_and_the_gateway_exports_its_gc_pauses(stack):
+    # Garbage collections stop every thread of a process; what startup loaded is frozen out of them once warm.
+    for name in ("talker", "codec", "refenc", "gateway"):
+        frozen = re.search(r"(\d+) objects frozen", (stack.work_dir / f"{name}.log").read_text())
+        assert frozen is not None and int(frozen.group(1)) > 10_000, name
+    # The freeze's own full collection ran after the gateway's pause histogram was hooked in: generation 2 has one.
+    metrics = httpx.get(stack.http + "/metrics").text
+    full = re.search(r'omni_gateway_gc_pause_seconds_count\{generation="2"\} (\S+)', metrics)
+    assert full is not None and float(full.group(1)) >= 1
 
 
 def test_routing_skips_a_dead_replica_and_all_talkers_full_answers_429(tiny_model_dir):

@@ -105,6 +105,8 @@ METRICS = {
     "codec_compute_ms": "omni_codec_tick_compute_ms",
     "codec_planned_ms": "omni_codec_planned_ms",
     "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
+    "talker_gc_ms": "omni_talker_gc_pause_ms",
+    "codec_gc_ms": "omni_codec_gc_pause_ms",
 }
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -215,9 +217,9 @@ def scrape(port: int) -> dict[str, tuple[float, float]]:
         return {}
     out = {}
     for family in text_string_to_metric_families(text):
-        if family.name in METRICS.values():
-            values = {s.name.rsplit("_", 1)[-1]: s.value for s in family.samples if s.name.endswith(("_sum", "_count"))}
-            out[family.name] = (values.get("sum", 0.0), values.get("count", 0.0))
+        if family.name in METRICS.values():  # summed over label values (the GC pauses' generations)
+            total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
+            out[family.name] = (total, sum(s.value for s in family.samples if s.name.endswith("_count")))
     return out
 
 
@@ -233,9 +235,13 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
 
     talker_ms, codec_ms = delta("omni_talker_step_ms", 0), delta("omni_codec_tick_ms", 0)
     ticks, rows = delta("omni_codec_batch_size", 1), delta("omni_codec_batch_size", 0)
+    talker_gc, codec_gc = delta("omni_talker_gc_pause_ms", 0), delta("omni_codec_gc_pause_ms", 0)
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
         "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
+        # Share of the level each process spent in garbage collections (all its threads stopped).
+        "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
+        "codec_gc_share": None if codec_gc is None else codec_gc / 1000.0 / wall_s,
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
     }
@@ -635,6 +641,7 @@ def format_diagnostics(row: dict) -> str:
     parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
     load = ("talker_busy", "codec_busy", "codec_ticks_per_s", "codec_rows_per_request")
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
+    parts += [f"{k} {row[k]:.4f}" for k in ("talker_gc_share", "codec_gc_share") if row.get(k) is not None]
     parts += [f"{k} {row[k]:.0f}" for k in ("gateway_ttfa_p50_ms", "gateway_ttfa_p99_ms") if row.get(k) is not None]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]

@@ -23,3 +23,4 @@ class CodecMetrics:
         self.audio_seconds = m.counter("audio_seconds", "seconds of audio produced")
         self.decode_calls = m.counter("decode_calls", "batched decode calls by path (graph, eager)", ("path",))
         self.streams = m.counter("streams", "finished streams by outcome", ("outcome",))
+        self.gc_pause_ms = m.gc_pauses()

@@ -23,6 +23,7 @@ from omni.services.codec.engine import (
     engine_from_config,
 )
 from omni.services.codec.metrics import CodecMetrics
+from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
@@ -392,13 +393,18 @@ async def serve(config: CodecConfig) -> None:
     if metrics_port >= 0:
         log.info("codec metrics on port %d", metrics_port)
     engine.start()
+    gc_pauses = GcPauses(metrics.gc_pause_ms).start()
 
     async def warmup() -> None:
         await warm_up(engine)
-        log.info("codec ready: %d streams, model %s", config.max_streams, engine.decoder.cfg)
+        frozen = freeze_startup_heap()  # the decoder, graphs and modules stay out of later collections
+        log.info(
+            "codec ready: %d streams, model %s (%d objects frozen)", config.max_streams, engine.decoder.cfg, frozen
+        )
 
     try:
         await service.run(warmup)
     finally:
+        gc_pauses.stop()
         await engine.stop()
         metrics.server.stop()

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 # Bucket sets shared by the services so dashboards can compare them.
 LATENCY_MS_BUCKETS = (0.5, 1, 2, 5, 10, 20, 35, 50, 75, 100, 150, 250, 400, 700, 1000, 2000, 5000, 10000)
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+GC_PAUSE_MS_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
 
 
 class MetricsServer:
@@ -29,6 +30,15 @@ class MetricsServer:
 
     def histogram(self, name: str, doc: str, buckets=LATENCY_MS_BUCKETS, labels: tuple[str, ...] = ()) -> Histogram:
         return Histogram(name, doc, labels, namespace=self.namespace, registry=self.registry, buckets=buckets)
+
+    def gc_pauses(self) -> Histogram:
+        """The process's garbage-collector pauses (`gc_pauses.GcPauses` observes them)."""
+        return self.histogram(
+            "gc_pause_ms",
+            "Python garbage collections of this process by generation, ms (every thread waits)",
+            GC_PAUSE_MS_BUCKETS,
+            ("generation",),
+        )
 
     def start(self, port: int, host: str = "0.0.0.0") -> int:
         """Serve /metrics on host:port (0 picks a free port); returns the bound port. Port < 0 disables it."""

@@ -57,6 +57,13 @@ class GatewayMetrics:
             ["path", "status"],
             registry=r,
         )
+        self.gc_pause = Histogram(
+            "omni_gateway_gc_pause_seconds",
+            "Python garbage collections of a gateway process by generation (every thread of it waits).",
+            ["generation"],
+            buckets=(0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5),
+            registry=r,
+        )
         self.in_flight = Gauge(
             "omni_gateway_requests_in_flight", "Speech requests being served.", multiprocess_mode="livesum", registry=r
         )

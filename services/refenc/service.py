@@ -10,6 +10,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 import torch
+from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
 from omni.services.common.identity import model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.metrics import MetricsServer
@@ -235,14 +236,18 @@ async def serve(config: RefencConfig) -> None:
     if metrics_port >= 0:
         log.info("refenc metrics on port %d", metrics_port)
     parts.batcher.start()
+    gc_pauses = GcPauses(metrics.gc_pauses()).start()
 
     async def warmup() -> None:
         await warm_up(parts)
-        log.info("refenc ready: cache %s, registry %s", parts.cache.backend, "on" if parts.registry else "off")
+        frozen = freeze_startup_heap()  # the encoders and modules stay out of later collections
+        registry = "on" if parts.registry else "off"
+        log.info("refenc ready: cache %s, registry %s (%d objects frozen)", parts.cache.backend, registry, frozen)
 
     try:
         await service.run(warmup)
     finally:
+        gc_pauses.stop()
         await parts.batcher.stop()
         await parts.cache.close()
         if parts.registry is not None:

@@ -28,3 +28,4 @@ class TalkerMetrics:
         self.frames = m.counter("frames", "codec frames produced")
         self.first_chunk_ms = m.histogram("time_to_first_chunk_ms", "time from arrival to the first chunk, ms")
         self.outcomes = m.counter("requests", "finished requests by outcome", ("outcome",))
+        self.gc_pause_ms = m.gc_pauses()

@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 import torch
 from omni.services.common.config import capture_buckets
+from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
@@ -429,13 +430,18 @@ async def serve(config: TalkerConfig) -> None:
     if metrics_port >= 0:
         log.info("talker metrics on port %d", metrics_port)
     parts.engine.start()
+    gc_pauses = GcPauses(metrics.gc_pause_ms).start()
 
     async def warmup() -> None:
         await warm_up(parts.engine)
-        log.info("talker ready: %d slots, context %d", config.max_streams, config.max_context)
+        frozen = freeze_startup_heap()  # the model, graphs and modules stay out of later collections
+        log.info(
+            "talker ready: %d slots, context %d (%d objects frozen)", config.max_streams, config.max_context, frozen
+        )
 
     try:
         await service.run(warmup)
     finally:
+        gc_pauses.stop()
         await parts.engine.stop()
         metrics.server.stop()
