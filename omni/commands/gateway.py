@@ -83,8 +83,8 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     )  # fmt: skip
     await backend.start()
     app = create_app(backend, config)
-    gc_pauses = GcPauses(app.state.metrics.gc_pause, unit_per_s=1.0).start()
     frozen = freeze_startup_heap()  # torch, the tokenizer and the web stack stay out of later collections
+    gc_pauses = GcPauses(app.state.metrics.gc_pause, unit_per_s=1.0).start()  # serving's collections only
     log.info("gateway: %d objects frozen out of garbage collection", frozen)
     sockets, grpc_options = None, DEFAULT_OPTIONS
     if worker is not None:  # own sockets on the shared ports: the kernel spreads connections over the workers

@@ -393,11 +393,12 @@ async def serve(config: CodecConfig) -> None:
     if metrics_port >= 0:
         log.info("codec metrics on port %d", metrics_port)
     engine.start()
-    gc_pauses = GcPauses(metrics.gc_pause_ms).start()
+    gc_pauses = GcPauses(metrics.gc_pause_ms)
 
     async def warmup() -> None:
         await warm_up(engine)
         frozen = freeze_startup_heap()  # the decoder, graphs and modules stay out of later collections
+        gc_pauses.start()  # serving's collections, not the freeze's own
         log.info(
             "codec ready: %d streams, model %s (%d objects frozen)", config.max_streams, engine.decoder.cfg, frozen
         )

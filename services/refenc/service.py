@@ -236,11 +236,12 @@ async def serve(config: RefencConfig) -> None:
     if metrics_port >= 0:
         log.info("refenc metrics on port %d", metrics_port)
     parts.batcher.start()
-    gc_pauses = GcPauses(metrics.gc_pauses()).start()
+    gc_pauses = GcPauses(metrics.gc_pauses())
 
     async def warmup() -> None:
         await warm_up(parts)
         frozen = freeze_startup_heap()  # the encoders and modules stay out of later collections
+        gc_pauses.start()  # serving's collections, not the freeze's own
         registry = "on" if parts.registry else "off"
         log.info("refenc ready: cache %s, registry %s (%d objects frozen)", parts.cache.backend, registry, frozen)
 

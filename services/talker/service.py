@@ -430,11 +430,12 @@ async def serve(config: TalkerConfig) -> None:
     if metrics_port >= 0:
         log.info("talker metrics on port %d", metrics_port)
     parts.engine.start()
-    gc_pauses = GcPauses(metrics.gc_pause_ms).start()
+    gc_pauses = GcPauses(metrics.gc_pause_ms)
 
     async def warmup() -> None:
         await warm_up(parts.engine)
         frozen = freeze_startup_heap()  # the model, graphs and modules stay out of later collections
+        gc_pauses.start()  # serving's collections, not the freeze's own
         log.info(
             "talker ready: %d slots, context %d (%d objects frozen)", config.max_streams, config.max_context, frozen
         )
