@@ -34,6 +34,7 @@ def promtool(*args: str | Path, cwd: Path | None = None) -> subprocess.Completed
 # `MetricsServer("omni_codec")` gives a service package its namespace; `.counter("frames", ...)` etc. add to it.
 NAMESPACE = re.compile(r'MetricsServer\(\s*"(omni_\w+)"')
 HELPER = re.compile(r'\.(counter|gauge|histogram)\(\s*"(\w+)"')
+GC_PAUSES = re.compile(r"\.gc_pauses\(\)")  # MetricsServer.gc_pauses(): the namespace's gc_pause_ms histogram
 DIRECT = re.compile(r'\b(Counter|Gauge|Histogram)\(\s*"(omni_\w+)"')
 
 
@@ -59,6 +60,8 @@ def defined_series() -> set[str]:
             for kind, name in HELPER.findall(src):
                 if namespaces:
                     names |= series_names(kind, f"{next(iter(namespaces))}_{name}")
+            if namespaces and GC_PAUSES.search(src):
+                names |= series_names("histogram", f"{next(iter(namespaces))}_gc_pause_ms")
     return names
 
 
