@@ -528,3 +528,35 @@ def test_omni_codec_command_serves_and_shuts_down_on_sigterm(model_dir):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_tick_trace_logs_what_each_tick_decoded(decoder, caplog):
+    from omni.services.codec.engine import END_OF_STREAM, CodecEngine
+
+    codes = random_codes(np.random.default_rng(5), 6)
+
+    async def scenario() -> int:
+        engine = CodecEngine(decoder, max_streams=2, merge_frames=1, trace_ticks=True)
+        engine.start()
+        try:
+            stream = engine.open(S16)
+            for start, end in [(0, 1), (1, 3), (3, 6)]:
+                engine.submit(stream, codes[start:end], False)
+            engine.submit(stream, None, False)
+            pieces = 0
+            while await stream.outputs.get() is not END_OF_STREAM:
+                pieces += 1
+            return pieces
+        finally:
+            await engine.stop()
+
+    with caplog.at_level("INFO", logger="omni.codec.engine"):
+        pieces = asyncio.run(scenario())
+    ticks = [r.fields for r in caplog.records if r.getMessage() == "codec.tick"]
+    decoding = [t for t in ticks if t["rows"]]
+    # One row a tick (merge_frames 1): 1, 2 and 3 frames, the first of them the stream's first row; the reset of the
+    # new stream is in some tick; a tick takes at least its engine thread's time.
+    assert pieces == 3 and [t["frames"] for t in decoding][:3] == [1, 2, 3]
+    assert sum(t["first_rows"] for t in ticks) == 1 and decoding[0]["first_rows"] == 1
+    assert sum(t["fresh"] for t in ticks) == 1 and max(t["longest_row"] for t in ticks) == 3
+    assert all(t["tick_ms"] >= t["compute_ms"] >= 0 and t["idle_ms"] >= 0 for t in ticks)

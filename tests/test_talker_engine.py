@@ -381,3 +381,28 @@ def test_async_scheduling_at_the_context_limit_keeps_its_extra_step_in_the_slot(
     # position max_len - 2; the extra step writes max_len - 1, the slot's last position.
     assert done.reason == "max_new_tokens" and len(codes) == max_len - prompt - 1
     np.testing.assert_array_equal(next_codes, solo(synth, "Hi.", 9, max_len - prompt))
+
+
+def test_step_trace_logs_what_each_step_ran(synth, scheduling, caplog):
+    async def scenario():
+        engine = engine_for(synth, RecordingEngine, prefill_budget=6, trace_steps=True, **scheduling)
+        engine.start()
+        try:
+            request = engine.submit(job(synth, TEXT_LONG, 3, 6))
+            codes, _, _ = await drain_outputs(request)
+            return engine.steps, request.prompt_tokens, len(codes)
+        finally:
+            await engine.stop()
+
+    with caplog.at_level("INFO", logger="omni.talker.engine"):
+        steps, prompt_tokens, frames = asyncio.run(scenario())
+    lines = [r.fields for r in caplog.records if r.getMessage() == "talker.step"]
+    # One line per step read back, in order: the prompt in chunks of at most 6 positions, then one row a step, the
+    # first of them the stream's first frame. Under async scheduling the step queued after the last frame may still be
+    # in flight when the engine stops: it is not read back, so it has no line.
+    ran = [(bool(p), len(d)) for p, d in steps]
+    assert [(t["positions"] > 0, t["rows"]) for t in lines] == ran[: len(lines)] and len(lines) >= len(ran) - 1
+    assert sum(t["positions"] for t in lines) == prompt_tokens and max(t["positions"] for t in lines) <= 6
+    assert frames <= sum(t["rows"] for t in lines) <= frames + 1
+    assert sum(t["first_rows"] for t in lines) == 1
+    assert all(t["step_ms"] >= 0 and t["loop_ms"] >= 0 and t["prefill_ms"] >= 0 for t in lines)

@@ -45,6 +45,7 @@ import torch
 
 from omni.device import HostCopy, to_device
 from omni.services.common.engine_task import stop_engine_task
+from omni.services.common.logging import log_request
 from omni.services.talker.metrics import TalkerMetrics
 from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
@@ -196,6 +197,7 @@ class TalkerEngine:
         prefill_graphs: PrefillGraphs | None = None,
         async_scheduling: bool = False,
         decode_in_prefill_step: bool = True,
+        trace_steps: bool = False,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
@@ -204,7 +206,9 @@ class TalkerEngine:
         `decode_in_prefill_step`: a prompt's first frame is decoded in the step that completes its prefill, not in the
         next one. The step is never wasted: the first id cannot end a stream (EOS is blocked until min_new_tokens >= 1
         ids were drawn, and max_new_tokens >= 2); were it to, `_deliver` would drop that frame, as under async
-        scheduling."""
+        scheduling.
+        `trace_steps`: log one `talker.step` line per step read back (prompts and positions prefilled, rows decoded,
+        its times, and the event loop's time before it)."""
         if max_queue < 0 or prefill_budget < 1:
             raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
         self.runner = runner
@@ -217,6 +221,7 @@ class TalkerEngine:
         self.coalescing = coalescing
         self.async_scheduling = async_scheduling
         self.decode_in_prefill_step = decode_in_prefill_step
+        self.trace_steps = trace_steps
         self.retry_after_s = retry_after_s
         self.metrics = metrics or TalkerMetrics()
         self.free = list(reversed(range(runner.num_slots)))  # pop() takes the lowest slot first
@@ -230,6 +235,7 @@ class TalkerEngine:
         self.task: asyncio.Task | None = None
         self.metrics.capacity.set(self.max_streams)
         self.profiler = StepProfiler()  # off unless OMNI_TALKER_PROFILE_PREFILL_STEPS names steps
+        self._last_step_end = time.perf_counter()
 
     # ---- handler side (event-loop thread) ----
 
@@ -312,7 +318,10 @@ class TalkerEngine:
             step_ms = (time.perf_counter() - start) * 1000.0
             decoded, prefill_eos, prefill_ms, compute_ms = results
             self._observe_step(done.plan, step_ms, prefill_ms, compute_ms)
+            if self.trace_steps:
+                self._trace(done.plan, start, step_ms, prefill_ms, compute_ms)
             self._deliver(done.plan, decoded, prefill_eos, step_ms)
+            self._last_step_end = time.perf_counter()
 
     def _advance(
         self, plan: _StepPlan | None, in_flight: _Launched | None
@@ -436,6 +445,16 @@ class TalkerEngine:
         if plan.prefills:
             m.prefill_ms.observe(prefill_ms)
             m.prefill_batch.observe(len(plan.prefills))
+
+    def _trace(self, plan: _StepPlan, start: float, step_ms: float, prefill_ms: float, compute_ms: float) -> None:
+        """One `talker.step` line: what the step ran and how long it and the event loop before it took."""
+        positions = sum(end - begin for _, _, begin, end in plan.prefills)
+        first_rows = sum(1 for r in plan.decodes if r.frames_sent == 0 and not r.buffer)
+        log_request(
+            log, "talker.step", prompts=len(plan.prefills), positions=positions, rows=len(plan.decodes),
+            first_rows=first_rows, loop_ms=(start - self._last_step_end) * 1000.0, step_ms=step_ms,
+            compute_ms=compute_ms, prefill_ms=prefill_ms,
+        )  # fmt: skip
 
     def _deliver(self, plan: _StepPlan, decoded: np.ndarray | None, prefill_eos: list[bool], step_ms: float) -> None:
         """Event-loop thread: count prefilled positions, hand out frames, finish stopped requests (prefill progress

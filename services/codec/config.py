@@ -36,6 +36,11 @@ class CodecConfig(ServiceConfig):
         "to first audio waits for a short step instead of a whole tick; on one H200 at 512 streams TTFA p50 420 -> "
         "310 ms, but 96% of requests had a gap against 74%: the extra step delays every other stream's chunk)",
     )
+    trace_ticks: bool = option(
+        False,
+        "log one `codec.tick` line per engine tick: streams reset, rows, frames, new streams' first rows, engine "
+        "thread ms, tick ms and the idle ms before it (to see where a chunk waited; ~40 lines/s under load)",
+    )
     fused_kernels: str = option(
         "channels_last",
         "Triton kernels on CUDA in bf16/fp16: off, snakebeta, all (snakebeta + fused residual units), channels_last "

@@ -46,6 +46,7 @@ import torch
 from omni.services.codec.config import CodecConfig
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.engine_task import stop_engine_task
+from omni.services.common.logging import log_request
 from omni.services.common.packing import INT16_SCALE
 
 from omni.models.qwen3_tts.codec_graphs import StepWaves, decode_eager
@@ -134,12 +135,15 @@ class CodecEngine:
         graph_chunk_lengths: Sequence[int] = (1, 4, 8, 15),
         merge_frames: int = 15,
         first_chunks_apart: bool = False,
+        trace_ticks: bool = False,
     ) -> None:
         """`merge_frames`: a stream's pending chunks decode in one row while their frames sum to at most this (the
         oldest always goes; 1: one chunk per stream per step). With graphs it is capped at the longest captured
         chunk length, so a merged row never falls back to an eager step.
         `first_chunks_apart`: a tick that holds new streams' first rows and other rows runs as two steps, the first
-        rows' before the rest, so a first chunk waits for a small step instead of the whole tick."""
+        rows' before the rest, so a first chunk waits for a small step instead of the whole tick.
+        `trace_ticks`: log one `codec.tick` line per tick (what it decoded, how long it took and how long since the
+        previous one)."""
         self.decoder = decoder
         self.max_streams = max_streams
         self.min_batch = min_batch
@@ -165,6 +169,8 @@ class CodecEngine:
             )
         self.merge_frames = min(merge_frames, self.graphs.chunk_lengths[-1]) if self.graphs else merge_frames
         self.first_chunks_apart = first_chunks_apart
+        self.trace_ticks = trace_ticks
+        self._last_tick_end = time.perf_counter()
         self.free = list(reversed(range(max_streams)))  # pop() leases the lowest slot first
         self.streams: dict[int, Stream] = {}
         self.accepting = True
@@ -260,6 +266,14 @@ class CodecEngine:
         self.metrics.tick_compute_ms.observe(compute_ms)
         if work:
             self.metrics.batch_size.observe(len(work))
+        if self.trace_ticks:
+            frames = [sum(p.codes.shape[0] for p in chunks if p.codes is not None) for _, chunks in work]
+            log_request(
+                log, "codec.tick", fresh=len(fresh), rows=len(work), frames=sum(frames),
+                first_rows=sum(1 for s, _ in work if s.frames_done == 0), longest_row=max(frames, default=0),
+                idle_ms=(start - self._last_tick_end) * 1000.0, compute_ms=compute_ms, tick_ms=tick_ms,
+            )  # fmt: skip
+        self._last_tick_end = time.perf_counter()
         for (stream, chunks), pcm in zip(work, results, strict=True):
             self._deliver(stream, chunks, pcm, start, tick_ms)
 
@@ -428,4 +442,5 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         graph_chunk_lengths=lengths,
         merge_frames=config.merge_chunk_frames,
         first_chunks_apart=config.first_chunks_apart,
+        trace_ticks=config.trace_ticks,
     )

@@ -39,6 +39,11 @@ class TalkerConfig(ServiceConfig):
         "decode a new stream's first frame in the engine step that completes its prefill, not in the next one (on one "
         "H200 at 128 streams the talker's first chunk 121-128 -> 89-98 ms; no change at one stream)",
     )
+    trace_steps: bool = option(
+        False,
+        "log one `talker.step` line per engine step: prompts and positions prefilled, rows decoded, new streams' first "
+        "rows, step, engine-thread and prefill ms, and the event loop's ms before it (~60 lines/s under load)",
+    )
     retry_after_s: float = option(1.0, "retry hint sent with RESOURCE_EXHAUSTED, seconds")
     cuda_graphs: bool = option(True, "on a CUDA device, replay the decode step from CUDA graphs (ignored on CPU)")
     fused_kernels: bool = option(

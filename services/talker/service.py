@@ -392,6 +392,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         prefill_graphs,
         config.async_scheduling,
         config.decode_in_prefill_step,
+        config.trace_steps,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
