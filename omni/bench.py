@@ -66,6 +66,22 @@ def underrun_seconds(arrivals_s: list[float], durations_s: list[float], buffer_s
     return starved
 
 
+def first_gap_at(arrivals_s: list[float], durations_s: list[float]) -> float | None:
+    """Where a player started at the first chunk first starves, in seconds of audio played before it (None: never).
+    Early gaps (the first chunks' jitter) and late ones (a backlog) have different causes."""
+    if len(arrivals_s) != len(durations_s):
+        raise ValueError("arrivals_s and durations_s must have the same length")
+    if not arrivals_s:
+        return None
+    play_end, played = arrivals_s[0] + durations_s[0], durations_s[0]
+    for arrival, duration in zip(arrivals_s[1:], durations_s[1:], strict=True):
+        if arrival > play_end:
+            return played
+        play_end += duration
+        played += duration
+    return None
+
+
 @dataclass
 class RequestResult:
     index: int
@@ -79,6 +95,7 @@ class RequestResult:
     underrun_s: float = 0.0
     error: str = ""
     underrun_buffered_s: float = 0.0  # the same with playback starting BenchConfig.playout_buffer_ms later
+    first_gap_at_s: float | None = None  # seconds of audio played before the first gap (None: no gap)
 
 
 def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 0) -> dict:
@@ -93,6 +110,7 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
     spans = [(r.start_s, r.start_s + r.total_s) for r in results if r.total_s is not None]
+    first_gaps = [r.first_gap_at_s for r in ok if r.first_gap_at_s is not None]
     # A listener plays a request's audio from its first byte, in real time; a gap holds playback back.
     playing = [
         (r.start_s + r.ttfa_s, r.start_s + r.ttfa_s + r.audio_s + r.underrun_s) for r in ok if r.ttfa_s is not None
@@ -128,6 +146,9 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
         "underrun_total_s": sum(r.underrun_s for r in ok),
         "requests_with_underrun": sum(1 for r in ok if r.underrun_s > 0),
         "requests_with_underrun_buffered": sum(1 for r in ok if r.underrun_buffered_s > 0),
+        # Where the gapped requests first starved, in seconds of audio played (the first chunks, or later).
+        "first_gap_at_p50_s": percentile(first_gaps, 50),
+        "first_gap_at_p90_s": percentile(first_gaps, 90),
     }
 
 
@@ -244,6 +265,7 @@ async def one_request(
     result.rtf = result.total_s / result.audio_s
     result.underrun_s = underrun_seconds(arrivals, durations)
     result.underrun_buffered_s = underrun_seconds(arrivals, durations, buffer_s)
+    result.first_gap_at_s = first_gap_at(arrivals, durations)
     return result
 
 

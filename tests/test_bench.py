@@ -17,6 +17,7 @@ from omni.bench import (
     RequestResult,
     Share,
     default_texts,
+    first_gap_at,
     format_table,
     merge_results,
     parse_meta_lst,
@@ -72,6 +73,25 @@ def test_a_playout_buffer_absorbs_early_jitter_but_not_starvation():
     assert underrun_seconds([0.0, 1.2], [0.1, 0.1], buffer_s=0.1) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="buffer_s"):
         underrun_seconds([0.0], [0.1], buffer_s=-0.1)
+
+
+def test_the_first_gap_is_placed_in_seconds_of_audio_played_before_it():
+    # 0.16 s first chunk, then 0.16 s at 0.1 (in time), 0.32 s at 0.5 (late: playback ran out at 0.32): the gap comes
+    # after 0.32 s of audio; later gaps do not move it.
+    assert first_gap_at([0.0, 0.1, 0.5, 5.0], [0.16, 0.16, 0.32, 1.0]) == pytest.approx(0.32)
+    assert first_gap_at([0.0, 0.1, 0.2], [0.16, 0.16, 0.32]) is None  # never starves
+    assert first_gap_at([2.0, 4.5], [1.0, 1.0]) == pytest.approx(
+        1.0
+    )  # a late first chunk is not a gap, a late second is
+    assert first_gap_at([], []) is None
+    with pytest.raises(ValueError, match="same length"):
+        first_gap_at([0.0], [])
+    # The level's figures are over the requests that had a gap.
+    results = [
+        RequestResult(i, "200", True, 0.0, 0.1, 1.0, 1.0, first_gap_at_s=g) for i, g in enumerate([None, 0.2, 0.6])
+    ]
+    s = summarize(results, elapsed_s=1.0)
+    assert s["first_gap_at_p50_s"] == pytest.approx(0.4) and s["first_gap_at_p90_s"] == pytest.approx(0.56)
 
 
 def test_summarize_aggregates_successes_and_counts_failures_by_status():

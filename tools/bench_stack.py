@@ -643,6 +643,8 @@ def format_diagnostics(row: dict) -> str:
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     parts += [f"{k} {row[k]:.4f}" for k in ("talker_gc_share", "codec_gc_share") if row.get(k) is not None]
     parts += [f"{k} {row[k]:.0f}" for k in ("gateway_ttfa_p50_ms", "gateway_ttfa_p99_ms") if row.get(k) is not None]
+    gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
+    parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
     parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
