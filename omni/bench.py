@@ -46,40 +46,37 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def underrun_seconds(arrivals_s: list[float], durations_s: list[float], buffer_s: float = 0.0) -> float:
-    """Total time a real-time player starves: playback starts `buffer_s` after the first chunk arrives (0: at once)
-    and plays chunks back to back; whenever a chunk arrives after the audio before it has finished playing, the gap
-    counts as underrun."""
+def starvations(arrivals_s: list[float], durations_s: list[float], buffer_s: float = 0.0) -> list[tuple[float, float]]:
+    """Each time a real-time player starves, as (seconds of audio played before it, seconds it waited): playback
+    starts `buffer_s` after the first chunk arrives (0: at once) and plays chunks back to back; whenever a chunk
+    arrives after the audio before it has finished playing, the player waits for it."""
     if len(arrivals_s) != len(durations_s):
         raise ValueError("arrivals_s and durations_s must have the same length")
     if buffer_s < 0:
         raise ValueError(f"buffer_s must be >= 0, got {buffer_s}")
     if not arrivals_s:
-        return 0.0
-    play_end = arrivals_s[0] + buffer_s + durations_s[0]
-    starved = 0.0
+        return []
+    play_end, played = arrivals_s[0] + buffer_s + durations_s[0], durations_s[0]
+    gaps = []
     for arrival, duration in zip(arrivals_s[1:], durations_s[1:], strict=True):
         if arrival > play_end:
-            starved += arrival - play_end
+            gaps.append((played, arrival - play_end))
             play_end = arrival
         play_end += duration
-    return starved
+        played += duration
+    return gaps
+
+
+def underrun_seconds(arrivals_s: list[float], durations_s: list[float], buffer_s: float = 0.0) -> float:
+    """Total time a real-time player starves (`starvations`)."""
+    return sum((waited for _, waited in starvations(arrivals_s, durations_s, buffer_s)), 0.0)
 
 
 def first_gap_at(arrivals_s: list[float], durations_s: list[float]) -> float | None:
     """Where a player started at the first chunk first starves, in seconds of audio played before it (None: never).
     Early gaps (the first chunks' jitter) and late ones (a backlog) have different causes."""
-    if len(arrivals_s) != len(durations_s):
-        raise ValueError("arrivals_s and durations_s must have the same length")
-    if not arrivals_s:
-        return None
-    play_end, played = arrivals_s[0] + durations_s[0], durations_s[0]
-    for arrival, duration in zip(arrivals_s[1:], durations_s[1:], strict=True):
-        if arrival > play_end:
-            return played
-        play_end += duration
-        played += duration
-    return None
+    gaps = starvations(arrivals_s, durations_s)
+    return gaps[0][0] if gaps else None
 
 
 @dataclass

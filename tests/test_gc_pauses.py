@@ -53,3 +53,17 @@ def test_the_startup_heap_is_frozen_and_its_garbage_freed_first():
         assert any(o is later for o in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+def test_a_warm_service_records_the_collections_after_its_freeze_not_the_freeze_itself():
+    histogram = MetricsServer("test").gc_pauses()
+    pauses = GcPauses(histogram)
+    try:
+        frozen = pauses.freeze_and_start()
+        assert frozen == gc.get_freeze_count() > 0
+        assert samples(histogram, "2")[0] == 0  # the freeze's own full collection is not a serving pause
+        gc.collect(2)
+        assert samples(histogram, "2")[0] == 1
+    finally:
+        pauses.stop()
+        gc.unfreeze()

@@ -67,7 +67,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     import uvicorn
 
     from omni.proto import speech_pb2_grpc
-    from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
+    from omni.services.common.gc_pauses import GcPauses
     from omni.services.common.server import DEFAULT_OPTIONS, GrpcService
     from omni.services.gateway.app import create_app
     from omni.services.gateway.config import gateway_config
@@ -83,8 +83,8 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     )  # fmt: skip
     await backend.start()
     app = create_app(backend, config)
-    frozen = freeze_startup_heap()  # torch, the tokenizer and the web stack stay out of later collections
-    gc_pauses = GcPauses(app.state.metrics.gc_pause, unit_per_s=1.0).start()  # serving's collections only
+    gc_pauses = GcPauses(app.state.metrics.gc_pause, unit_per_s=1.0)
+    frozen = gc_pauses.freeze_and_start()  # torch, the tokenizer and the web stack stay out of later collections
     log.info("gateway: %d objects frozen out of garbage collection", frozen)
     sockets, grpc_options = None, DEFAULT_OPTIONS
     if worker is not None:  # own sockets on the shared ports: the kernel spreads connections over the workers

@@ -23,7 +23,7 @@ from omni.services.codec.engine import (
     engine_from_config,
 )
 from omni.services.codec.metrics import CodecMetrics
-from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
+from omni.services.common.gc_pauses import GcPauses
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
@@ -397,8 +397,7 @@ async def serve(config: CodecConfig) -> None:
 
     async def warmup() -> None:
         await warm_up(engine)
-        frozen = freeze_startup_heap()  # the decoder, graphs and modules stay out of later collections
-        gc_pauses.start()  # serving's collections, not the freeze's own
+        frozen = gc_pauses.freeze_and_start()  # the decoder, graphs and modules stay out of later collections
         log.info(
             "codec ready: %d streams, model %s (%d objects frozen)", config.max_streams, engine.decoder.cfg, frozen
         )

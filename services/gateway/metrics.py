@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import time
 
+from omni.services.common.metrics import GC_PAUSE_MS_BUCKETS
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -61,7 +62,7 @@ class GatewayMetrics:
             "omni_gateway_gc_pause_seconds",
             "Python garbage collections of a gateway process by generation (every thread of it waits).",
             ["generation"],
-            buckets=(0.0001, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5),
+            buckets=tuple(ms / 1000.0 for ms in GC_PAUSE_MS_BUCKETS),
             registry=r,
         )
         self.in_flight = Gauge(

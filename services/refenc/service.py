@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 import torch
-from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
+from omni.services.common.gc_pauses import GcPauses
 from omni.services.common.identity import model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.metrics import MetricsServer
@@ -240,8 +240,7 @@ async def serve(config: RefencConfig) -> None:
 
     async def warmup() -> None:
         await warm_up(parts)
-        frozen = freeze_startup_heap()  # the encoders and modules stay out of later collections
-        gc_pauses.start()  # serving's collections, not the freeze's own
+        frozen = gc_pauses.freeze_and_start()  # the encoders and modules stay out of later collections
         registry = "on" if parts.registry else "off"
         log.info("refenc ready: cache %s, registry %s (%d objects frozen)", parts.cache.backend, registry, frozen)
 

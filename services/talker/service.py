@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import torch
 from omni.services.common.config import capture_buckets
-from omni.services.common.gc_pauses import GcPauses, freeze_startup_heap
+from omni.services.common.gc_pauses import GcPauses
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
 from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
@@ -435,8 +435,7 @@ async def serve(config: TalkerConfig) -> None:
 
     async def warmup() -> None:
         await warm_up(parts.engine)
-        frozen = freeze_startup_heap()  # the model, graphs and modules stay out of later collections
-        gc_pauses.start()  # serving's collections, not the freeze's own
+        frozen = gc_pauses.freeze_and_start()  # the model, graphs and modules stay out of later collections
         log.info(
             "talker ready: %d slots, context %d (%d objects frozen)", config.max_streams, config.max_context, frozen
         )
