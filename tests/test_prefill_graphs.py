@@ -136,11 +136,13 @@ def test_plan_prefill_buckets_splits_and_falls_back():
     batch, width = (1, 2, 4, 8, 16), (32, 64, 128, 256, 512)
     assert plan_prefill([], batch, width) == []
     assert plan_prefill(chunks(5), batch, width) == [((1, 32), chunks(5))]
-    assert plan_prefill(chunks(5, 33, 7), batch, width) == [((4, 64), chunks(5, 33, 7))]
+    five_33_7 = chunks(5, 33, 7)  # narrowest first; padding 5 and 7 to 64 costs less than a second forward
+    assert plan_prefill(five_33_7, batch, width) == [((4, 64), [five_33_7[0], five_33_7[2], five_33_7[1]])]
     twenty = chunks(*[10] * 19, 300)
-    assert plan_prefill(twenty, batch, width) == [((16, 32), twenty[:16]), ((4, 512), twenty[16:])]
+    want = [((16, 32), twenty[:16]), ((4, 32), twenty[16:19]), ((1, 512), twenty[19:])]  # 10s not padded to 512
+    assert plan_prefill(twenty, batch, width) == want
     mixed = chunks(40, 600, 8)
-    assert plan_prefill(mixed, batch, width) == [(None, [mixed[1]]), ((2, 64), [mixed[0], mixed[2]])]
+    assert plan_prefill(mixed, batch, width) == [(None, [mixed[1]]), ((2, 64), [mixed[2], mixed[0]])]
 
 
 def test_plan_prefill_keeps_large_batches_to_short_widths():
@@ -157,7 +159,14 @@ def test_plan_prefill_keeps_large_batches_to_short_widths():
     assert plan_prefill(long, batch, width, cap) == want
     assert plan_prefill(long, batch, width) == [((64, 512), long)]  # no cap: one bucket of 64 x 512
     tail = chunks(*[10] * 20, 300, 200)  # the wide chunk would need 32 x 512: it starts a group of its own
-    assert plan_prefill(tail, batch, width, cap) == [((32, 32), tail[:20]), ((2, 512), tail[20:])]
+    assert plan_prefill(tail, batch, width, cap) == [((32, 32), tail[:20]), ((2, 512), [tail[21], tail[20]])]
+    # A burst of mixed short prompts: the 30-position ones are not padded to 64 with the 36-position ones.
+    wave = chunks(*[36, 30] * 12, *[30] * 13)
+    got = plan_prefill(wave, batch, width, cap)
+    assert [(bucket, sorted(c[3] for c in group)) for bucket, group in got] == [
+        ((32, 32), [30] * 25),
+        ((16, 64), [36] * 12),
+    ]
     assert plan_prefill(chunks(600, 20), batch, width, cap) == [(None, chunks(600)), ((1, 32), chunks(600, 20)[1:])]
     # Captured: every pair within the cap, and the smallest batch at every width.
     assert prefill_bucket_captured(64, 128, batch, cap) and not prefill_bucket_captured(64, 256, batch, cap)

@@ -117,6 +117,43 @@ def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, schedulin
     assert not engine.slots and sorted(engine.free) == list(range(4))
 
 
+def test_a_step_token_budget_gives_prefill_the_positions_the_decoding_rows_leave(synth, scheduling):
+    """With step_token_budget 12 and prefill_budget 6, a prompt arriving while one stream decodes is prefilled 11
+    positions a step (12 less the one decoding row), not 6; with many rows decoding, prefill_budget is the floor."""
+
+    async def scenario():
+        engine = engine_for(synth, RecordingEngine, prefill_budget=6, step_token_budget=12, **scheduling)
+        engine.start()
+        try:
+            short = engine.submit(job(synth, "Hi.", 1, 30))
+            first = await short.outputs.get()  # `short` is decoding now
+            long = engine.submit(job(synth, TEXT_LONG, 2, 8))
+            return engine, first, await asyncio.gather(drain_outputs(short), drain_outputs(long))
+        finally:
+            await engine.stop()
+
+    engine, first, ((short_codes, _, _), (long_codes, _, _)) = asyncio.run(scenario())
+    long_prompt = len(synth.builder.build(speech(TEXT_LONG)))
+    chunks = [(prefills["2"], decodes) for prefills, decodes in engine.steps if "2" in prefills]
+    assert sum(n for n, _ in chunks) == long_prompt > 2 * 11
+    assert all(n == 11 and "1" in decodes for n, decodes in chunks[:-1])  # the short stream decoded beside each
+    assert [engine.prefill_positions(rows) for rows in (0, 1, 6, 7, 100)] == [12, 11, 6, 6, 6]
+    np.testing.assert_array_equal(np.concatenate([first.codes, short_codes]), solo(synth, "Hi.", 1, 30))
+    np.testing.assert_array_equal(long_codes, solo(synth, TEXT_LONG, 2, 8))
+
+
+def test_a_negative_step_token_budget_is_refused(synth):
+    from omni.services.common.config import load_config
+    from omni.services.talker.config import TalkerConfig
+
+    with pytest.raises(ValueError, match="step_token_budget >= 0"):
+        engine_for(synth, step_token_budget=-1)
+    with pytest.raises(ValueError, match="step_token_budget >= 0"):
+        TalkerConfig(step_token_budget=-1).validate()
+    config = load_config(TalkerConfig, "talker", env={"OMNI_TALKER_STEP_TOKEN_BUDGET": "1024"})
+    assert config.step_token_budget == 1024 and TalkerConfig().step_token_budget == 0
+
+
 def test_a_new_stream_decodes_its_first_frame_in_the_step_that_completes_its_prefill(synth, scheduling):
     budget = 6
 

@@ -102,6 +102,12 @@ def main() -> None:
         "or more is checked for equal codes between its runs, and sync against async when both ran"
     )  # fmt: skip
     parser.add_argument("--trace", action="store_true", help="log the engine's talker.step lines (stderr)")
+    defaults = TalkerConfig()
+    parser.add_argument("--prefill-budget", type=int, default=defaults.prefill_budget)
+    parser.add_argument("--step-token-budget", type=int, default=defaults.step_token_budget)
+    parser.add_argument(
+        "--prefill-batch-buckets", default=",".join(map(str, defaults.prefill_batch_buckets)), help="prompts per graph"
+    )
     parser.add_argument("--out", default="")
     args = parser.parse_args()
 
@@ -116,7 +122,10 @@ def main() -> None:
         start = time.perf_counter()
         requested = [int(b) for b in args.buckets.split(",")] if args.buckets else TalkerConfig().graph_batch_buckets
         graphs = TalkerGraphs(runner, capture_buckets(requested, args.slots))
-        prefill_graphs = PrefillGraphs(runner, width_buckets=[32, 64, 128, 256, 512])
+        # As the service captures them: width buckets up to the most positions a step prefills.
+        widths = capture_buckets([32, 64, 128, 256, 512], max(args.prefill_budget, args.step_token_budget))
+        batches = [int(b) for b in args.prefill_batch_buckets.split(",")]
+        prefill_graphs = PrefillGraphs(runner, batches, widths)
         print(f"captured in {time.perf_counter() - start:.1f} s", flush=True)
     lo, hi = (int(n) for n in args.prompt_lengths.split(","))
     work = requests_for(args.requests, args.frames, seed=0, lengths=(lo, hi))
@@ -129,6 +138,8 @@ def main() -> None:
         engine = TalkerEngine(
             runner,
             max_queue=args.requests,
+            prefill_budget=args.prefill_budget,
+            step_token_budget=args.step_token_budget,
             metrics=metrics,
             graphs=graphs,
             prefill_graphs=prefill_graphs,

@@ -7,7 +7,9 @@ Finished) and `cancel` it when the call ends early. They never touch tensors.
 A step:
   1. drop requests whose deadline passed (waiting or in a slot),
   2. admit waiting requests into free slots and give prefilling requests positions up to `prefill_budget`
-     (chunked prefill: a long prompt takes several steps and never stalls the decodes of the others),
+     (chunked prefill: a long prompt takes several steps and never stalls the decodes of the others); with a
+     `step_token_budget`, up to that many positions less one per decoding row when more (a burst of prompts into a
+     lightly loaded engine is admitted in fewer, larger forwards; a full engine keeps `prefill_budget`),
   3. one batched `decode_step` over every slot that finished its prefill, this step's prefill included (it runs
      first on the same device stream, so a new stream's first frame comes out of the step that drew its first id),
      one [B, 18] tensor to the host,
@@ -198,6 +200,7 @@ class TalkerEngine:
         async_scheduling: bool = False,
         decode_in_prefill_step: bool = True,
         trace_steps: bool = False,
+        step_token_budget: int = 0,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
@@ -208,9 +211,14 @@ class TalkerEngine:
         ids were drawn, and max_new_tokens >= 2); were it to, `_deliver` would drop that frame, as under async
         scheduling.
         `trace_steps`: log one `talker.step` line per step read back (prompts and positions prefilled, rows decoded,
-        its times, and the event loop's time before it)."""
-        if max_queue < 0 or prefill_budget < 1:
-            raise ValueError(f"need max_queue >= 0 and prefill_budget >= 1, got {max_queue}, {prefill_budget}")
+        its times, and the event loop's time before it).
+        `step_token_budget`: positions per step, decoded rows included, as vLLM's max_num_batched_tokens: a step
+        prefills up to max(prefill_budget, step_token_budget - rows decoding). 0 keeps `prefill_budget` always."""
+        if max_queue < 0 or prefill_budget < 1 or step_token_budget < 0:
+            raise ValueError(
+                f"need max_queue >= 0, prefill_budget >= 1 and step_token_budget >= 0, got {max_queue}, "
+                f"{prefill_budget}, {step_token_budget}"
+            )
         self.runner = runner
         self.decode_step = graphs.decode_step if graphs is not None else runner.decode_step
         self.prefill_batch = prefill_graphs.prefill if prefill_graphs is not None else runner.prefill_batch
@@ -218,6 +226,7 @@ class TalkerEngine:
         self.max_len = runner.max_len
         self.max_queue = max_queue
         self.prefill_budget = prefill_budget
+        self.step_token_budget = step_token_budget
         self.coalescing = coalescing
         self.async_scheduling = async_scheduling
         self.decode_in_prefill_step = decode_in_prefill_step
@@ -360,7 +369,7 @@ class TalkerEngine:
         prefilling = sorted((r for r in self.slots.values() if not r.decoding), key=lambda r: r.arrived)
         if self.coalescing.hold(prefilling, bool(decodes), time.perf_counter()):
             prefilling = []
-        budget = self.prefill_budget
+        budget = self.prefill_positions(len(decodes))
         prefills = []
         for request in prefilling:
             if budget == 0:
@@ -374,6 +383,10 @@ class TalkerEngine:
                 if self.decode_in_prefill_step:
                     decodes.append(request)  # `_queue` runs the prefill before the decode step
         return _StepPlan(prefills, decodes)
+
+    def prefill_positions(self, decoding_rows: int) -> int:
+        """Prompt positions a step with `decoding_rows` rows already decoding may prefill."""
+        return max(self.prefill_budget, self.step_token_budget - decoding_rows)
 
     def _launch(self, plan: _StepPlan) -> _Launched:
         """Engine thread: queue the plan's prefill chunks and its batched decode step on the device, and the copy of

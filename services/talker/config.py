@@ -14,6 +14,12 @@ class TalkerConfig(ServiceConfig):
     max_context: int = option(2048, "positions per slot: prompt length + max_new_tokens must fit")
     max_new_tokens: int = option(0, "default and largest max_new_tokens (0 = generation_config, capped by context)")
     prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
+    step_token_budget: int = option(
+        0,
+        "positions per engine step, one per decoding row included (as vLLM's max_num_batched_tokens): a step "
+        "prefills up to max(prefill_budget, step_token_budget - decoding rows), so a burst of prompts into a lightly "
+        "loaded talker is admitted in fewer steps; 0 = always prefill_budget",
+    )
     prefill_min_batch: int = option(
         1, "while streams decode, hold new prompts until this many can be prefilled together (1 = never hold)"
     )
@@ -80,8 +86,10 @@ class TalkerConfig(ServiceConfig):
     def validate(self) -> "TalkerConfig":
         if self.max_streams < 1 or self.max_queue < 0:
             raise ValueError(f"need max_streams >= 1 and max_queue >= 0, got {self.max_streams}, {self.max_queue}")
-        if self.max_context < 3 or self.max_new_tokens < 0 or self.prefill_budget < 1:
-            raise ValueError("need max_context >= 3, max_new_tokens >= 0 and prefill_budget >= 1")
+        if self.max_context < 3 or self.max_new_tokens < 0 or self.prefill_budget < 1 or self.step_token_budget < 0:
+            raise ValueError(
+                "need max_context >= 3, max_new_tokens >= 0, prefill_budget >= 1 and step_token_budget >= 0"
+            )
         if self.prefill_min_batch < 1 or self.prefill_max_wait_ms < 0:
             raise ValueError("need prefill_min_batch >= 1 and prefill_max_wait_ms >= 0")
         if self.max_chunk_frames < 1:

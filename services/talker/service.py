@@ -378,8 +378,8 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         graphs = TalkerGraphs(runner, capture_buckets(config.graph_batch_buckets, config.max_streams))
     prefill_graphs = None
     if use_graphs and config.prefill_graphs:
-        # Width buckets up to the prefill budget: no prompt chunk is wider, so none falls back to eager.
-        widths = capture_buckets([32, 64, 128, 256, 512], config.prefill_budget)
+        # Width buckets up to the most positions a step prefills: no prompt chunk is wider, so none runs eagerly.
+        widths = capture_buckets([32, 64, 128, 256, 512], max(config.prefill_budget, config.step_token_budget))
         prefill_graphs = PrefillGraphs(runner, config.prefill_batch_buckets, widths)
     engine = TalkerEngine(
         runner,
@@ -393,6 +393,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.async_scheduling,
         config.decode_in_prefill_step,
         config.trace_steps,
+        config.step_token_budget,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
