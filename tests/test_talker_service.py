@@ -204,7 +204,7 @@ def test_concurrent_streams_each_equal_their_solo_run(model_dir, synth):
 
     async def scenario():
         # A small prefill budget makes admissions take several steps while others decode.
-        async with Running(model_dir, max_streams=n, prefill_budget=96) as svc:
+        async with Running(model_dir, max_streams=n, prefill_budget=96, step_token_budget=0) as svc:
             requests = [generate_request(synth, i, seeds[i], lengths[i], plans[i % 3]) for i in range(n)]
             results = await asyncio.gather(*(collect(svc.stub, r) for r in requests))
             await svc.wait_idle()

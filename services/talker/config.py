@@ -15,10 +15,11 @@ class TalkerConfig(ServiceConfig):
     max_new_tokens: int = option(0, "default and largest max_new_tokens (0 = generation_config, capped by context)")
     prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
     step_token_budget: int = option(
-        0,
+        1024,
         "positions per engine step, one per decoding row included (as vLLM's max_num_batched_tokens): a step "
         "prefills up to max(prefill_budget, step_token_budget - decoding rows), so a burst of prompts into a lightly "
-        "loaded talker is admitted in fewer steps; 0 = always prefill_budget",
+        "loaded talker is admitted in fewer steps (one H200, 128 streams: TTFA p99 319 / 261 -> 220 / 250 / 249 ms; "
+        "512 streams as before); 0 = always prefill_budget",
     )
     prefill_min_batch: int = option(
         1, "while streams decode, hold new prompts until this many can be prefilled together (1 = never hold)"
