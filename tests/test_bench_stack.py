@@ -116,6 +116,9 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert 1 <= row["gateway_requests_logged"] <= 2
         client_ttfa = [r["ttfa_s"] * 1000 for r in by_concurrency[row["concurrency"]]["results"]]
         assert 0 < row["gateway_ttfa_p50_ms"] <= row["gateway_ttfa_p99_ms"] <= max(client_ttfa)
+        # ... split by request id at the talker: each part is a span of the gateway's figure.
+        assert 0 <= row["hop_p50_ms"] and 0 < row["talker_first_chunk_p50_ms"] and 0 <= row["after_talker_p50_ms"]
+        assert row["talker_first_chunk_p99_ms"] < row["gateway_ttfa_p99_ms"]
     table = (out / "table.md").read_text()
     assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
     assert (out / "bench-tiny-0gpu.png").read_bytes()[:4] == b"\x89PNG"
@@ -228,3 +231,31 @@ def test_gateway_ttfa_is_read_from_the_gateways_request_lines():
         ]
     )
     assert load_bench_stack().gateway_ttfa_ms(text) == [12.5, 40.0]
+
+
+def test_ttfa_is_split_at_the_talker_by_request_id():
+    """A request whose gateway handler began at t=100.000 s, reached the talker at 100.010 and got its first chunk
+    60 ms later, with its first audio out of the gateway 95 ms after the handler began: hop 10, talker 60, after 25.
+    Lines of other requests, and a cancelled one with no audio, are left out."""
+
+    def line(msg: str, ts: float, **fields) -> str:
+        return json.dumps({"ts": ts, "level": "info", "msg": msg, **fields})
+
+    gateway = "\n".join(
+        [
+            line("speech", 101.0, request_id="a", outcome="ok", ttfa_ms=95.0, total_ms=1000.0),
+            line("speech", 101.5, request_id="b", outcome="cancelled", ttfa_ms=None, total_ms=500.0),
+            line("speech", 102.0, request_id="gone", outcome="ok", ttfa_ms=50.0, total_ms=900.0),
+        ]
+    )
+    talker = "\n".join(
+        [
+            line("generate", 100.99, request_id="a", outcome="max_new_tokens", first_chunk_ms=60.0, total_ms=980.0),
+            line("generate", 101.4, request_id="b", outcome="cancelled", first_chunk_ms=0.0, total_ms=400.0),
+            line("talker.step", 101.0, prompts=1),
+        ]
+    )
+    parts = load_bench_stack().ttfa_parts_ms(gateway, talker)
+    assert list(parts) == ["hop", "talker_first_chunk", "after_talker"]
+    assert [round(v[0], 6) for v in parts.values()] == [10.0, 60.0, 25.0]
+    assert all(len(v) == 1 for v in parts.values())

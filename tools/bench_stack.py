@@ -38,11 +38,12 @@ from 371 to 832 on two (docs/benchmarks.md, runs 13-14). Which of the two was th
 request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per
 level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share), each
 service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main thread: near 1 means the loop
-is the limit), and the error lines the gateway,
-talker and codec logged during the level (a count and the first five, in the row's `log_problems` and printed), so a
-run says why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model and
-layout, and the services' logs as plain files one folder down (`logs/<model>-<n>gpu-<service>.log`, plus
-`-serve.log` and `-command.txt`).
+is the limit), the gateway's own time to first audio split by request id at the talker (`hop`,
+`talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it), and
+the error lines the gateway, talker and codec logged during the level (a count and the first five, in the row's
+`log_problems` and printed), so a run says why requests failed. It writes, under --out: `results.json`, `table.md`,
+one bench JSON and PNG per model and layout, and the services' logs as plain files one folder down
+(`logs/<model>-<n>gpu-<service>.log`, plus `-serve.log` and `-command.txt`).
 
 `--official` then runs the official qwen-tts (`tools/bench_official.py`: `generate_custom_voice` + decode, the same
 checkpoint, device, dtype and fixed length) in a subprocess, after the stacks are down, and prints our best
@@ -340,6 +341,27 @@ def gateway_ttfa_ms(text: str) -> list[float]:
     return [float(r["ttfa_ms"]) for r in request_records(text, "speech") if r.get("ttfa_ms") is not None]
 
 
+TTFA_PARTS = ("hop", "talker_first_chunk", "after_talker")
+
+
+def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]:
+    """Each request's time to first audio in the gateway, split with the talker's line of the same request id:
+    `hop` (the gateway's handler start to the talker's start of the request), `talker_first_chunk` (from there to its
+    first chunk) and `after_talker` (the rest: the codec and the gateway up to the first audio handed to the
+    response). A line's start is its timestamp less its `total_ms` (the services share one machine's clock)."""
+    talker = {r.get("request_id"): r for r in request_records(talker_text, "generate") if r.get("first_chunk_ms")}
+    parts: dict[str, list[float]] = {k: [] for k in TTFA_PARTS}
+    for g in request_records(gateway_text, "speech"):
+        t = talker.get(g.get("request_id"))
+        if t is None or g.get("ttfa_ms") is None:
+            continue
+        hop = (t["ts"] - t["total_ms"] / 1000.0 - (g["ts"] - g["total_ms"] / 1000.0)) * 1000.0
+        parts["hop"].append(hop)
+        parts["talker_first_chunk"].append(float(t["first_chunk_ms"]))
+        parts["after_talker"].append(float(g["ttfa_ms"]) - hop - float(t["first_chunk_ms"]))
+    return parts
+
+
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
@@ -471,6 +493,10 @@ class Serve:
         client's figure, what the hop between them (and the client itself) costs."""
         return gateway_ttfa_ms(self.log_text("gateway", since))
 
+    def ttfa_parts_ms(self, since: dict[str, int]) -> dict[str, list[float]]:
+        """`ttfa_parts_ms` of the requests the gateway and the talker logged since `since`."""
+        return ttfa_parts_ms(self.log_text("gateway", since), self.log_text("talker", since))
+
     def copy_logs(self) -> None:
         for path in sorted(self.work_dir.iterdir()):
             if path.is_file() and path.suffix in (".log", ".txt"):
@@ -556,6 +582,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             after = serve.scrape_all()
             problems = serve.log_problems(since)
             gateway_ttfa = sorted(serve.gateway_ttfa_ms(since))
+            ttfa_parts = serve.ttfa_parts_ms(since)
             level = report["levels"][0]
             levels.append(level)
             means = metric_means(before, after)
@@ -586,6 +613,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 # The gateway's own view of time to first audio (its log; lines written by the level's end).
                 "gateway_requests_logged": len(gateway_ttfa),
                 **{f"gateway_ttfa_p{q}_ms": bench.percentile(gateway_ttfa, q) for q in (50, 99)},
+                # ... and its parts: to the talker, the talker's first chunk, the codec and gateway after it.
+                **{f"{k}_p{q}_ms": bench.percentile(v, q) for k, v in ttfa_parts.items() for q in (50, 99)},
                 "log_problems": problems,
             }
             rows.append(row)
@@ -642,7 +671,8 @@ def format_diagnostics(row: dict) -> str:
     load = ("talker_busy", "codec_busy", "codec_ticks_per_s", "codec_rows_per_request")
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     parts += [f"{k} {row[k]:.4f}" for k in ("talker_gc_share", "codec_gc_share") if row.get(k) is not None]
-    parts += [f"{k} {row[k]:.0f}" for k in ("gateway_ttfa_p50_ms", "gateway_ttfa_p99_ms") if row.get(k) is not None]
+    ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
+    parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
     parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
