@@ -187,3 +187,7 @@ def test_config_rejects_empty_or_nonpositive_buckets():
     # From the environment, as the chart and bench_stack set it.
     config = load_config(TalkerConfig, "talker", env={"OMNI_TALKER_PREFILL_BATCH_BUCKETS": "1,4,16,64"})
     assert config.prefill_batch_buckets == [1, 4, 16, 64] and TalkerConfig().prefill_batch_buckets[-1] == 16
+    # Prefill graph widths reach the most positions a step may prefill: the step token budget, or prefill_budget.
+    assert TalkerConfig().prefill_widths() == [32, 64, 128, 256, 512, 1024]
+    assert TalkerConfig(step_token_budget=0).prefill_widths() == [32, 64, 128, 256, 512]
+    assert TalkerConfig(prefill_budget=96, step_token_budget=0).prefill_widths() == [32, 64, 96]

@@ -488,15 +488,6 @@ class Serve:
         lines = [f"{name}: {line}" for name in self.log_names() for line in problem_lines(self.log_text(name, since))]
         return {"count": len(lines), "first": [line[:600] for line in lines[:keep]]}
 
-    def gateway_ttfa_ms(self, since: dict[str, int]) -> list[float]:
-        """Time to first audio of each request the gateway logged since `since`, as its handler saw it: against the
-        client's figure, what the hop between them (and the client itself) costs."""
-        return gateway_ttfa_ms(self.log_text("gateway", since))
-
-    def ttfa_parts_ms(self, since: dict[str, int]) -> dict[str, list[float]]:
-        """`ttfa_parts_ms` of the requests the gateway and the talker logged since `since`."""
-        return ttfa_parts_ms(self.log_text("gateway", since), self.log_text("talker", since))
-
     def copy_logs(self) -> None:
         for path in sorted(self.work_dir.iterdir()):
             if path.is_file() and path.suffix in (".log", ".txt"):
@@ -581,8 +572,11 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
             after = serve.scrape_all()
             problems = serve.log_problems(since)
-            gateway_ttfa = sorted(serve.gateway_ttfa_ms(since))
-            ttfa_parts = serve.ttfa_parts_ms(since)
+            # Time to first audio as the gateway's handler saw it (against the client's figure: what the hop
+            # between them and the client itself cost), and split at the talker.
+            gateway_log = serve.log_text("gateway", since)
+            gateway_ttfa = sorted(gateway_ttfa_ms(gateway_log))
+            ttfa_parts = ttfa_parts_ms(gateway_log, serve.log_text("talker", since))
             level = report["levels"][0]
             levels.append(level)
             means = metric_means(before, after)

@@ -57,12 +57,10 @@ def requests_for(
 
 
 async def run_engine(
-    engine: TalkerEngine, work: list[tuple[TalkerPrompt, SamplingParams]]
+    engine: TalkerEngine, work: list[tuple[TalkerPrompt, SamplingParams]], plan: ChunkPlan
 ) -> tuple[list[np.ndarray], list[float]]:
-    """Every request submitted at once (a burst, as a closed loop's opening wave), chunked as the service's defaults
-    chunk them; returns each request's codes and its first chunk's ms from submission (its `first_chunk_ms`)."""
-    config = TalkerConfig()
-    plan = ChunkPlan(config.initial_chunk_frames, config.chunk_frames, tuple(config.chunk_ramp))
+    """Every request submitted at once (a burst, as a closed loop's opening wave), chunked by `plan`; returns each
+    request's codes and its first chunk's ms from submission (its `first_chunk_ms`)."""
 
     async def one(i: int, prompt: TalkerPrompt, params: SamplingParams) -> tuple[np.ndarray, float]:
         request = engine.submit(Request(f"r{i}", prompt, params, plan=plan))
@@ -120,13 +118,15 @@ def main() -> None:
     graphs = prefill_graphs = None
     if cuda:  # decode graphs for --buckets (default: the service's), prefill graphs as the service captures them
         start = time.perf_counter()
-        requested = [int(b) for b in args.buckets.split(",")] if args.buckets else TalkerConfig().graph_batch_buckets
+        requested = [int(b) for b in args.buckets.split(",")] if args.buckets else defaults.graph_batch_buckets
         graphs = TalkerGraphs(runner, capture_buckets(requested, args.slots))
-        # As the service captures them: width buckets up to the most positions a step prefills.
-        widths = capture_buckets([32, 64, 128, 256, 512], max(args.prefill_budget, args.step_token_budget))
+        # As the service captures them (its width buckets for these budgets).
+        budgets = TalkerConfig(prefill_budget=args.prefill_budget, step_token_budget=args.step_token_budget)
         batches = [int(b) for b in args.prefill_batch_buckets.split(",")]
-        prefill_graphs = PrefillGraphs(runner, batches, widths)
+        prefill_graphs = PrefillGraphs(runner, batches, budgets.prefill_widths())
         print(f"captured in {time.perf_counter() - start:.1f} s", flush=True)
+    # Chunked as the service's defaults chunk a stream.
+    plan = ChunkPlan(defaults.initial_chunk_frames, defaults.chunk_frames, tuple(defaults.chunk_ramp))
     lo, hi = (int(n) for n in args.prompt_lengths.split(","))
     work = requests_for(args.requests, args.frames, seed=0, lengths=(lo, hi))
     if args.trace:
@@ -149,7 +149,7 @@ def main() -> None:
         if cuda:
             torch.cuda.synchronize()
         began = time.perf_counter()
-        got, first_chunk_ms = asyncio.run(run_engine(engine, work))
+        got, first_chunk_ms = asyncio.run(run_engine(engine, work, plan))
         wall = time.perf_counter() - began
         if any(len(c) != args.frames for c in got):
             raise RuntimeError(f"{mode}: wrong lengths {sorted({len(c) for c in got})}")
@@ -160,7 +160,7 @@ def main() -> None:
         codes[mode] = got
         registry = metrics.server.registry
         total = {k: registry.get_sample_value(f"omni_talker_step_ms_{k}") for k in ("sum", "count")}
-        prefill_count = registry.get_sample_value("omni_talker_prefill_ms_count") or 1.0
+        prefill_steps = int(registry.get_sample_value("omni_talker_prefill_ms_count") or 0)
         row = {
             "mode": mode,
             "requests": args.requests,
@@ -170,8 +170,10 @@ def main() -> None:
             "steps": int(total["count"]),
             "step_ms": round(total["sum"] / total["count"], 3),
             **{f"first_chunk_p{q}_ms": round(float(np.percentile(first_chunk_ms, q)), 1) for q in (50, 90, 99)},
-            "prefill_ms": round(registry.get_sample_value("omni_talker_prefill_ms_sum") / prefill_count, 2),
-            "prefill_steps": int(prefill_count),
+            "prefill_ms": round(
+                (registry.get_sample_value("omni_talker_prefill_ms_sum") or 0.0) / max(prefill_steps, 1), 2
+            ),
+            "prefill_steps": prefill_steps,
         }
         results.append(row)
         print(json.dumps(row), flush=True)

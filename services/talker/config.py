@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from omni.services.common.config import ServiceConfig, option
+from omni.services.common.config import ServiceConfig, capture_buckets, option
 
 from omni.talker.attention_backend import BACKENDS
 
@@ -83,6 +83,11 @@ class TalkerConfig(ServiceConfig):
         "Above 256 the 1.7B step grows ~1.3 ms per 64 rows on an H200, so a batch of 443 is 16.1 ms in its 448 graph "
         "and 17.4 ms padded to 512; 512 and 640 serve stacks sized above 512 streams",
     )
+
+    def prefill_widths(self) -> list[int]:
+        """The prefill graphs' width buckets: up to the most positions a step prefills, so no prompt chunk a step can
+        plan runs eagerly."""
+        return capture_buckets([32, 64, 128, 256, 512], max(self.prefill_budget, self.step_token_budget))
 
     def validate(self) -> "TalkerConfig":
         if self.max_streams < 1 or self.max_queue < 0:

@@ -378,9 +378,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         graphs = TalkerGraphs(runner, capture_buckets(config.graph_batch_buckets, config.max_streams))
     prefill_graphs = None
     if use_graphs and config.prefill_graphs:
-        # Width buckets up to the most positions a step prefills: no prompt chunk is wider, so none runs eagerly.
-        widths = capture_buckets([32, 64, 128, 256, 512], max(config.prefill_budget, config.step_token_budget))
-        prefill_graphs = PrefillGraphs(runner, config.prefill_batch_buckets, widths)
+        prefill_graphs = PrefillGraphs(runner, config.prefill_batch_buckets, config.prefill_widths())
     engine = TalkerEngine(
         runner,
         config.max_queue,
