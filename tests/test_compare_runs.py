@@ -1,0 +1,60 @@
+"""tools/compare_runs.py: repeated bench_stack runs read into one table of medians and ranges."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAN = float("nan")
+
+
+def level_row(concurrency: int, audio: float, p99_ms: float, gap: float, failures: int = 0, rate: float = 0.0) -> dict:
+    return {
+        "model": "1.7b", "gpus": "1", "concurrency": concurrency, "rate": rate, "audio_s_per_s": audio,
+        "ttfa_p50_s": 0.1, "ttfa_p99_s": p99_ms / 1000, "underrun_pct": gap, "underrun_buffered_pct": NAN,
+        "failures": {"http 500": failures} if failures else {}, "wrong_length_requests": [],
+    }  # fmt: skip
+
+
+def write_run(directory: Path, rows: list[dict]) -> Path:
+    directory.mkdir(parents=True)
+    (directory / "results.json").write_text(json.dumps({"settings": {}, "rows": rows}))
+    return directory
+
+
+def compare_runs(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "tools" / "compare_runs.py"), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
+    a1 = write_run(tmp_path / "A1", [level_row(128, 600.0, 240, 0), level_row(512, 1100.0, 900, 20, failures=1)])
+    a2 = write_run(tmp_path / "A2", [level_row(128, 640.0, 220, 0), level_row(512, 1150.0, 1000, 10)])
+    a3 = write_run(tmp_path / "A3", [level_row(128, 620.0, 250, 0)])
+    # The other configuration comes as the .tgz that the device's `save` writes, with an open-loop level.
+    b = write_run(tmp_path / "B", [level_row(128, 700.0, 200, 0), level_row(0, 880.0, 290, 1, rate=96)])
+    with tarfile.open(tmp_path / "B.tgz", "w:gz") as tar:
+        tar.add(b, arcname="B")
+    result = compare_runs(f"A={a1},{a2}", f"A={a3}", f"B={tmp_path / 'B.tgz'}")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith("| A") or line.startswith("| B")]
+    assert rows == [
+        "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0 (0–0) | - | 0 |",
+        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 |",
+        "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15 (10–20) | - | 1 |",
+        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | 0 |",
+    ]
+
+
+def test_bad_arguments_are_refused_with_a_message(tmp_path):
+    for args, message in (
+        (["no-equals-sign"], "expected LABEL=PATH"),
+        ([f"A={tmp_path / 'missing'}"], "not a bench_stack output"),
+        ([f"A={write_run(tmp_path / 'empty', [])}", f"B={tmp_path}"], "results.json"),
+    ):
+        result = compare_runs(*args)
+        assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
