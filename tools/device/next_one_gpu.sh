@@ -1,11 +1,16 @@
-# Next one-GPU call (nvidia-h200, ~8 minutes): more samples of session 14's default (step token budget 1024), which
-# met TTFA p99 <= 250 ms at 128 streams once (run 54: 249 ms; 220 and 250 with prefill graphs of up to 64 prompts,
-# runs 52-53; 319 and 261 without the budget), and of its cost at 512 streams (run 54: 18% of requests with a gap,
-# 2% with a 100 ms buffer; 16-21% and 0% without). Two stacks of the default at 128 and 512, then a budget of 1536
-# (a full talker at 512 streams gets ~1,060 positions a step instead of ~550: does the gap rate move?).
-# Then tools/device/next_one_gpu_2.sh (the open loop).
+# Next one-GPU call (nvidia-h200, ~5 minutes): where a full GPU's time goes now, component by component, to pick the
+# next speed change. Session 15 found the DESIGN's 50x row above one H200's compute ceiling; what raises our ratio to
+# the official is our own throughput toward the ~1,390 audio-s/s the measured steps allow (docs/benchmarks.md). The
+# last talker-step profile is run 24's (session 6: decode attention 37% of a 512-row step, GEMMs 30%), taken before
+# the predictor's attention launch settings and everything after; the last codec profile is older still.
+# 1. the talker + predictor step at the stack's batch sizes, graph replay, with the top kernels of an eager 512 step;
+# 2. the codec step at the service's shapes (fused-cl+graph, cuDNN autotuned as the service does), with its profile.
+# Prediction: the talker step at 512 rows ~17 ms with attention still the largest share; the codec ~23 us per frame.
 source tools/device/setup.sh
 stamp start
-$S --concurrency 128 512 --out /tmp/D1; save D1
-$S --concurrency 128 512 --out /tmp/D2; save D2
-OMNI_TALKER_STEP_TOKEN_BUDGET=1536 $S --concurrency 128 512 --out /tmp/B15; save B15
+python3 tools/bench_talker_step.py --models 1.7B --modes fused+sampler --batches 1,128,256,384,512 --max-len 512 \
+    --check-steps 2 --profile --iters 20 --json $OUT/talker_step.json 2>&1 | tail -60
+stamp talker
+python3 tools/bench_codec.py --modes fused-cl+graph --batches 128 256 --chunks 2 4 8 15 --cudnn-benchmark \
+    --no-checks --min-seconds 0.3 --profile --out $OUT/codec_step.json 2>&1 | tail -60
+stamp codec

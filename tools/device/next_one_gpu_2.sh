@@ -1,6 +1,7 @@
-# The one-GPU call after next_one_gpu.sh (nvidia-h200, ~4 minutes): session 14's default (step token budget 1024) in
-# the open loop at 80, 96 and 104 requests/s (run 49 with session 13's: 822 and 1,086 listeners, 0% and 1% of
-# requests with a gap; run 47: 104/s 1,095 listeners, 13%).
+# The one-GPU call after next_one_gpu.sh (nvidia-h200, ~6 minutes): the closed loop at 256 and 384 streams with
+# today's defaults, to place "real-time streams as requests open at once" between 256 (0 gaps from the first byte,
+# runs 40 and 43, before the step token budget) and 512 (11-26% gapped, runs 55-58). Twice, to see the spread.
 source tools/device/setup.sh
 stamp start
-$S --concurrency 800 --arrival-seconds 25 --rates 80 96 104 --out /tmp/O; save O
+$S --concurrency 256 384 --out /tmp/R1; save R1
+$S --concurrency 256 384 --out /tmp/R2; save R2
