@@ -99,11 +99,14 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
     """Aggregate one level's requests; throughput figures are over `elapsed_s`, the level's wall time.
 
     `first_wave`: a closed loop's concurrency, whose first requests all start at once; `ttfa_after_first_wave_*` are
-    over the requests started after those (the steady state, without the opening burst of prefills)."""
+    over the requests started after those (the steady state, without the opening burst of prefills), and so is
+    `underrun_after_first_wave_pct` (the share of them with a gap from the first byte: the burst's prefills stretch
+    the early chunks of the streams admitted before them, so most of a closed loop's gaps can be in its first wave)."""
     ok = [r for r in results if r.ok]
     ttfa = [r.ttfa_s for r in ok if r.ttfa_s is not None]
     later = sorted(results, key=lambda r: r.start_s)[first_wave:] if first_wave else []
     steady_ttfa = [r.ttfa_s for r in later if r.ok and r.ttfa_s is not None]
+    later_ok = [r for r in later if r.ok]
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
     spans = [(r.start_s, r.start_s + r.total_s) for r in results if r.total_s is not None]
@@ -138,6 +141,9 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
         "ttfa_p99_s": percentile(ttfa, 99),
         "ttfa_after_first_wave_p50_s": percentile(steady_ttfa, 50),
         "ttfa_after_first_wave_p99_s": percentile(steady_ttfa, 99),
+        "underrun_after_first_wave_pct": (
+            100.0 * sum(1 for r in later_ok if r.underrun_s > 0) / len(later_ok) if later_ok else math.nan
+        ),
         "rtf_p50": percentile(rtf, 50),
         "rtf_p90": percentile(rtf, 90),
         "underrun_total_s": sum(r.underrun_s for r in ok),

@@ -129,11 +129,16 @@ def test_ttfa_after_the_first_wave_leaves_out_the_requests_that_started_together
         return RequestResult(index, "200", True, start, ttfa, 1.0, 1.0, 1.0)
 
     results = [ok(5, 0.0, 0.9), ok(0, 0.0, 0.8), ok(1, 1.0, 0.1), ok(2, 1.2, 0.3), ok(3, 2.0, 0.2)]
+    results[0].underrun_s = results[1].underrun_s = 0.05  # both of the first wave had a gap, one of the three later
+    results[3].underrun_s = 0.02
     steady = summarize(results, elapsed_s=3.0, first_wave=2)
+    assert steady["underrun_after_first_wave_pct"] == pytest.approx(100 / 3)
+    assert steady["requests_with_underrun"] == 3
     assert steady["ttfa_after_first_wave_p50_s"] == pytest.approx(0.2)
     assert steady["ttfa_after_first_wave_p99_s"] == pytest.approx(0.298)
     assert steady["ttfa_p99_s"] > 0.85  # the burst is still in the overall figure
-    assert math.isnan(summarize(results, elapsed_s=3.0)["ttfa_after_first_wave_p50_s"])  # open loop: no first wave
+    opened = summarize(results, elapsed_s=3.0)  # open loop: no first wave
+    assert math.isnan(opened["ttfa_after_first_wave_p50_s"]) and math.isnan(opened["underrun_after_first_wave_pct"])
 
 
 def test_streams_in_flight_are_counted_over_the_level_and_at_the_peak():

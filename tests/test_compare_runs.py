@@ -16,6 +16,7 @@ def level_row(concurrency: int, audio: float, p99_ms: float, gap: float, failure
     return {
         "model": "1.7b", "gpus": "1", "concurrency": concurrency, "rate": rate, "audio_s_per_s": audio,
         "ttfa_p50_s": 0.1, "ttfa_p99_s": p99_ms / 1000, "underrun_pct": gap, "underrun_buffered_pct": NAN,
+        "underrun_after_first_wave_pct": NAN if rate else gap / 2,  # an open loop has no first wave
         "failures": {"http 500": failures} if failures else {}, "wrong_length_requests": [],
     }  # fmt: skip
 
@@ -43,10 +44,11 @@ def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| A") or line.startswith("| B")]
     assert rows == [
-        "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0 (0–0) | - | 0 |",
-        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 |",
-        "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15 (10–20) | - | 1 |",
-        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | 0 |",
+        "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0 (0–0) | - | 0 (0–0) | 0 |",
+        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 | 0 |",
+        "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15 (10–20) | - "
+        "| 8 (5–10) | 1 |",
+        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | - | 0 |",
     ]
 
 

@@ -671,6 +671,8 @@ def format_diagnostics(row: dict) -> str:
     parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
+    after = row.get("underrun_after_first_wave_pct")
+    parts += [f"underrun_after_first_wave_pct {after:.1f}"] if after is not None and after == after else []
     parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
     parts += [f"loop {name} {cores:.2f}" for name, cores in sorted(row.get("loop_cores", {}).items())]
     return ", ".join(parts)

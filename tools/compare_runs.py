@@ -4,8 +4,9 @@
 
 Each argument is LABEL=PATH[,PATH...]; a path is a bench_stack `--out` directory (its results.json) or the .tgz that
 tools/device/setup.sh's `save` makes of one. One markdown row per (label, model, GPUs, level): the number of runs,
-then audio-s/s, TTFA p50 and p99, the share of requests with a gap played from the first byte and with a 100 ms
-buffer, each as "median (min–max)" when there are several runs, and the failures summed over the runs.
+then audio-s/s, TTFA p50 and p99, the share of requests with a gap played from the first byte, with a 100 ms
+buffer, and (a closed loop) among the requests started after the first wave, each as "median (min–max)" when there
+are several runs, and the failures summed over the runs.
 
 Why: one run says little on these machines (docs/benchmarks.md keeps what is known of the spread), so an A/B is
 several interleaved stacks of each side, and this reads them the same way every time instead of by hand.
@@ -27,6 +28,7 @@ FIGURES = [
     ("ttfa_p99_s", "TTFA p99 ms", 1000.0, ".0f"),
     ("underrun_pct", "gap %", 1.0, ".0f"),
     ("underrun_buffered_pct", "gap % (100 ms buffer)", 1.0, ".0f"),
+    ("underrun_after_first_wave_pct", "gap % after the first wave", 1.0, ".0f"),  # closed loops, since session 15
 ]
 
 
