@@ -118,6 +118,10 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert 0 < row["gateway_ttfa_p50_ms"] <= row["gateway_ttfa_p99_ms"] <= max(client_ttfa)
         # ... split by request id at the talker: each part is a span of the gateway's figure.
         assert 0 <= row["hop_p50_ms"] and 0 < row["talker_first_chunk_p50_ms"] and 0 <= row["after_talker_p50_ms"]
+        # The gateway's own part of the hop (handler start to the talker request taken for a write), within it: the
+        # talker cannot have a request sooner (both read off one machine's clocks; a line's times are rounded to µs).
+        send, hop = row["gateway_send_p50_ms"], row["hop_p50_ms"]
+        assert 0 < send <= hop + 0.01, (send, hop)
         assert row["talker_first_chunk_p99_ms"] < row["gateway_ttfa_p99_ms"]
     table = (out / "table.md").read_text()
     assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
@@ -235,7 +239,8 @@ def test_gateway_ttfa_is_read_from_the_gateways_request_lines():
 
 def test_ttfa_is_split_at_the_talker_by_request_id():
     """A request whose gateway handler began at t=100.000 s, reached the talker at 100.010 and got its first chunk
-    60 ms later, with its first audio out of the gateway 95 ms after the handler began: hop 10, talker 60, after 25.
+    60 ms later, with its first audio out of the gateway 95 ms after the handler began: hop 10 (4 of them before the
+    gateway had written the talker request), talker 60, after 25.
     Lines of other requests, and a cancelled one with no audio, are left out."""
 
     def line(msg: str, ts: float, **fields) -> str:
@@ -243,7 +248,7 @@ def test_ttfa_is_split_at_the_talker_by_request_id():
 
     gateway = "\n".join(
         [
-            line("speech", 101.0, request_id="a", outcome="ok", ttfa_ms=95.0, total_ms=1000.0),
+            line("speech", 101.0, request_id="a", outcome="ok", ttfa_ms=95.0, talker_sent_ms=4.0, total_ms=1000.0),
             line("speech", 101.5, request_id="b", outcome="cancelled", ttfa_ms=None, total_ms=500.0),
             line("speech", 102.0, request_id="gone", outcome="ok", ttfa_ms=50.0, total_ms=900.0),
         ]
@@ -256,6 +261,6 @@ def test_ttfa_is_split_at_the_talker_by_request_id():
         ]
     )
     parts = load_bench_stack().ttfa_parts_ms(gateway, talker)
-    assert list(parts) == ["hop", "talker_first_chunk", "after_talker"]
-    assert [round(v[0], 6) for v in parts.values()] == [10.0, 60.0, 25.0]
+    assert list(parts) == ["hop", "gateway_send", "talker_first_chunk", "after_talker"]
+    assert [round(v[0], 6) for v in parts.values()] == [10.0, 4.0, 60.0, 25.0]  # 4 of the hop's 10 in the gateway
     assert all(len(v) == 1 for v in parts.values())

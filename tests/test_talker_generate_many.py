@@ -4,6 +4,7 @@ queue with its retry hint, malformed requests) that leave the call and its other
 stream and of the call, the shutdown drain, and the gateway's client of it (`shared_calls.TalkerStream`)."""
 
 import asyncio
+import time
 
 import grpc
 import numpy as np
@@ -144,8 +145,11 @@ def test_the_gateway_client_reads_its_stream_and_a_refusal(model_dir, synth):
         async with Running(model_dir, max_streams=1, max_queue=0, retry_after_s=0.5) as svc:
             shared = SharedCall.to_talker(svc.stub)
             try:
+                opened = time.monotonic()
                 first = shared.open_talker(generate_request(synth, 2, 7, 6))
                 events = [await first.read()]
+                # When its request left (the gateway's part of the way to the talker, logged as talker_sent_ms).
+                assert first.sent_at is not None and opened <= first.sent_at <= time.monotonic()
                 refused = shared.open_talker(generate_request(synth, 1, 7, 6))
                 try:
                     await refused.read()

@@ -341,14 +341,16 @@ def gateway_ttfa_ms(text: str) -> list[float]:
     return [float(r["ttfa_ms"]) for r in request_records(text, "speech") if r.get("ttfa_ms") is not None]
 
 
-TTFA_PARTS = ("hop", "talker_first_chunk", "after_talker")
+TTFA_PARTS = ("hop", "gateway_send", "talker_first_chunk", "after_talker")
 
 
 def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]:
     """Each request's time to first audio in the gateway, split with the talker's line of the same request id:
     `hop` (the gateway's handler start to the talker's start of the request), `talker_first_chunk` (from there to its
     first chunk) and `after_talker` (the rest: the codec and the gateway up to the first audio handed to the
-    response). A line's start is its timestamp less its `total_ms` (the services share one machine's clock)."""
+    response). A line's start is its timestamp less its `total_ms` (the services share one machine's clock).
+    `gateway_send` is the hop's first part, from the gateway's own `talker_sent_ms` (the talker request written to
+    its call); the rest of the hop is the way over gRPC and the talker's event loop. Lines without it add none."""
     talker = {r.get("request_id"): r for r in request_records(talker_text, "generate") if r.get("first_chunk_ms")}
     parts: dict[str, list[float]] = {k: [] for k in TTFA_PARTS}
     for g in request_records(gateway_text, "speech"):
@@ -357,6 +359,8 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
             continue
         hop = (t["ts"] - t["total_ms"] / 1000.0 - (g["ts"] - g["total_ms"] / 1000.0)) * 1000.0
         parts["hop"].append(hop)
+        if g.get("talker_sent_ms") is not None:
+            parts["gateway_send"].append(float(g["talker_sent_ms"]))
         parts["talker_first_chunk"].append(float(t["first_chunk_ms"]))
         parts["after_talker"].append(float(g["ttfa_ms"]) - hop - float(t["first_chunk_ms"]))
     return parts

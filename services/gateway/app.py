@@ -198,6 +198,7 @@ class Tracker:
         self.metrics, self.request_id, self.done = metrics, request_id, False
         self.clock = StreamClock()
         self.model, self.stream = "", "none"
+        self.marks: dict[str, float] = {}  # the backend's marks on the request's way (SynthesisRequest.marks)
         metrics.in_flight.inc()
 
     def finish(self, outcome: str, reason: str = "") -> None:
@@ -209,6 +210,7 @@ class Tracker:
         if outcome == "ok":
             self.clock.record(self.metrics, self.model, self.stream)
         first = self.clock.first_audio
+        sent = self.marks.get("talker_sent")  # the talker request written to its call: the gateway's part of the hop
         log_request(
             log,
             "speech",
@@ -218,6 +220,7 @@ class Tracker:
             outcome=outcome,
             reason=reason,
             ttfa_ms=(first - self.clock.start) * 1000.0 if first is not None else None,
+            talker_sent_ms=(sent - self.clock.start) * 1000.0 if sent is not None else None,
             total_ms=(time.monotonic() - self.clock.start) * 1000.0,
             audio_s=self.clock.audio_s,
             underrun_ms=self.clock.underrun_s * 1000.0,
@@ -307,7 +310,7 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
             needs_voices = body.voice not in (None, "", "default")
             uploaded = await backend.voices_for_request(body.voice) if needs_voices else []
             model, synthesis = await resolve_request(body, backend.models(), uploaded, config, request_id)
-            tracker.model, tracker.stream = model.id, body.stream_mode
+            tracker.model, tracker.stream, tracker.marks = model.id, body.stream_mode, synthesis.marks
             deadline = asyncio.get_running_loop().time() + config.request_timeout_s - (time.monotonic() - clock.start)
             out_rate = body.sample_rate or model.sample_rate
             run = SynthesisRun(backend.synthesize(synthesis), deadline, model.sample_rate, out_rate, clock)

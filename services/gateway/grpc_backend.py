@@ -378,6 +378,8 @@ class GrpcBackend(Backend):
                 if opening in done:
                     opening.result()
             talker_stream, first, talker = talker_open.result()
+            if talker_stream.sent_at is not None:
+                request.marks["talker_sent"] = talker_stream.sent_at
             codec_stream, codec = codec_open.result()
             summary: list[talker_pb2.GenerateSummary] = []
             pump = asyncio.create_task(self._pump(talker_stream, first, talker, codec_stream, summary))

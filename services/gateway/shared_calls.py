@@ -15,6 +15,7 @@ stream on it gets `CallFailed` and the next request opens a new call.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import grpc
@@ -54,6 +55,8 @@ class SharedStream:
         self.inbox: asyncio.Queue = asyncio.Queue()
         self.failure: StreamFailed | None = None  # set when the service ended the stream with an error
         self.finished = False  # summary or failure received, or cancelled: nothing more to send
+        # time.monotonic() when the sender took its first item for a write (the service cannot have it sooner)
+        self.sent_at: float | None = None
 
     async def read(self):
         """The stream's next event; raises StreamFailed for an `error` (or the call's end)."""
@@ -201,6 +204,11 @@ class SharedCall:
                 await self.wake.wait()
                 self.wake.clear()
                 batch, self.outbox = self.outbox, []
+                taken = time.monotonic()
+                for item in batch:  # a new stream's first item goes now: the gateway's part of its way ends here
+                    stream = self.streams.get(item.stream_id)
+                    if stream is not None and stream.sent_at is None:
+                        stream.sent_at = taken
                 await self.call.write(self.request_type(items=batch))
         except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
             pass  # the call ended: the receiver reports its status
