@@ -13,6 +13,9 @@ import asyncio
 import io
 import json
 import logging
+import subprocess
+import sys
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -28,17 +31,20 @@ from omni.services.codec.service import warm_up as codec_warm_up
 from omni.services.common.metrics import MetricsServer
 from omni.services.gateway.app import create_app
 from omni.services.gateway.backend import InvalidRequest, Overloaded, SynthesisRequest, Unavailable, VoiceInfo
-from omni.services.gateway.grpc_backend import GrpcBackend, VoiceListCache
+from omni.services.gateway.grpc_backend import INLINE_PROMPT_CHARS, GrpcBackend, VoiceListCache
 from omni.services.refenc.config import RefencConfig
 from omni.services.refenc.service import build_refenc_service
 from omni.services.refenc.service import warm_up as refenc_warm_up
 from omni.services.talker.config import TalkerConfig
+from omni.services.talker.requests import prompt_to_proto
 from omni.services.talker.service import build_talker_service
 from omni.services.talker.service import warm_up as talker_warm_up
 
+from omni.talker.prompt import SpeechRequest
 from tests.redis_server import RedisServer, free_port
 
 pytestmark = pytest.mark.timeout(180)
+ROOT = Path(__file__).resolve().parent.parent
 
 MAX_CONTEXT = 2100
 HOLD_FRAMES = 2000  # a request that keeps its talker slot and codec stream for the whole test (ignore_eos)
@@ -423,3 +429,41 @@ def test_requests_that_find_the_voice_list_stale_share_one_read() -> None:
         await asyncio.gather(first, second)
 
     asyncio.run(scenario())
+
+
+def test_short_prompts_build_on_the_event_loop_and_long_ones_in_a_thread(tiny_model_dir) -> None:
+    """A sentence's prompt is built on the gateway's event loop (a thread hand-off costs as much as the build, and in a
+    burst every threaded build waited for the whole burst); a text past INLINE_PROMPT_CHARS still builds in a worker
+    thread, so it cannot hold the loop. Either way the talker gets the builder's prompt."""
+    backend = GrpcBackend(tiny_model_dir("custom_voice"), ["127.0.0.1:1"], ["127.0.0.1:1"], ["127.0.0.1:1"])
+    build, threads = backend.builder.build, []
+
+    def build_and_record(speech):
+        threads.append(threading.current_thread())
+        return build(speech)
+
+    backend.builder.build = build_and_record
+    speaker = sorted(backend.builder.speakers)[0]
+    texts = ["A short sentence.", "word " * (INLINE_PROMPT_CHARS // 5 + 1)]
+    requests = [SynthesisRequest(model="tiny", text=t, task_type="CustomVoice", voice=speaker) for t in texts]
+
+    async def scenario():
+        return threading.current_thread(), [await backend._prepare(r) for r in requests]
+
+    loop_thread, prepared = asyncio.run(scenario())
+    assert threads[0] is loop_thread and threads[1] is not loop_thread
+    for request, p in zip(requests, prepared, strict=True):
+        speech = SpeechRequest(text=request.text, task_type="CustomVoice", language="Auto", speaker=speaker)
+        assert p.generate.prompt == prompt_to_proto(build(speech))
+
+
+def test_bench_prepare_times_the_prepare_path_alone_and_in_a_burst(tiny_model_dir) -> None:
+    command = [sys.executable, str(ROOT / "tools" / "bench_prepare.py"), "--burst", "4", "--rounds", "1"]
+    result = subprocess.run([*command, "--model", str(tiny_model_dir("custom_voice"))], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    one_median, one_p90, burst, burst_median, burst_last = (
+        result.stdout.strip().splitlines()[-1].strip("| ").split(" | ")
+    )
+    assert 0 < float(one_median) <= float(one_p90) and burst == "4" and 0 < float(burst_median) <= float(burst_last)
+    refused = subprocess.run([*command[:2], "--burst", "0"], capture_output=True, text=True)
+    assert refused.returncode == 2 and "--burst" in refused.stderr

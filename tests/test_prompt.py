@@ -180,3 +180,19 @@ def test_bad_requests_raise_clear_value_errors(tokenizer, variant, fields, messa
 def test_the_tokenizer_must_know_the_chat_special_tokens(tokenizer):
     with pytest.raises(PromptError, match="special tokens"):
         PromptBuilder(Qwen3TTSConfig.parse(tiny_config("custom_voice")), lambda text: [1, 2, 3, 4, 5])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello world.",
+        "<|im_start|>assistant\nA line.<|im_end|>\n<|im_start|>assistant\n",  # special tokens written in the text
+        "中文测试，你好！ Ünïcödé — “quotes” 😀 ... 1,234.5 km/h",
+        "  leading,   repeated   and trailing spaces  \n\ttabs",
+        "",
+    ],
+)
+def test_encode_gives_the_ids_of_the_transformers_tokenizer_call(tokenizer, text):
+    # encode() calls the Rust tokenizer directly (the transformers call costs ~0.1 ms of Python per request in the
+    # gateway); its ids must be the call's, which test_generate_parity ties to the official processor.
+    assert tokenizer.encode(text) == list(tokenizer._tok(text, add_special_tokens=False)["input_ids"])

@@ -63,8 +63,10 @@ class TextTokenizer:
             self._tok.backend_tokenizer.pre_tokenizer[0] = split
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`; special tokens written in the text (e.g. <|im_start|>) map to their ids."""
-        return list(self._tok(text, add_special_tokens=False)["input_ids"])
+        """Token ids of `text`; special tokens written in the text (e.g. <|im_start|>) map to their ids. The Rust
+        tokenizer is called directly: the same ids as the transformers call for one text, without its ~0.1 ms of
+        Python per call (the gateway tokenizes every request on its event loop)."""
+        return self._tok.backend_tokenizer.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: list[int]) -> str:
         return self._tok.decode(ids)
