@@ -210,7 +210,7 @@ class Tracker:
         if outcome == "ok":
             self.clock.record(self.metrics, self.model, self.stream)
         first = self.clock.first_audio
-        sent = self.marks.get("talker_sent")  # the talker request written to its call: the gateway's part of the hop
+        sent = self.marks.get("talker_sent")  # its talker request taken for a write: the gateway's part of the hop
         log_request(
             log,
             "speech",

@@ -72,7 +72,8 @@ CHANNEL_OPTIONS = (
 REPLICA_FAILURES = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN)
 # A prompt whose texts are at most this long is built on the event loop (~0.1-1 ms, mostly tokenizing): a worker
 # thread's hand-off costs about as much again, and in a burst every threaded build waits for the GIL behind the
-# others, so all of a worker's burst reached the talker together (32 prompts: each after ~30 ms instead of k x ~0.3).
+# others, so a worker's burst reached the talker together (32 prompts on 2 CPU cores: median ~23 ms, now ~8 ms;
+# tools/bench_prepare.py).
 # Longer texts (up to max_input_chars, ~7 ms) still build in a thread, so one cannot hold the loop that long.
 INLINE_PROMPT_CHARS = 500
 
