@@ -8,7 +8,6 @@ Usage:
 """
 
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -16,11 +15,7 @@ from pathlib import Path
 
 import redis
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from omni.commands.serve import free_port
 
 
 class RedisServer:

@@ -22,7 +22,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.redis_server import RedisServer, free_port
+from omni.commands.serve import free_port
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "omni"

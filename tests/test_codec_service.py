@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -25,6 +24,7 @@ from omni.services.codec.service import build_codec_service, warm_up
 from omni.services.common.identity import model_identity
 from omni.services.common.packing import decode_pcm, pack_codes
 
+from omni.commands.serve import free_port
 from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2
 from tests.grpc_health import wait_serving
 
@@ -500,12 +500,6 @@ def test_model_info_load_and_metrics(model_dir):
     for series in ("active_streams", "tick_ms_bucket", "batch_size_bucket", "coalesce_wait_ms", "frames_decoded"):
         assert f"omni_codec_{series}" in body
     assert "omni_codec_audio_seconds_total 0.08" in body  # the warm-up frame
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_omni_codec_command_serves_and_shuts_down_on_sigterm(model_dir):

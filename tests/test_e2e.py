@@ -336,7 +336,7 @@ def test_routing_skips_a_dead_replica_and_all_talkers_full_answers_429(tiny_mode
     from omni.services.talker.service import build_talker_service
     from omni.services.talker.service import warm_up as talker_warm_up
 
-    from tests.redis_server import free_port
+    from omni.commands.serve import free_port
 
     model_dir = tiny_model_dir("base")
     hidden = json.loads((model_dir / "config.json").read_text())["talker_config"]["hidden_size"]

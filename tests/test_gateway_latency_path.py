@@ -40,8 +40,9 @@ from omni.services.talker.requests import prompt_to_proto
 from omni.services.talker.service import build_talker_service
 from omni.services.talker.service import warm_up as talker_warm_up
 
+from omni.commands.serve import free_port
 from omni.talker.prompt import SpeechRequest
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.timeout(180)
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,11 +20,12 @@ from omni.services.refenc.config import RefencConfig
 from omni.services.refenc.service import build_refenc_service, warm_up
 
 from omni.audio import prepare_reference_audio
+from omni.commands.serve import free_port
 from omni.models.qwen3_tts.codec_encoder import CodecEncoder
 from omni.models.qwen3_tts.speaker_encoder import extract_xvector, load_speaker_encoder
 from omni.proto import refenc_pb2, refenc_pb2_grpc
 from tests.grpc_health import wait_serving
-from tests.redis_server import RedisServer, free_port
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[1]
 

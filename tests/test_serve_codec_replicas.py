@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import socket
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ import pytest
 from omni.services.common.logging import request_records
 
 from omni.cli import build_parser
+from omni.commands import serve
 from omni.commands.serve import codec_metrics_ports
 from omni.proto import codec_pb2, codec_pb2_grpc, talker_pb2
 from tests.processes import SERVE_READY, interrupt_and_wait, popen
@@ -44,6 +46,27 @@ def test_codec_metrics_ports_never_collide():
     assert codec_metrics_ports("0", 1)[0] > 0
     with pytest.raises(ValueError, match="OMNI_CODEC_METRICS_PORT='x' is not a port number"):
         codec_metrics_ports("x", 2)
+
+
+def test_free_ports_are_drawn_below_the_ephemeral_range_and_bindable(monkeypatch):
+    # A port handed out is bound later by another process; meanwhile a port-0 bind or an outgoing connection can be
+    # given any port of the kernel's ephemeral range, so ours come from below it (a test's port was taken once in CI).
+    low, _ = serve.ephemeral_ports()
+    ports = serve.free_ports(20)
+    assert len(set(ports)) == 20 and all(serve.PORT_FLOOR <= p < low for p in ports), (ports, low)
+    for port in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # free: nothing of ours holds it
+    picks = iter(ports[:2])  # the draw hits a port in use first: it is skipped
+    monkeypatch.setattr(serve.random, "randrange", lambda start, stop: next(picks))
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", ports[0]))
+        held.listen()
+        assert serve.free_ports(1) == [ports[1]]
+    # Too little room below the range (a machine configured so): the kernel's own choice.
+    monkeypatch.setattr(serve, "ephemeral_ports", lambda: (serve.PORT_FLOOR + 10, 60999))
+    fallback = serve.free_ports(3)
+    assert len(set(fallback)) == 3 and all(p > 0 for p in fallback)
 
 
 def metric(port: int, name: str) -> float:

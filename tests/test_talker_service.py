@@ -9,7 +9,6 @@ right status while the slots come back.
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from omni.services.talker.metrics import TalkerMetrics
 from omni.services.talker.requests import prompt_from_proto, prompt_to_proto
 from omni.services.talker.service import build_talker_service, warm_up
 
+from omni.commands.serve import free_port
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
 from omni.talker.generate import SynthesisOptions, Synthesizer
 from omni.talker.prompt import SpeechRequest
@@ -396,12 +396,6 @@ def test_voice_clone_prompt_round_trips_the_wire_and_equals_synth(tiny_model_dir
 
     codes, _, _ = asyncio.run(scenario())
     np.testing.assert_array_equal(codes, synth.synthesize([request], [SynthesisOptions(seed=4, max_new_tokens=12)])[0])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_omni_talker_command_serves_and_drains_on_sigterm(model_dir, synth):

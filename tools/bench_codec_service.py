@@ -18,7 +18,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,7 @@ from pathlib import Path
 import grpc
 import numpy as np
 
+from omni.commands.serve import free_port
 from omni.proto import codec_pb2, codec_pb2_grpc, common_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,12 +66,6 @@ def write_model(out: Path, sizes: dict) -> Path:
     codec_checkpoint.tiny_encoder_state = lambda config, gen: {}
     codec_checkpoint.write_tiny_speech_tokenizer(out / "speech_tokenizer", seed=0, **sizes)
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def plan_sizes(total: int, first: int, steady: int) -> list[int]:

@@ -11,6 +11,7 @@ over them, least loaded first.
 
 import argparse
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -106,13 +107,40 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free loopback ports (the sockets are held open together, so none is handed out twice)."""
-    sockets = [socket.socket() for _ in range(count)]
+# Ports handed out below are bound later by another process. Until then any socket bound to port 0 and any outgoing
+# connection on the machine may be given the same port if it lies in the kernel's ephemeral range (a test's metrics
+# port was, once, in CI), so they are drawn at random from below that range, where only explicit binds go.
+PORT_FLOOR = 10000
+
+
+def ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range for port-0 binds and outgoing connections (Linux; the usual default elsewhere)."""
     try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports free just now (the sockets are held open together, so none is handed out
+    twice), drawn at random below the ephemeral range; from the ephemeral range if it leaves too little below it."""
+    low = ephemeral_ports()[0]
+    below = low - PORT_FLOOR >= 1000
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count + 1000):
+            port = random.randrange(PORT_FLOOR, low) if below else 0
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            sockets.append(s)
+            if len(sockets) == count:
+                return [s.getsockname()[1] for s in sockets]
+        raise OSError(f"no {count} free loopback ports")
     finally:
         for s in sockets:
             s.close()
