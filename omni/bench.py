@@ -105,8 +105,8 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
     ok = [r for r in results if r.ok]
     ttfa = [r.ttfa_s for r in ok if r.ttfa_s is not None]
     later = sorted(results, key=lambda r: r.start_s)[first_wave:] if first_wave else []
-    steady_ttfa = [r.ttfa_s for r in later if r.ok and r.ttfa_s is not None]
     later_ok = [r for r in later if r.ok]
+    steady_ttfa = [r.ttfa_s for r in later_ok if r.ttfa_s is not None]
     rtf = [r.rtf for r in ok if r.rtf is not None]
     audio = sum(r.audio_s for r in ok)
     spans = [(r.start_s, r.start_s + r.total_s) for r in results if r.total_s is not None]

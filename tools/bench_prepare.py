@@ -22,8 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 async def prepared_after_ms(backend, request, start: float) -> float:
     await backend._prepare(request)
@@ -34,12 +32,13 @@ async def measure(model_dir: Path, burst: int, rounds: int) -> dict[str, float]:
     from omni.services.gateway.backend import SynthesisRequest
     from omni.services.gateway.grpc_backend import GrpcBackend
 
+    from omni.bench import default_texts, percentile
+
     backend = GrpcBackend(model_dir, ["127.0.0.1:1"], ["127.0.0.1:1"], ["127.0.0.1:1"])
     speaker = sorted(backend.builder.speakers)[0]
-    texts = [line.strip() for line in (ROOT / "omni" / "bench_texts.txt").read_text().splitlines() if line.strip()]
     requests = [
         SynthesisRequest(model="bench", text=text, task_type="CustomVoice", voice=speaker, request_id=str(i))
-        for i, text in enumerate(texts)
+        for i, text in enumerate(default_texts())
     ]
     for request in requests[:8]:  # warm-up: the tokenizer's caches, the thread pool
         await backend._prepare(request)
@@ -56,10 +55,9 @@ async def measure(model_dir: Path, burst: int, rounds: int) -> dict[str, float]:
         done = await asyncio.gather(*(prepared_after_ms(backend, request, start) for request in wave))
         medians.append(statistics.median(done))
         lasts.append(max(done))
-    one.sort()
     return {
         "one_median_ms": statistics.median(one),
-        "one_p90_ms": one[int(0.9 * (len(one) - 1))],
+        "one_p90_ms": percentile(one, 90),
         "burst_median_ms": statistics.median(medians),
         "burst_last_ms": statistics.median(lasts),
     }

@@ -349,8 +349,8 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
     `hop` (the gateway's handler start to the talker's start of the request), `talker_first_chunk` (from there to its
     first chunk) and `after_talker` (the rest: the codec and the gateway up to the first audio handed to the
     response). A line's start is its timestamp less its `total_ms` (the services share one machine's clock).
-    `gateway_send` is the hop's first part, from the gateway's own `talker_sent_ms` (the talker request written to
-    its call); the rest of the hop is the way over gRPC and the talker's event loop. Lines without it add none."""
+    `gateway_send` is the hop's first part, from the gateway's own `talker_sent_ms` (its talker request taken for
+    a write); the rest of the hop is the way over gRPC and the talker's event loop. Lines without it add none."""
     talker = {r.get("request_id"): r for r in request_records(talker_text, "generate") if r.get("first_chunk_ms")}
     parts: dict[str, list[float]] = {k: [] for k in TTFA_PARTS}
     for g in request_records(gateway_text, "speech"):

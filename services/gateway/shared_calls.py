@@ -146,6 +146,7 @@ class SharedCall:
         self.outbox: list = []
         self.wake = asyncio.Event()
         self.streams: dict[int, SharedStream] = {}
+        self.unsent: list[SharedStream] = []  # opened since the last write: their first items are in the outbox
         self.next_id = 0
         self.failure: CallFailed | None = None
         self.sender = asyncio.create_task(self._send())
@@ -171,6 +172,7 @@ class SharedCall:
             stream.receive(self.failure)
             return stream
         self.streams[stream.stream_id] = stream
+        self.unsent.append(stream)
         self.send(stream.stream_id, **first)
         return stream
 
@@ -205,10 +207,9 @@ class SharedCall:
                 self.wake.clear()
                 batch, self.outbox = self.outbox, []
                 taken = time.monotonic()
-                for item in batch:  # a new stream's first item goes now: the gateway's part of its way ends here
-                    stream = self.streams.get(item.stream_id)
-                    if stream is not None and stream.sent_at is None:
-                        stream.sent_at = taken
+                for stream in self.unsent:  # their first items go now: the gateway's part of their way ends here
+                    stream.sent_at = taken
+                self.unsent.clear()
                 await self.call.write(self.request_type(items=batch))
         except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
             pass  # the call ended: the receiver reports its status
