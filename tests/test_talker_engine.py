@@ -18,6 +18,7 @@ from omni.talker.engine import (
     ChunkPlan,
     EngineClosed,
     Finished,
+    FirstChunkSizing,
     PrefillCoalescing,
     QueueFull,
     Request,
@@ -86,6 +87,41 @@ def test_chunk_plan_sizes():
     assert [ChunkPlan().size(k) for k in range(3)] == [1, 15, 15]
 
 
+def test_first_chunk_sizing_is_busy_from_busy_streams_held():
+    sizing = FirstChunkSizing(frames=2, busy_frames=3, busy_streams=4)
+    assert [sizing.frames_for(held) for held in (1, 3, 4, 500)] == [2, 2, 3, 3]
+    assert FirstChunkSizing(2, 3, busy_streams=0).frames_for(10**6) == 2  # 0: never busy
+
+
+def test_the_engine_sizes_first_chunks_by_the_requests_it_holds_at_admission(synth, scheduling):
+    """Two slots, four requests at once, busy from three held: the two admitted first (four held) get a 3-frame first
+    chunk, the two admitted when those end (two held) the usual 2, and a request with its own first chunk keeps it."""
+    texts = ["Hi.", "Hello there.", "Good morning.", "See you."]
+
+    async def scenario():
+        engine = engine_for(synth, slots=2, first_chunk=FirstChunkSizing(2, 3, busy_streams=3), **scheduling)
+        plans = [ChunkPlan(0, 4), ChunkPlan(0, 4), ChunkPlan(0, 4), ChunkPlan(1, 4)]
+        jobs = [
+            engine.submit(job(synth, t, seed, 12, plan))
+            for seed, (t, plan) in enumerate(zip(texts, plans, strict=True))
+        ]
+        engine.start()
+        try:
+            return engine, await asyncio.gather(*map(drain_outputs, jobs))
+        finally:
+            await engine.stop()
+
+    engine, results = asyncio.run(scenario())
+    firsts = [len(chunks[0].codes) for _, chunks, _ in results]
+    assert firsts == [3, 3, 2, 1]
+    for seed, (text, (codes, chunks, done)) in enumerate(zip(texts, results, strict=True)):
+        np.testing.assert_array_equal(codes, solo(synth, text, seed, 12))  # chunking never changes the frames
+        assert [len(c.codes) for c in chunks[1:-1]] == [4] * (len(chunks) - 2) and done.num_frames == len(codes)
+    registry = engine.metrics.server.registry
+    picked = {f: registry.get_sample_value("omni_talker_first_chunk_frames_total", {"frames": f}) for f in "23"}
+    assert picked == {"2": 1.0, "3": 2.0}  # the explicit plan is not counted
+
+
 def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, scheduling):
     budget = 6
 
@@ -152,6 +188,20 @@ def test_a_negative_step_token_budget_is_refused(synth):
         TalkerConfig(step_token_budget=-1).validate()
     env = {"OMNI_TALKER_STEP_TOKEN_BUDGET": "0"}
     assert load_config(TalkerConfig, "talker", env=env).step_token_budget == 0 and TalkerConfig().step_token_budget
+
+
+def test_first_chunk_settings_are_checked_and_read_from_the_environment():
+    from omni.services.common.config import load_config
+    from omni.services.talker.config import TalkerConfig
+
+    with pytest.raises(ValueError, match="busy_streams must be >= 0"):
+        TalkerConfig(busy_streams=-1).validate()
+    with pytest.raises(ValueError, match=r"busy_initial_chunk_frames must be in \[1, max_chunk_frames=100\], got 0"):
+        TalkerConfig(busy_initial_chunk_frames=0).validate()
+    env = {"OMNI_TALKER_BUSY_STREAMS": "0", "OMNI_TALKER_BUSY_INITIAL_CHUNK_FRAMES": "5"}
+    config = load_config(TalkerConfig, "talker", env=env)
+    assert (config.busy_streams, config.busy_initial_chunk_frames) == (0, 5)
+    assert (TalkerConfig().busy_streams, TalkerConfig().busy_initial_chunk_frames) == (256, 3)
 
 
 def test_a_new_stream_decodes_its_first_frame_in_the_step_that_completes_its_prefill(synth, scheduling):

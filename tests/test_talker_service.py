@@ -196,6 +196,27 @@ def test_chunks_follow_the_plan_greedy_equals_synth_and_metrics_count(model_dir,
     assert after["omni_talker_capacity_slots"] == 32
 
 
+def test_a_busy_talker_gives_default_plans_its_busy_first_chunk(model_dir, synth):
+    """busy_streams 1: every request the talker holds makes it busy, so a request with the default plan gets
+    busy_initial_chunk_frames (4) in its first chunk, the default ramp after it; one with its own first chunk keeps
+    it."""
+    max_new = 20
+
+    async def scenario():
+        async with Running(model_dir, busy_streams=1, busy_initial_chunk_frames=4) as svc:
+            requests = [
+                generate_request(synth, i, None, max_new, plan, greedy=True)
+                for i, plan in [(0, None), (1, (1, 15, [15]))]
+            ]
+            return await asyncio.gather(*(collect(svc.stub, r) for r in requests))
+
+    (default_codes, default_chunks, _), (own_codes, own_chunks, _) = asyncio.run(scenario())
+    defaults = TalkerConfig()
+    sizes = plan_sizes(len(default_codes), 4, defaults.chunk_frames, defaults.chunk_ramp)
+    assert len(default_codes) > 4 and [c.num_frames for c in default_chunks] == sizes
+    assert [c.num_frames for c in own_chunks] == plan_sizes(len(own_codes), 1, 15, [15])
+
+
 def test_concurrent_streams_each_equal_their_solo_run(model_dir, synth):
     n = 32
     lengths = [3 + (i * 5) % 4 for i in range(n)]  # max_new_tokens 3..6: 2..5 frames

@@ -27,5 +27,8 @@ class TalkerMetrics:
         self.prefill_tokens = m.counter("prefill_tokens", "prompt positions prefilled")
         self.frames = m.counter("frames", "codec frames produced")
         self.first_chunk_ms = m.histogram("time_to_first_chunk_ms", "time from arrival to the first chunk, ms")
+        self.first_chunk_frames = m.counter(
+            "first_chunk_frames", "requests whose first chunk's frames the talker picked, by frames", ("frames",)
+        )
         self.outcomes = m.counter("requests", "finished requests by outcome", ("outcome",))
         self.gc_pause_ms = m.gc_pauses()

@@ -42,6 +42,7 @@ from omni.talker.engine import (
     ChunkPlan,
     EngineClosed,
     Finished,
+    FirstChunkSizing,
     PrefillCoalescing,
     QueueFull,
     Request,
@@ -350,7 +351,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         default_max_new_tokens=max_new,
         max_new_tokens=max_new,
         max_chunk_frames=config.max_chunk_frames,
-        default_plan=ChunkPlan(config.initial_chunk_frames, config.chunk_frames, tuple(config.chunk_ramp)),
+        default_plan=ChunkPlan(0, config.chunk_frames, tuple(config.chunk_ramp)),  # 0: the engine's FirstChunkSizing
     )
     on_cuda = torch.device(config.device).type == "cuda"
     use_graphs, fused = config.cuda_graphs and on_cuda, config.fused_kernels and on_cuda
@@ -392,6 +393,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.decode_in_prefill_step,
         config.trace_steps,
         config.step_token_budget,
+        FirstChunkSizing(config.initial_chunk_frames, config.busy_initial_chunk_frames, config.busy_streams),
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
