@@ -103,6 +103,7 @@ METRICS = {
     "talker_prefill_batch": "omni_talker_prefill_batch_size",
     "talker_queue_ms": "omni_talker_queue_wait_ms",
     "talker_first_chunk_ms": "omni_talker_time_to_first_chunk_ms",
+    "talker_first_chunk_frames": "omni_talker_first_chunk_frames",  # a counter by frames, read as (sum, count)
     "codec_compute_ms": "omni_codec_tick_compute_ms",
     "codec_planned_ms": "omni_codec_planned_ms",
     "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
@@ -218,7 +219,10 @@ def scrape(port: int) -> dict[str, tuple[float, float]]:
         return {}
     out = {}
     for family in text_string_to_metric_families(text):
-        if family.name in METRICS.values():  # summed over label values (the GC pauses' generations)
+        if family.name == METRICS["talker_first_chunk_frames"]:  # frames x requests, requests: the mean is frames
+            counts = [(float(s.labels["frames"]), s.value) for s in family.samples if s.name.endswith("_total")]
+            out[family.name] = (sum(f * n for f, n in counts), sum(n for _, n in counts))
+        elif family.name in METRICS.values():  # summed over label values (the GC pauses' generations)
             total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
             out[family.name] = (total, sum(s.value for s in family.samples if s.name.endswith("_count")))
     return out
