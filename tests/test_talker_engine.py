@@ -93,7 +93,7 @@ def test_first_chunk_sizing_is_busy_from_busy_streams_held():
     assert FirstChunkSizing(2, 3, busy_streams=0).frames_for(10**6) == 2  # 0: never busy
 
 
-def test_the_engine_sizes_first_chunks_by_the_requests_it_holds_at_admission(synth, scheduling):
+def test_the_engine_sizes_first_chunks_by_the_requests_it_holds(synth, scheduling):
     """Two slots, four requests at once, busy from three held: the two admitted first (four held) get a 3-frame first
     chunk, the two admitted when those end (two held) the usual 2, and a request with its own first chunk keeps it."""
     texts = ["Hi.", "Hello there.", "Good morning.", "See you."]
@@ -120,6 +120,41 @@ def test_the_engine_sizes_first_chunks_by_the_requests_it_holds_at_admission(syn
     registry = engine.metrics.server.registry
     picked = {f: registry.get_sample_value("omni_talker_first_chunk_frames_total", {"frames": f}) for f in "23"}
     assert picked == {"2": 1.0, "3": 2.0}  # the explicit plan is not counted
+
+
+class LateArrivals(TalkerEngine):
+    """Submits `late` requests as it plans its second step: they arrive after the first request got its slot."""
+
+    def __init__(self, *args, late=(), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.late, self.plans = list(late), 0
+
+    def _plan(self):
+        self.plans += 1
+        if self.plans == 2:
+            for request in self.late:
+                self.submit(request)
+        return super()._plan()
+
+
+def test_a_first_chunk_is_sized_when_it_is_due_not_at_admission(synth, scheduling):
+    """A request admitted alone (one held, not busy) whose first chunk falls due after two more arrived (three held,
+    busy from three) gets the busy 3 frames: the first requests of a burst are admitted before the rest arrive."""
+    late = [job(synth, "Hello there.", 1, 12, ChunkPlan(0, 4)), job(synth, "See you.", 2, 12, ChunkPlan(0, 4))]
+
+    async def scenario():
+        engine = engine_for(synth, LateArrivals, late=late, first_chunk=FirstChunkSizing(2, 3, 3), **scheduling)
+        engine.start()
+        try:
+            first = engine.submit(job(synth, "Hi.", 0, 12, ChunkPlan(0, 4)))
+            return engine, await asyncio.gather(*map(drain_outputs, [first, *late]))
+        finally:
+            await engine.stop()
+
+    engine, results = asyncio.run(scenario())
+    assert engine.plans > 2 and [len(chunks[0].codes) for _, chunks, _ in results] == [3, 3, 3]
+    registry = engine.metrics.server.registry
+    assert registry.get_sample_value("omni_talker_first_chunk_frames_total", {"frames": "3"}) == 3.0
 
 
 def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, scheduling):

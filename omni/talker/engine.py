@@ -40,7 +40,7 @@ import logging
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -76,7 +76,7 @@ class EngineClosed(Exception):
 @dataclass(frozen=True)
 class ChunkPlan:
     """Chunk sizes in frames: `initial`, then each of `ramp`, then `steady` for the rest. `initial` 0 leaves the
-    first chunk to the engine's `FirstChunkSizing`, which fills it in when the request gets its slot."""
+    first chunk to the engine's `FirstChunkSizing`."""
 
     initial: int = 1
     steady: int = 15
@@ -170,14 +170,16 @@ class PrefillCoalescing:
 
 @dataclass(frozen=True)
 class FirstChunkSizing:
-    """The first chunk's frames for a request that leaves them to the engine, picked when it gets a slot.
+    """The first chunk's frames for a request that leaves them to the engine, picked when they are due: a request
+    holding `frames` frames sends them unless the engine is busy, then it waits for `busy_frames`.
 
     Every later chunk must arrive before the audio ahead of it has played. Chunk k's slack is 80 ms x (frames before
     it) - (frames generated after the first chunk, up to its last) x step - codec jitter, so one more frame in the
     first chunk gives every later chunk 80 ms more for one more step of time to first audio. That pays only when
     steps are slow, i.e. when the talker holds many streams (one H200, 1.7B, run 60: at 512 streams 3 frames instead
     of 2 cut requests with a gap from 24% to 1%; at 128, where 2 frames have no gaps, they cost TTFA p99 218 -> 242
-    ms). `busy_frames` apply when at least `busy_streams` requests (in slots or waiting, this one included) are held.
+    ms). The engine is busy while it holds at least `busy_streams` requests (in slots or waiting): the load its steps
+    will carry while the request's next chunks are made.
     """
 
     frames: int = 2
@@ -378,13 +380,8 @@ class TalkerEngine:
                 self.cancel(request, DEADLINE)
 
     def _admit(self) -> None:
-        held = len(self.slots) + len(self.waiting)  # the same through the loop: each admission moves one request
         while self.free and self.waiting:
             request = self.waiting.popleft()
-            if request.plan.initial == 0:
-                frames = self.first_chunk.frames_for(held)
-                request.plan = replace(request.plan, initial=frames)
-                self.metrics.first_chunk_frames.labels(str(frames)).inc()
             request.slot = self.free.pop()
             request.admitted = time.perf_counter()
             request.queue_ms = (request.admitted - request.arrived) * 1000.0
@@ -514,6 +511,8 @@ class TalkerEngine:
         m.batch_size.observe(len(plan.decodes))
         m.frames.inc(len(plan.decodes))
         groups = self.runner.groups
+        # Sized now, not at admission: the first requests of a burst are admitted before the rest have arrived.
+        first_frames = self.first_chunk.frames_for(len(self.slots) + len(self.waiting))
         for request, row in zip(plan.decodes, decoded, strict=True):
             if request.done:
                 continue  # cancelled while the step ran: its frame is dropped
@@ -521,6 +520,10 @@ class TalkerEngine:
             if row[groups]:
                 self._flush(request, step_ms, last=True)
                 self._finish(request, EOS if row[groups + 1] else MAX_NEW_TOKENS)
+            elif request.chunks_sent == 0 and request.plan.initial == 0:
+                if len(request.buffer) >= first_frames:
+                    m.first_chunk_frames.labels(str(len(request.buffer))).inc()
+                    self._flush(request, step_ms, last=False)
             elif len(request.buffer) >= request.plan.size(request.chunks_sent):
                 self._flush(request, step_ms, last=False)
 

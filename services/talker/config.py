@@ -32,8 +32,8 @@ class TalkerConfig(ServiceConfig):
     )
     busy_initial_chunk_frames: int = option(
         3,
-        "default frames in the first chunk of a stream admitted while the talker holds busy_streams or more requests "
-        "(slow steps: one H200, 1.7B, 512 streams: requests with a gap 24% -> 1% with 3 instead of 2)",
+        "default frames in a stream's first chunk while the talker holds busy_streams or more requests when it falls "
+        "due (slow steps: one H200, 1.7B, 512 streams: requests with a gap 24% -> 1% with 3 instead of 2)",
     )
     busy_streams: int = option(
         256,
