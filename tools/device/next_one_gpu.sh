@@ -1,16 +1,14 @@
-# Next one-GPU call (nvidia-h200, ~5 minutes): where a full GPU's time goes now, component by component, to pick the
-# next speed change. Session 15 found the DESIGN's 50x row above one H200's compute ceiling; what raises our ratio to
-# the official is our own throughput toward the ~1,390 audio-s/s the measured steps allow (docs/benchmarks.md). The
-# last talker-step profile is run 24's (session 6: decode attention 37% of a 512-row step, GEMMs 30%), taken before
-# the predictor's attention launch settings and everything after; the last codec profile is older still.
-# 1. the talker + predictor step at the stack's batch sizes, graph replay, with the top kernels of an eager 512 step;
-# 2. the codec step at the service's shapes (fused-cl+graph, cuDNN autotuned as the service does), with its profile.
-# Prediction: the talker step at 512 rows ~17 ms with attention still the largest share; the codec ~23 us per frame.
+# Next one-GPU call (nvidia-h200, ~8 minutes): today's default (session 16: the first chunk sized by the talker's
+# load, 3 frames from 256 requests held) repeated at 128 and 512 streams, and for the first time in the open loop.
+# Session 16's TTFA p99 at 128 streams: 218, 234, 262, 227 ms (runs 60, 62-64; eight of nine stacks since run 54
+# under 250). 512 streams: 4% and 6% of requests gapped from the first byte, 0% with a 100 ms buffer (runs 63-64).
+# The open loop ran with 2-frame first chunks only (run 56: 824 listeners with no gap at 80 requests/s, 1,083 with
+# 0.1% at 96/s, 18% at 104/s). At 96-104/s the talker holds ~340-380 requests, so new streams get 3 frames there.
+# Predictions: 128 p99 in 218-262 (2.0 frames); 512 gaps <= 6% (3.0 frames); open loop: 80/s and 96/s no gap,
+# 104/s under 18% (3 frames give the ramp 80 ms more slack), TTFA p50 +1 step (~30 ms) at 96-104/s.
 source tools/device/setup.sh
 stamp start
-python3 tools/bench_talker_step.py --models 1.7B --modes fused+sampler --batches 1,128,256,384,512 --max-len 512 \
-    --check-steps 2 --profile --iters 20 --json $OUT/talker_step.json 2>&1 | tail -60
-stamp talker
-python3 tools/bench_codec.py --modes fused-cl+graph --batches 128 256 --chunks 2 4 8 15 --cudnn-benchmark \
-    --no-checks --min-seconds 0.3 --profile --out $OUT/codec_step.json 2>&1 | tail -60
-stamp codec
+$S --concurrency 128 512 --out /tmp/D1; save D1
+$S --concurrency 128 512 --out /tmp/D2; save D2
+$S --concurrency 800 --arrival-seconds 25 --rates 80 96 104 --out /tmp/O; save O
+python3 tools/compare_runs.py default=/tmp/D1,/tmp/D2,/tmp/O

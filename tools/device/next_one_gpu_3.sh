@@ -1,7 +1,10 @@
-# The one-GPU call after next_one_gpu_2.sh (nvidia-h200, ~4 minutes): the closed loop at 256 and 384 streams with the
-# defaults, to place "real-time streams as requests open at once" between 256 (0 gaps from the first byte in runs 40
-# and 43, before the step token budget) and 512 (11-26% gapped, runs 55-58). `underrun_after_first_wave_pct` (new in
-# session 15) separates the opening wave's gaps from the steady state's.
+# One-GPU call (nvidia-h200, ~4 minutes): where the codec's step time goes (run 61 wrote no codec profile:
+# bench_codec.py --profile profiles the eager and Triton modes only) and the talker step beside it.
+# Run 61's codec alone: 128 rows x 2 frames 12.63 ms (20,274 new frames/s), x 15 45.42 ms (42,272); the ramp's small
+# chunks run at half the frame rate of the steady ones. Prediction: the vocoder's upsampling convolutions most of a
+# 128x15 step, and a 2-frame step dominated by fixed per-step work (the decoder transformer over its context window).
 source tools/device/setup.sh
 stamp start
-$S --concurrency 256 384 --out /tmp/R; save R
+python3 tools/bench_codec.py --modes eager fused-cl+graph --batches 128 --chunks 2 15 --cudnn-benchmark \
+    --no-checks --min-seconds 0.3 --profile --out $OUT/codec_step.json 2>&1 | tail -80
+stamp codec
