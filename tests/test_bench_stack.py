@@ -112,6 +112,8 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert 1 <= row["codec_rows_per_request"] <= 2
         # Garbage collections: each process's share of the level (summed over generations), never all of it.
         assert 0 <= row["talker_gc_share"] < 1 and 0 <= row["codec_gc_share"] < 2
+        # The gateway's, from its own /metrics (its workers summed): read, and a count of long pauses.
+        assert 0 <= row["gateway_gc_share"] < 1 and row["gateway_gc_over_20ms"] >= 0
         # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
         # than the client's (it starts when the handler runs and ends when the first byte is sent).
         assert row["cpu_cores"]["client"] > 0
@@ -152,6 +154,42 @@ def load_bench_stack():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_metrics_pages_are_read_as_sums_and_counts():
+    """Histograms summed over labels; the gateway's GC pauses in ms with the long ones counted apart (a bucket edge
+    at LONG_GC_MS: 3 of 5 pauses were within it); the talker's first chunks as frames x requests."""
+    page = """# HELP omni_talker_step_ms step
+# TYPE omni_talker_step_ms histogram
+omni_talker_step_ms_bucket{le="+Inf"} 4.0
+omni_talker_step_ms_sum 60.0
+omni_talker_step_ms_count 4.0
+# HELP omni_gateway_gc_pause_seconds pauses
+# TYPE omni_gateway_gc_pause_seconds histogram
+omni_gateway_gc_pause_seconds_bucket{generation="0",le="0.01"} 2.0
+omni_gateway_gc_pause_seconds_bucket{generation="0",le="0.02"} 2.0
+omni_gateway_gc_pause_seconds_bucket{generation="0",le="+Inf"} 2.0
+omni_gateway_gc_pause_seconds_sum{generation="0"} 0.004
+omni_gateway_gc_pause_seconds_count{generation="0"} 2.0
+omni_gateway_gc_pause_seconds_bucket{generation="2",le="0.01"} 0.0
+omni_gateway_gc_pause_seconds_bucket{generation="2",le="0.02"} 1.0
+omni_gateway_gc_pause_seconds_bucket{generation="2",le="+Inf"} 3.0
+omni_gateway_gc_pause_seconds_sum{generation="2"} 0.136
+omni_gateway_gc_pause_seconds_count{generation="2"} 3.0
+# HELP omni_talker_first_chunk_frames_total first chunks
+# TYPE omni_talker_first_chunk_frames_total counter
+omni_talker_first_chunk_frames_total{frames="2"} 6.0
+omni_talker_first_chunk_frames_total{frames="3"} 2.0
+"""
+    bench_stack = load_bench_stack()
+    read = bench_stack.read_metrics(page)
+    assert read["omni_talker_step_ms"] == (60.0, 4.0)
+    assert read["omni_gateway_gc_pause_seconds"] == (pytest.approx(140.0), 5.0)
+    assert read[bench_stack.GATEWAY_LONG_GC] == (0.0, 2.0)
+    assert read["omni_talker_first_chunk_frames"] == (18.0, 8.0)
+    load = bench_stack.engine_load({}, read, wall_s=2.0, requests=1)
+    assert load["gateway_gc_share"] == pytest.approx(0.07) and load["gateway_gc_over_20ms"] == 2.0
+    assert bench_stack.metric_means({}, read)["talker_first_chunk_frames"] == 2.25
 
 
 def test_problem_lines_pick_errors_and_failed_requests_from_service_logs():

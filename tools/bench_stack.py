@@ -109,7 +109,11 @@ METRICS = {
     "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
     "talker_gc_ms": "omni_talker_gc_pause_ms",
     "codec_gc_ms": "omni_codec_gc_pause_ms",
+    "gateway_gc_ms": "omni_gateway_gc_pause_seconds",  # read in ms, summed over the gateway's workers
 }
+# Gateway GC pauses at least this long are counted apart: one stalls every request its worker holds.
+LONG_GC_MS = 20.0
+GATEWAY_LONG_GC = "omni_gateway_gc_pause_seconds:long"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -209,22 +213,35 @@ def layouts(device: str, wanted: list[int], refenc_device: str = "") -> list[dic
 
 
 def scrape(port: int) -> dict[str, tuple[float, float]]:
-    """(sum, count) of each histogram in METRICS that this /metrics page has (none if it cannot be read)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
+    """`read_metrics` of the /metrics page on `port` (none if it cannot be read)."""
     try:
         text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
     except httpx.HTTPError as exc:
         print(f"bench_stack: /metrics on port {port} not readable: {exc}", file=sys.stderr, flush=True)
         return {}
+    return read_metrics(text)
+
+
+def read_metrics(text: str) -> dict[str, tuple[float, float]]:
+    """(sum, count) of each histogram in METRICS that a /metrics page has, summed over label values (the GC pauses'
+    generations); the gateway's GC pauses in ms, with those of LONG_GC_MS or more as (0, count) under
+    GATEWAY_LONG_GC; the talker's first-chunk counter as (frames x requests, requests)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     out = {}
     for family in text_string_to_metric_families(text):
-        if family.name == METRICS["talker_first_chunk_frames"]:  # frames x requests, requests: the mean is frames
+        if family.name == METRICS["talker_first_chunk_frames"]:
             counts = [(float(s.labels["frames"]), s.value) for s in family.samples if s.name.endswith("_total")]
             out[family.name] = (sum(f * n for f, n in counts), sum(n for _, n in counts))
-        elif family.name in METRICS.values():  # summed over label values (the GC pauses' generations)
+        elif family.name in METRICS.values():
             total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
-            out[family.name] = (total, sum(s.value for s in family.samples if s.name.endswith("_count")))
+            count = sum(s.value for s in family.samples if s.name.endswith("_count"))
+            if family.name == METRICS["gateway_gc_ms"]:
+                short = [s for s in family.samples if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
+                short = sum(s.value for s in short if float(s.labels["le"]) * 1000.0 == LONG_GC_MS)
+                out[GATEWAY_LONG_GC] = (0.0, count - short)
+                total *= 1000.0
+            out[family.name] = (total, count)
     return out
 
 
@@ -241,12 +258,15 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
     talker_ms, codec_ms = delta("omni_talker_step_ms", 0), delta("omni_codec_tick_ms", 0)
     ticks, rows = delta("omni_codec_batch_size", 1), delta("omni_codec_batch_size", 0)
     talker_gc, codec_gc = delta("omni_talker_gc_pause_ms", 0), delta("omni_codec_gc_pause_ms", 0)
+    gateway_gc, long_gc = delta(METRICS["gateway_gc_ms"], 0), delta(GATEWAY_LONG_GC, 1)
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
         "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
         # Share of the level each process spent in garbage collections (all its threads stopped).
         "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
         "codec_gc_share": None if codec_gc is None else codec_gc / 1000.0 / wall_s,
+        "gateway_gc_share": None if gateway_gc is None else gateway_gc / 1000.0 / wall_s,  # summed over its workers
+        f"gateway_gc_over_{LONG_GC_MS:.0f}ms": long_gc,  # pauses that long in any worker over the level
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
     }
@@ -424,6 +444,7 @@ class Serve:
         command += [f"--{name}-device={devices[name]}" for name in ("talker", "codec", "refenc")]
         (self.work_dir / "command.txt").write_text(" ".join(command) + "\n")
         self.lines: list[str] = []
+        self.url = ""  # the gateway's, once ready
         self.ready = threading.Event()
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True
@@ -446,7 +467,8 @@ class Serve:
             raise TimeoutError(f"omni serve not ready after {timeout_s:.0f} s; logs in {self.work_dir}")
         if self.process.poll() is not None:
             raise RuntimeError("omni serve exited:\n" + "\n".join(self.lines[-40:]))
-        return re.search(r"HTTP API: (http://\S+)/v1", "\n".join(self.lines)).group(1)
+        self.url = re.search(r"HTTP API: (http://\S+)/v1", "\n".join(self.lines)).group(1)
+        return self.url
 
     def backend_pids(self) -> list[int]:
         return [int(m.group(1)) for m in re.finditer(r"service:\s+\S+ \(pid (\d+)\)", "\n".join(self.lines))]
@@ -465,9 +487,11 @@ class Serve:
         return [*self.metrics_ports.values(), *extra]
 
     def scrape_all(self) -> dict[str, tuple[float, float]]:
-        """`scrape` of every port, (sum, count) added up per metric family: codec replicas count as one codec."""
+        """`scrape` of every port, the gateway's included, (sum, count) added up per metric family: codec replicas
+        count as one codec."""
         total: dict[str, tuple[float, float]] = {}
-        for port in self.all_metrics_ports():
+        gateway = int(self.url.rsplit(":", 1)[1]) if self.url else None
+        for port in [*self.all_metrics_ports(), *([gateway] if gateway else [])]:
             for family, (s, c) in scrape(port).items():
                 s0, c0 = total.get(family, (0.0, 0.0))
                 total[family] = (s0 + s, c0 + c)
@@ -672,7 +696,10 @@ def format_diagnostics(row: dict) -> str:
     parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
     load = ("talker_busy", "codec_busy", "codec_ticks_per_s", "codec_rows_per_request")
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
-    parts += [f"{k} {row[k]:.4f}" for k in ("talker_gc_share", "codec_gc_share") if row.get(k) is not None]
+    gc = ("talker_gc_share", "codec_gc_share", "gateway_gc_share")
+    parts += [f"{k} {row[k]:.4f}" for k in gc if row.get(k) is not None]
+    long_gc = f"gateway_gc_over_{LONG_GC_MS:.0f}ms"
+    parts += [f"{long_gc} {row[long_gc]:.0f}"] if row.get(long_gc) is not None else []
     ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
     parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap

@@ -6,6 +6,11 @@
 # 0.1% at 96/s, 18% at 104/s). At 96-104/s the talker holds ~340-380 requests, so new streams get 3 frames there.
 # Predictions: 128 p99 in 218-262 (2.0 frames); 512 gaps <= 6% (3.0 frames); open loop: 80/s and 96/s no gap,
 # 104/s under 18% (3 frames give the ramp 80 ms more slack), TTFA p50 +1 step (~30 ms) at 96-104/s.
+# Run 63's 262 ms p99 at 128 streams: one gateway worker's sender took 9 requests at the same instant, 62-70 ms after
+# their handlers began (the voice-list read is ruled out: the refenc answered all four workers' reads 0.2-0.3 ms each,
+# within 11 ms of the level's start). A GC pause in that worker is the candidate: bench_stack now prints the gateway's
+# `gateway_gc_share` and `gateway_gc_over_20ms` (its /metrics, workers summed). Prediction: a 128-stream level with a
+# send p99 above 40 ms has gateway_gc_over_20ms >= 1; levels without one have 0.
 source tools/device/setup.sh
 stamp start
 $S --concurrency 128 512 --out /tmp/D1; save D1
