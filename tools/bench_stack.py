@@ -70,6 +70,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -237,9 +238,10 @@ def read_metrics(text: str) -> dict[str, tuple[float, float]]:
             total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
             count = sum(s.value for s in family.samples if s.name.endswith("_count"))
             if family.name == METRICS["gateway_gc_ms"]:
-                short = [s for s in family.samples if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
-                short = sum(s.value for s in short if float(s.labels["le"]) * 1000.0 == LONG_GC_MS)
-                out[GATEWAY_LONG_GC] = (0.0, count - short)
+                buckets = [s for s in family.samples if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
+                edge = [s.value for s in buckets if math.isclose(float(s.labels["le"]) * 1000.0, LONG_GC_MS)]
+                if edge:  # else the gateway's buckets have no edge there: no count rather than a wrong one
+                    out[GATEWAY_LONG_GC] = (0.0, count - sum(edge))
                 total *= 1000.0
             out[family.name] = (total, count)
     return out

@@ -27,8 +27,9 @@ class TalkerConfig(ServiceConfig):
     prefill_max_wait_ms: float = option(0.0, "the longest a new prompt is held for prefill_min_batch, ms")
     initial_chunk_frames: int = option(
         2,
-        "default frames in a stream's first chunk: 2 gives every later chunk 80 ms more slack against playback "
-        "(on one H200, 512 streams: requests with a gap 74% -> 35%; one stream's first audio 26 -> 36 ms)",
+        "default frames in a stream's first chunk (busy_initial_chunk_frames from busy_streams): 2 gives every later "
+        "chunk 80 ms more slack against playback (on one H200, 512 streams: requests with a gap 74% -> 35%; one "
+        "stream's first audio 26 -> 36 ms)",
     )
     busy_initial_chunk_frames: int = option(
         3,
