@@ -126,6 +126,8 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         # talker cannot have a request sooner (both read off one machine's clocks; a line's times are rounded to µs).
         send, hop = row["gateway_send_p50_ms"], row["hop_p50_ms"]
         assert 0 < send <= hop + 0.01, (send, hop)
+        # Its earlier parts, in order (medians of marks that are in order for every request).
+        assert 0 <= row["gateway_voices_p50_ms"] <= row["gateway_prepared_p50_ms"] <= send, row
         assert row["talker_first_chunk_p99_ms"] < row["gateway_ttfa_p99_ms"]
     table = (out / "table.md").read_text()
     assert table.startswith("| model | GPUs | conc |") and table.count("\n| tiny | 0 |") == 2
@@ -288,7 +290,17 @@ def test_ttfa_is_split_at_the_talker_by_request_id():
 
     gateway = "\n".join(
         [
-            line("speech", 101.0, request_id="a", outcome="ok", ttfa_ms=95.0, talker_sent_ms=4.0, total_ms=1000.0),
+            line(
+                "speech",
+                101.0,
+                request_id="a",
+                outcome="ok",
+                ttfa_ms=95.0,
+                voices_ms=1.0,
+                prepared_ms=2.5,
+                talker_sent_ms=4.0,
+                total_ms=1000.0,
+            ),  # fmt: skip
             line("speech", 101.5, request_id="b", outcome="cancelled", ttfa_ms=None, total_ms=500.0),
             line("speech", 102.0, request_id="gone", outcome="ok", ttfa_ms=50.0, total_ms=900.0),
         ]
@@ -301,6 +313,8 @@ def test_ttfa_is_split_at_the_talker_by_request_id():
         ]
     )
     parts = load_bench_stack().ttfa_parts_ms(gateway, talker)
-    assert list(parts) == ["hop", "gateway_send", "talker_first_chunk", "after_talker"]
-    assert [round(v[0], 6) for v in parts.values()] == [10.0, 4.0, 60.0, 25.0]  # 4 of the hop's 10 in the gateway
+    gateway_parts = ["gateway_voices", "gateway_prepared", "gateway_send"]
+    assert list(parts) == ["hop", *gateway_parts, "talker_first_chunk", "after_talker"]
+    # 4 of the hop's 10 in the gateway: the voice list read after 1, the prompt built after 2.5
+    assert [round(v[0], 6) for v in parts.values()] == [10.0, 1.0, 2.5, 4.0, 60.0, 25.0]
     assert all(len(v) == 1 for v in parts.values())

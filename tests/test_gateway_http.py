@@ -551,6 +551,8 @@ def test_metrics_and_request_log_after_traffic(http, caplog):
     assert [line["outcome"] for line in lines] == ["ok", "client_error", "rejected"]
     ok = lines[0]
     assert ok["stream"] == "sse" and ok["model"] == "tiny-customvoice" and ok["ttfa_ms"] >= 0
+    # The handler marks when the voice list was read; this fake backend marks nothing of its own.
+    assert 0 <= ok["voices_ms"] <= ok["ttfa_ms"] and ok["prepared_ms"] is None and ok["talker_sent_ms"] is None
     assert ok["audio_s"] == NUM_CHUNKS * CHUNK_SAMPLES / SAMPLE_RATE
     assert "speed" in lines[1]["reason"]
 

@@ -367,7 +367,13 @@ def gateway_ttfa_ms(text: str) -> list[float]:
     return [float(r["ttfa_ms"]) for r in request_records(text, "speech") if r.get("ttfa_ms") is not None]
 
 
-TTFA_PARTS = ("hop", "gateway_send", "talker_first_chunk", "after_talker")
+TTFA_PARTS = ("hop", "gateway_voices", "gateway_prepared", "gateway_send", "talker_first_chunk", "after_talker")
+# The hop's first parts, each from the handler's start: from the gateway's own line (field, part).
+GATEWAY_MARKS = (
+    ("voices_ms", "gateway_voices"),
+    ("prepared_ms", "gateway_prepared"),
+    ("talker_sent_ms", "gateway_send"),
+)
 
 
 def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]:
@@ -375,8 +381,9 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
     `hop` (the gateway's handler start to the talker's start of the request), `talker_first_chunk` (from there to its
     first chunk) and `after_talker` (the rest: the codec and the gateway up to the first audio handed to the
     response). A line's start is its timestamp less its `total_ms` (the services share one machine's clock).
-    `gateway_send` is the hop's first part, from the gateway's own `talker_sent_ms` (its talker request taken for
-    a write); the rest of the hop is the way over gRPC and the talker's event loop. Lines without it add none."""
+    The hop's first parts come from the gateway's own line, each from the handler's start: `gateway_voices` (the
+    voice list read), `gateway_prepared` (the prompt built) and `gateway_send` (its talker request taken for a
+    write); the rest of the hop is the way over gRPC and the talker's event loop. Lines without one add none."""
     talker = {r.get("request_id"): r for r in request_records(talker_text, "generate") if r.get("first_chunk_ms")}
     parts: dict[str, list[float]] = {k: [] for k in TTFA_PARTS}
     for g in request_records(gateway_text, "speech"):
@@ -385,8 +392,9 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
             continue
         hop = (t["ts"] - t["total_ms"] / 1000.0 - (g["ts"] - g["total_ms"] / 1000.0)) * 1000.0
         parts["hop"].append(hop)
-        if g.get("talker_sent_ms") is not None:
-            parts["gateway_send"].append(float(g["talker_sent_ms"]))
+        for field, part in GATEWAY_MARKS:
+            if g.get(field) is not None:
+                parts[part].append(float(g[field]))
         parts["talker_first_chunk"].append(float(t["first_chunk_ms"]))
         parts["after_talker"].append(float(g["ttfa_ms"]) - hop - float(t["first_chunk_ms"]))
     return parts

@@ -210,7 +210,11 @@ class Tracker:
         if outcome == "ok":
             self.clock.record(self.metrics, self.model, self.stream)
         first = self.clock.first_audio
-        sent = self.marks.get("talker_sent")  # its talker request taken for a write: the gateway's part of the hop
+
+        def since_start(mark: str) -> float | None:  # ms from the handler's start to a mark on the request's way
+            at = self.marks.get(mark)
+            return (at - self.clock.start) * 1000.0 if at is not None else None
+
         log_request(
             log,
             "speech",
@@ -220,7 +224,11 @@ class Tracker:
             outcome=outcome,
             reason=reason,
             ttfa_ms=(first - self.clock.start) * 1000.0 if first is not None else None,
-            talker_sent_ms=(sent - self.clock.start) * 1000.0 if sent is not None else None,
+            # The gateway's part of the way to the talker: the voice list read, the request prepared (its prompt
+            # built), its talker request taken for a write.
+            voices_ms=since_start("voices"),
+            prepared_ms=since_start("prepared"),
+            talker_sent_ms=since_start("talker_sent"),
             total_ms=(time.monotonic() - self.clock.start) * 1000.0,
             audio_s=self.clock.audio_s,
             underrun_ms=self.clock.underrun_s * 1000.0,
@@ -309,7 +317,9 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
         try:
             needs_voices = body.voice not in (None, "", "default")
             uploaded = await backend.voices_for_request(body.voice) if needs_voices else []
+            voices_at = time.monotonic()
             model, synthesis = await resolve_request(body, backend.models(), uploaded, config, request_id)
+            synthesis.marks["voices"] = voices_at
             tracker.model, tracker.stream, tracker.marks = model.id, body.stream_mode, synthesis.marks
             deadline = asyncio.get_running_loop().time() + config.request_timeout_s - (time.monotonic() - clock.start)
             out_rate = body.sample_rate or model.sample_rate

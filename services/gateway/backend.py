@@ -58,8 +58,9 @@ class SynthesisRequest:
     # The client takes float samples (gRPC PCM_F32LE): the codec then sends float32. Every other output is 16-bit,
     # so the codec sends int16, half the bytes through its event loop and the gateway, and nothing is lost.
     float_samples: bool = False
-    # time.monotonic() of points on the request's way that the backend marks (`talker_sent`: its talker request was
-    # taken for a write to the talker), for the gateway's request log line.
+    # time.monotonic() of points on the request's way, for the gateway's request log line: `voices` (the voice list
+    # read, by the HTTP handler), `prepared` (its prompt built) and `talker_sent` (its talker request taken for a write
+    # to the talker), the last two by the backend.
     marks: dict[str, float] = field(default_factory=dict, compare=False)
 
 

@@ -369,6 +369,7 @@ class GrpcBackend(Backend):
 
     async def synthesize(self, request: SynthesisRequest) -> AsyncIterator[np.ndarray | Usage]:
         prepared = await self._prepare(request)
+        request.marks["prepared"] = time.monotonic()
         codec_format = (
             common_pb2.SAMPLE_FORMAT_PCM_F32LE if request.float_samples else common_pb2.SAMPLE_FORMAT_PCM_S16LE
         )

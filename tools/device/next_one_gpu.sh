@@ -9,8 +9,10 @@
 # Run 63's 262 ms p99 at 128 streams: one gateway worker's sender took 9 requests at the same instant, 62-70 ms after
 # their handlers began (the voice-list read is ruled out: the refenc answered all four workers' reads 0.2-0.3 ms each,
 # within 11 ms of the level's start). A GC pause in that worker is the candidate: bench_stack now prints the gateway's
-# `gateway_gc_share` and `gateway_gc_over_20ms` (its /metrics, workers summed). Prediction: a 128-stream level with a
-# send p99 above 40 ms has gateway_gc_over_20ms >= 1; levels without one have 0.
+# `gateway_gc_share` and `gateway_gc_over_20ms` (its /metrics, workers summed), and the send split into
+# `gateway_voices` (the voice list read) and `gateway_prepared` (the prompt built). Prediction: a 128-stream level
+# with a send p99 above 40 ms has gateway_gc_over_20ms >= 1 and its prepared p99 near its send p99 (the stall before
+# the prompt is built); levels without one have 0.
 source tools/device/setup.sh
 stamp start
 $S --concurrency 128 512 --out /tmp/D1; save D1
