@@ -288,19 +288,10 @@ def test_ttfa_is_split_at_the_talker_by_request_id():
     def line(msg: str, ts: float, **fields) -> str:
         return json.dumps({"ts": ts, "level": "info", "msg": msg, **fields})
 
+    marks = {"voices_ms": 1.0, "prepared_ms": 2.5, "talker_sent_ms": 4.0}  # the gateway's part of the hop, in steps
     gateway = "\n".join(
         [
-            line(
-                "speech",
-                101.0,
-                request_id="a",
-                outcome="ok",
-                ttfa_ms=95.0,
-                voices_ms=1.0,
-                prepared_ms=2.5,
-                talker_sent_ms=4.0,
-                total_ms=1000.0,
-            ),  # fmt: skip
+            line("speech", 101.0, request_id="a", outcome="ok", ttfa_ms=95.0, **marks, total_ms=1000.0),
             line("speech", 101.5, request_id="b", outcome="cancelled", ttfa_ms=None, total_ms=500.0),
             line("speech", 102.0, request_id="gone", outcome="ok", ttfa_ms=50.0, total_ms=900.0),
         ]
