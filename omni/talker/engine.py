@@ -82,10 +82,11 @@ class ChunkPlan:
     steady: int = 15
     ramp: tuple[int, ...] = ()
 
-    def size(self, index: int) -> int:
-        """Frames in chunk number `index` (0-based)."""
+    def size(self, index: int, engine_first: int = 0) -> int:
+        """Frames in chunk number `index` (0-based); `engine_first` is the engine's size for a first chunk left to
+        it."""
         if index == 0:
-            return self.initial
+            return self.initial or engine_first
         if index - 1 < len(self.ramp):
             return self.ramp[index - 1]
         return self.steady
@@ -520,11 +521,7 @@ class TalkerEngine:
             if row[groups]:
                 self._flush(request, step_ms, last=True)
                 self._finish(request, EOS if row[groups + 1] else MAX_NEW_TOKENS)
-            elif request.chunks_sent == 0 and request.plan.initial == 0:
-                if len(request.buffer) >= first_frames:
-                    m.first_chunk_frames.labels(str(len(request.buffer))).inc()
-                    self._flush(request, step_ms, last=False)
-            elif len(request.buffer) >= request.plan.size(request.chunks_sent):
+            elif len(request.buffer) >= request.plan.size(request.chunks_sent, first_frames):
                 self._flush(request, step_ms, last=False)
 
     def _flush(self, request: Request, step_ms: float, last: bool) -> None:
@@ -534,6 +531,8 @@ class TalkerEngine:
         if request.chunks_sent == 0:
             request.first_chunk_ms = (time.perf_counter() - request.arrived) * 1000.0
             self.metrics.first_chunk_ms.observe(request.first_chunk_ms)
+            if request.plan.initial == 0 and not last:  # sized by the engine (a last chunk is cut short by the stop)
+                self.metrics.first_chunk_frames.labels(str(len(codes))).inc()
         request.outputs.put_nowait(Chunk(codes, request.frames_sent, last, step_ms))
         request.frames_sent += len(codes)
         request.chunks_sent += 1
