@@ -106,6 +106,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
         # The talker sized every first chunk, with 2 frames (a tiny load is never busy_streams).
         assert row["talker_first_chunk_frames"] == 2.0
+        assert row["talker_early_chunks_per_request"] == 0  # min_lead_ms is off by default
         # Engine load: one talker is busy at most all the time, two codec replicas at most twice; a 4-frame request
         # sends chunks of 2 and 2 frames, so it takes 1 or 2 codec rows (its chunks merged in one tick, or not).
         assert 0 < row["talker_busy"] <= 1.01 and 0 < row["codec_busy"] <= 2.02 and row["codec_ticks_per_s"] > 0
@@ -182,6 +183,11 @@ omni_gateway_gc_pause_seconds_count{generation="2"} 3.0
 # TYPE omni_talker_first_chunk_frames_total counter
 omni_talker_first_chunk_frames_total{frames="2"} 6.0
 omni_talker_first_chunk_frames_total{frames="3"} 2.0
+# HELP omni_talker_early_chunk_frames early chunks
+# TYPE omni_talker_early_chunk_frames histogram
+omni_talker_early_chunk_frames_bucket{le="+Inf"} 3.0
+omni_talker_early_chunk_frames_sum 12.0
+omni_talker_early_chunk_frames_count 3.0
 """
     bench_stack = load_bench_stack()
     read = bench_stack.read_metrics(page)
@@ -189,9 +195,11 @@ omni_talker_first_chunk_frames_total{frames="3"} 2.0
     assert read["omni_gateway_gc_pause_seconds"] == (pytest.approx(140.0), 5.0)
     assert read[bench_stack.GATEWAY_LONG_GC] == (0.0, 2.0)
     assert read["omni_talker_first_chunk_frames"] == (18.0, 8.0)
-    load = bench_stack.engine_load({}, read, wall_s=2.0, requests=1)
+    load = bench_stack.engine_load({}, read, wall_s=2.0, requests=2)
     assert load["gateway_gc_share"] == pytest.approx(0.07) and load["gateway_gc_over_20ms"] == 2.0
-    assert bench_stack.metric_means({}, read)["talker_first_chunk_frames"] == 2.25
+    assert load["talker_early_chunks_per_request"] == 1.5
+    means = bench_stack.metric_means({}, read)
+    assert means["talker_first_chunk_frames"] == 2.25 and means["talker_early_chunk_frames"] == 4.0
 
 
 def test_problem_lines_pick_errors_and_failed_requests_from_service_logs():

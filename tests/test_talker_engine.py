@@ -4,6 +4,8 @@ Results are checked against the offline driver behind `omni synth` run on the re
 """
 
 import asyncio
+import dataclasses
+import math
 import threading
 import time
 from types import SimpleNamespace
@@ -15,6 +17,7 @@ from omni.talker.engine import (
     ABORTED,
     DEADLINE,
     Chunk,
+    ChunkLead,
     ChunkPlan,
     EngineClosed,
     Finished,
@@ -157,6 +160,53 @@ def test_a_first_chunk_is_sized_when_it_is_due_not_at_admission(synth, schedulin
     assert registry.get_sample_value("omni_talker_first_chunk_frames_total", {"frames": "3"}) == 3.0
 
 
+def test_chunk_lead_says_when_the_lead_falls_under_the_floor():
+    assert ChunkLead().flush_by(10.0, 3) == math.inf  # no floor: planned sizes only
+    assert ChunkLead(min_lead_ms=150, frame_ms=80).flush_by(10.0, 3) == pytest.approx(10.09)  # 240 - 150 ms after
+
+
+def steps_of(step_s: float):
+    """An engine clock that reads `step_s` more at each step's delivery: step n delivers frame n at n x step_s."""
+    calls = iter(range(1, 10**6))
+    return lambda: next(calls) * step_s
+
+
+def lead_run(synth, scheduling, step_s: float, lead: ChunkLead) -> tuple[list[int], np.ndarray, TalkerEngine]:
+    """One request of 40 forced frames (EOS blocked), plan 2 / 4, 8 / 15, on a clock of `step_s` per step."""
+
+    async def scenario():
+        engine = engine_for(synth, lead=lead, clock=steps_of(step_s), **scheduling)
+        request = job(synth, "Hello there.", 3, 40, ChunkPlan(2, 15, (4, 8)))
+        request.params = dataclasses.replace(request.params, min_new_tokens=40)
+        engine.submit(request)
+        engine.start()
+        try:
+            return engine, await drain_outputs(request)
+        finally:
+            await engine.stop()
+
+    engine, (codes, chunks, done) = asyncio.run(scenario())
+    assert done.num_frames == len(codes) >= 39
+    return [len(c.codes) for c in chunks], codes, engine
+
+
+def test_held_frames_go_out_early_when_the_listeners_lead_falls_under_the_floor(synth, scheduling):
+    """Steps of 60 ms, 80 ms frames, floor 110 ms. The first chunk (2 frames) leaves at 0.12 s; by hand, the lead
+    falls under 110 ms at 0.17, 0.33, 0.49, 0.73, 1.05, 1.45, 2.01 s (then 2.73, after the last frame), so the chunks
+    planned as 4, 8, 15, 15 go out as 2, 2, 3, 4, 5, 7, 9 frames; a stream whose steps keep it ahead (10 ms) keeps
+    the planned sizes, and where chunks break never changes the frames."""
+    early, codes, engine = lead_run(synth, scheduling, 0.06, ChunkLead(min_lead_ms=110, frame_ms=80))
+    assert early[:-1] == [2, 2, 2, 3, 4, 5, 7, 9]
+    registry = engine.metrics.server.registry
+    assert registry.get_sample_value("omni_talker_early_chunk_frames_count") == 7.0
+    assert registry.get_sample_value("omni_talker_early_chunk_frames_sum") == 32.0
+
+    planned, planned_codes, _ = lead_run(synth, scheduling, 0.06, ChunkLead())
+    ahead, _, _ = lead_run(synth, scheduling, 0.01, ChunkLead(min_lead_ms=110, frame_ms=80))
+    assert planned[:-1] == ahead[:-1] == [2, 4, 8, 15]
+    np.testing.assert_array_equal(codes, planned_codes)
+
+
 def test_long_prompt_is_prefilled_in_chunks_while_others_decode(synth, scheduling):
     budget = 6
 
@@ -233,9 +283,16 @@ def test_first_chunk_settings_are_checked_and_read_from_the_environment():
         TalkerConfig(busy_streams=-1).validate()
     with pytest.raises(ValueError, match=r"busy_initial_chunk_frames must be in \[1, max_chunk_frames=100\], got 0"):
         TalkerConfig(busy_initial_chunk_frames=0).validate()
-    env = {"OMNI_TALKER_BUSY_STREAMS": "0", "OMNI_TALKER_BUSY_INITIAL_CHUNK_FRAMES": "5"}
+    with pytest.raises(ValueError, match="min_lead_ms must be >= 0, got -1"):
+        TalkerConfig(min_lead_ms=-1).validate()
+    env = {
+        "OMNI_TALKER_BUSY_STREAMS": "0",
+        "OMNI_TALKER_BUSY_INITIAL_CHUNK_FRAMES": "5",
+        "OMNI_TALKER_MIN_LEAD_MS": "150",
+    }
     config = load_config(TalkerConfig, "talker", env=env)
-    assert (config.busy_streams, config.busy_initial_chunk_frames) == (0, 5)
+    assert (config.busy_streams, config.busy_initial_chunk_frames, config.min_lead_ms) == (0, 5, 150.0)
+    assert TalkerConfig().min_lead_ms == 0.0
     assert (TalkerConfig().busy_streams, TalkerConfig().busy_initial_chunk_frames) == (256, 3)
 
 

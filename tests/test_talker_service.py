@@ -217,6 +217,21 @@ def test_a_busy_talker_gives_default_plans_its_busy_first_chunk(model_dir, synth
     assert [c.num_frames for c in own_chunks] == plan_sizes(len(own_codes), 1, 15, [15])
 
 
+def test_a_lead_floor_sends_held_frames_before_their_chunk_is_full(model_dir, synth):
+    """min_lead_ms far above any stream's audio: after the first chunk every listener is always short, so each pair
+    of frames goes out at once instead of waiting for the ramp (2, 4, 8) and 15-frame chunks; the frames are the
+    stream's own (the request alone through the offline driver)."""
+    max_new = 20
+
+    async def scenario():
+        async with Running(model_dir, min_lead_ms=1e6) as svc:
+            return await collect(svc.stub, generate_request(synth, 0, None, max_new, greedy=True))
+
+    codes, chunks, _ = asyncio.run(scenario())
+    np.testing.assert_array_equal(codes, solo(synth, 0, 0, max_new, greedy=True))
+    assert len(codes) > 6 and [c.num_frames for c in chunks] == plan_sizes(len(codes), 2, 2, [])
+
+
 def test_concurrent_streams_each_equal_their_solo_run(model_dir, synth):
     n = 32
     lengths = [3 + (i * 5) % 4 for i in range(n)]  # max_new_tokens 3..6: 2..5 frames

@@ -105,6 +105,7 @@ METRICS = {
     "talker_queue_ms": "omni_talker_queue_wait_ms",
     "talker_first_chunk_ms": "omni_talker_time_to_first_chunk_ms",
     "talker_first_chunk_frames": "omni_talker_first_chunk_frames",  # a counter by frames, read as (sum, count)
+    "talker_early_chunk_frames": "omni_talker_early_chunk_frames",  # chunks sent before their size (min_lead_ms)
     "codec_compute_ms": "omni_codec_tick_compute_ms",
     "codec_planned_ms": "omni_codec_planned_ms",
     "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
@@ -261,6 +262,7 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
     ticks, rows = delta("omni_codec_batch_size", 1), delta("omni_codec_batch_size", 0)
     talker_gc, codec_gc = delta("omni_talker_gc_pause_ms", 0), delta("omni_codec_gc_pause_ms", 0)
     gateway_gc, long_gc = delta(METRICS["gateway_gc_ms"], 0), delta(GATEWAY_LONG_GC, 1)
+    early = delta(METRICS["talker_early_chunk_frames"], 1)
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
         "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
@@ -271,6 +273,7 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
         f"gateway_gc_over_{LONG_GC_MS:.0f}ms": long_gc,  # pauses that long in any worker over the level
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
+        "talker_early_chunks_per_request": None if early is None else early / max(requests, 1),
     }
 
 
@@ -704,7 +707,13 @@ def format_diagnostics(row: dict) -> str:
     """Where a level's time went: step vs compute (loop lag), prefill, queueing, and busy cores per process."""
     keys = [k for k in METRICS if k not in ("talker_step_ms", "talker_batch", "codec_tick_ms", "codec_batch")]
     parts = [f"{k} {row[k]:.1f}" for k in keys if row.get(k) is not None]
-    load = ("talker_busy", "codec_busy", "codec_ticks_per_s", "codec_rows_per_request")
+    load = (
+        "talker_busy",
+        "codec_busy",
+        "codec_ticks_per_s",
+        "codec_rows_per_request",
+        "talker_early_chunks_per_request",
+    )
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     gc = ("talker_gc_share", "codec_gc_share", "gateway_gc_share")
     parts += [f"{k} {row[k]:.4f}" for k in gc if row.get(k) is not None]

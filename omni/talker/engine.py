@@ -37,8 +37,10 @@ off with many short streams on a long max_len.
 
 import asyncio
 import logging
+import math
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -133,6 +135,8 @@ class Request:
     buffer: list[np.ndarray] = field(default_factory=list)  # frames not yet sent
     frames_sent: int = 0
     chunks_sent: int = 0
+    play_start: float = 0.0  # when its first chunk left (the engine's clock): a listener's playback starts then
+    flush_by: float = math.inf  # from then held frames go out early (ChunkLead); inf: at the planned sizes
     queue_ms: float = 0.0
     first_chunk_ms: float = 0.0
     done: bool = False
@@ -191,6 +195,30 @@ class FirstChunkSizing:
         return self.busy_frames if 0 < self.busy_streams <= held else self.frames
 
 
+@dataclass(frozen=True)
+class ChunkLead:
+    """Send held frames before the planned chunk size when the stream's listener would otherwise run short.
+
+    A listener who starts playing when the first chunk leaves the talker has, at time t, `frames sent x frame_ms -
+    (t - first chunk)` of audio left: its lead. A chunk is sent once it holds all its planned frames, so with slow
+    steps the lead can run out while a large chunk fills (one H200, 800 requests open at once, 44 ms steps, first
+    chunk 3 frames, ramp 2/4/8 then 15: the first 15-frame chunk falls due with ~84 ms of lead, under one codec tick,
+    and 89% of the requests played with a gap). With `min_lead_ms`, the frames held go out as soon as the lead falls
+    under it (at least `min_frames` of them), so every chunk leaves with about min_lead_ms of audio still ahead of
+    the listener. Frames never change, only where chunks break; a stream that keeps ahead keeps its planned sizes.
+    """
+
+    min_lead_ms: float = 0.0  # 0: planned sizes only
+    frame_ms: float = 80.0  # audio per frame (12.5 Hz codec)
+    min_frames: int = 2  # a chunk of 1 frame costs the codec a row for 80 ms of audio
+
+    def flush_by(self, play_start: float, frames_sent: int) -> float:
+        """When (engine clock, s) the lead of a stream that started playing at `play_start` falls under the floor."""
+        if self.min_lead_ms <= 0:
+            return math.inf
+        return play_start + (frames_sent * self.frame_ms - self.min_lead_ms) / 1000.0
+
+
 @dataclass
 class _StepPlan:
     # (request, embeddings or None for a prompt's first chunk, start, end): prompt positions to run. The embeddings
@@ -226,6 +254,8 @@ class TalkerEngine:
         trace_steps: bool = False,
         step_token_budget: int = 0,
         first_chunk: FirstChunkSizing = FirstChunkSizing(),
+        lead: ChunkLead = ChunkLead(),
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
@@ -239,7 +269,9 @@ class TalkerEngine:
         its times, and the event loop's time before it).
         `step_token_budget`: positions per step, decoded rows included, as vLLM's max_num_batched_tokens: a step
         prefills up to max(prefill_budget, step_token_budget - rows decoding). 0 keeps `prefill_budget` always.
-        `first_chunk`: the first chunk's frames for requests whose plan leaves them to the engine (`initial` 0)."""
+        `first_chunk`: the first chunk's frames for requests whose plan leaves them to the engine (`initial` 0).
+        `lead`: when held frames go out before their chunk is full. `clock`: the time it reads once per step (tests
+        drive it)."""
         if max_queue < 0 or prefill_budget < 1 or step_token_budget < 0:
             raise ValueError(
                 f"need max_queue >= 0, prefill_budget >= 1 and step_token_budget >= 0, got {max_queue}, "
@@ -255,6 +287,8 @@ class TalkerEngine:
         self.step_token_budget = step_token_budget
         self.coalescing = coalescing
         self.first_chunk = first_chunk
+        self.lead = lead
+        self.clock = clock
         self.async_scheduling = async_scheduling
         self.decode_in_prefill_step = decode_in_prefill_step
         self.trace_steps = trace_steps
@@ -514,21 +548,27 @@ class TalkerEngine:
         groups = self.runner.groups
         # Sized now, not at admission: the first requests of a burst are admitted before the rest have arrived.
         first_frames = self.first_chunk.frames_for(len(self.slots) + len(self.waiting))
+        now, early_frames = self.clock(), self.lead.min_frames
         for request, row in zip(plan.decodes, decoded, strict=True):
             if request.done:
                 continue  # cancelled while the step ran: its frame is dropped
             request.buffer.append(row[:groups])
+            held = len(request.buffer)
             if row[groups]:
-                self._flush(request, step_ms, last=True)
+                self._flush(request, now, step_ms, last=True)
                 self._finish(request, EOS if row[groups + 1] else MAX_NEW_TOKENS)
-            elif len(request.buffer) >= request.plan.size(request.chunks_sent, first_frames):
-                self._flush(request, step_ms, last=False)
+            elif held >= request.plan.size(request.chunks_sent, first_frames):
+                self._flush(request, now, step_ms, last=False)
+            elif now >= request.flush_by and held >= early_frames:  # the listener's lead fell under the floor
+                self.metrics.early_chunk_frames.observe(held)
+                self._flush(request, now, step_ms, last=False)
 
-    def _flush(self, request: Request, step_ms: float, last: bool) -> None:
-        """Send the buffered frames as one chunk."""
+    def _flush(self, request: Request, now: float, step_ms: float, last: bool) -> None:
+        """Send the buffered frames as one chunk (`now`: the step's clock reading)."""
         codes = np.stack(request.buffer)
         request.buffer = []
         if request.chunks_sent == 0:
+            request.play_start = now
             request.first_chunk_ms = (time.perf_counter() - request.arrived) * 1000.0
             self.metrics.first_chunk_ms.observe(request.first_chunk_ms)
             if request.plan.initial == 0 and not last:  # sized by the engine (a last chunk is cut short by the stop)
@@ -536,6 +576,7 @@ class TalkerEngine:
         request.outputs.put_nowait(Chunk(codes, request.frames_sent, last, step_ms))
         request.frames_sent += len(codes)
         request.chunks_sent += 1
+        request.flush_by = self.lead.flush_by(request.play_start, request.frames_sent)
 
     def _finish(self, request: Request, reason: str, notify: bool = True) -> None:
         """Free the slot at once and end the request's output with a Finished."""

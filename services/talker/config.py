@@ -41,6 +41,12 @@ class TalkerConfig(ServiceConfig):
         "requests held (in slots or waiting) from which new streams get busy_initial_chunk_frames; set it where the "
         "talker's step passes ~20 ms (the 1.7B on an H200: ~256 streams); 0 = never",
     )
+    min_lead_ms: float = option(
+        0.0,
+        "send a stream's held frames before its chunk is full once the audio already sent would leave a listener, "
+        "who started playing at the first chunk, less than this ahead (at least 2 frames; steps slower than the "
+        "ramp assumes: one H200 at 800 requests open at once steps ~44 ms); 0 = planned chunk sizes only",
+    )
     chunk_frames: int = option(15, "default frames in each steady-state chunk")
     chunk_ramp: list[int] = option(
         [2, 4, 8],
@@ -113,6 +119,8 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
         if self.busy_streams < 0:
             raise ValueError(f"busy_streams must be >= 0, got {self.busy_streams}")
+        if not self.min_lead_ms >= 0:
+            raise ValueError(f"min_lead_ms must be >= 0, got {self.min_lead_ms}")
         sizes = [("initial_chunk_frames", self.initial_chunk_frames), ("chunk_frames", self.chunk_frames)]
         for name, size in [*sizes, ("busy_initial_chunk_frames", self.busy_initial_chunk_frames)]:
             if not 1 <= size <= self.max_chunk_frames:

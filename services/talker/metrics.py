@@ -3,6 +3,7 @@
 from omni.services.common.metrics import BATCH_SIZE_BUCKETS, MetricsServer
 
 TOKEN_BUCKETS = (1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+CHUNK_FRAME_BUCKETS = (2, 3, 4, 6, 8, 11, 15)
 
 
 class TalkerMetrics:
@@ -29,6 +30,11 @@ class TalkerMetrics:
         self.first_chunk_ms = m.histogram("time_to_first_chunk_ms", "time from arrival to the first chunk, ms")
         self.first_chunk_frames = m.counter(
             "first_chunk_frames", "requests whose first chunk's frames the talker picked, by frames", ("frames",)
+        )
+        self.early_chunk_frames = m.histogram(
+            "early_chunk_frames",
+            "frames of each chunk sent before its planned size because its listener's lead fell under min_lead_ms",
+            CHUNK_FRAME_BUCKETS,
         )
         self.outcomes = m.counter("requests", "finished requests by outcome", ("outcome",))
         self.gc_pause_ms = m.gc_pauses()

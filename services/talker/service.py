@@ -39,6 +39,7 @@ from omni.talker.engine import (
     EOS,
     MAX_NEW_TOKENS,
     Chunk,
+    ChunkLead,
     ChunkPlan,
     EngineClosed,
     Finished,
@@ -394,6 +395,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.trace_steps,
         config.step_token_budget,
         FirstChunkSizing(config.initial_chunk_frames, config.busy_initial_chunk_frames, config.busy_streams),
+        ChunkLead(config.min_lead_ms, 1000.0 / FRAME_RATE),
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
