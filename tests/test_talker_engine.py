@@ -194,7 +194,8 @@ def test_held_frames_go_out_early_when_the_listeners_lead_falls_under_the_floor(
     """Steps of 60 ms, 80 ms frames, floor 110 ms. The first chunk (2 frames) leaves at 0.12 s; by hand, the lead
     falls under 110 ms at 0.17, 0.33, 0.49, 0.73, 1.05, 1.45, 2.01 s (then 2.73, after the last frame), so the chunks
     planned as 4, 8, 15, 15 go out as 2, 2, 3, 4, 5, 7, 9 frames; a stream whose steps keep it ahead (10 ms) keeps
-    the planned sizes, and where chunks break never changes the frames."""
+    the planned sizes, as does one whose steps are slower than its frames play, and where chunks break never changes
+    the frames."""
     early, codes, engine = lead_run(synth, scheduling, 0.06, ChunkLead(min_lead_ms=110, frame_ms=80))
     assert early[:-1] == [2, 2, 2, 3, 4, 5, 7, 9]
     registry = engine.metrics.server.registry
@@ -203,7 +204,10 @@ def test_held_frames_go_out_early_when_the_listeners_lead_falls_under_the_floor(
 
     planned, planned_codes, _ = lead_run(synth, scheduling, 0.06, ChunkLead())
     ahead, _, _ = lead_run(synth, scheduling, 0.01, ChunkLead(min_lead_ms=110, frame_ms=80))
-    assert planned[:-1] == ahead[:-1] == [2, 4, 8, 15]
+    # Steps 100 ms apart, slower than the frames play: the lead only shrinks, and chunks of 2 would not feed the
+    # listener, only load the codec; the planned sizes stay.
+    overloaded, _, _ = lead_run(synth, scheduling, 0.1, ChunkLead(min_lead_ms=110, frame_ms=80))
+    assert planned[:-1] == ahead[:-1] == overloaded[:-1] == [2, 4, 8, 15]
     np.testing.assert_array_equal(codes, planned_codes)
 
 

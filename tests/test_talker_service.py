@@ -7,10 +7,12 @@ right status while the slots come back.
 """
 
 import asyncio
+import itertools
 import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import grpc
@@ -220,11 +222,15 @@ def test_a_busy_talker_gives_default_plans_its_busy_first_chunk(model_dir, synth
 def test_a_lead_floor_sends_held_frames_before_their_chunk_is_full(model_dir, synth):
     """min_lead_ms far above any stream's audio: after the first chunk every listener is always short, so each pair
     of frames goes out at once instead of waiting for the ramp (2, 4, 8) and 15-frame chunks; the frames are the
-    stream's own (the request alone through the offline driver)."""
+    stream's own (the request alone through the offline driver). The engine's clock reads 10 ms a step, faster than
+    80 ms frames play (early chunks are sent only then), whatever this machine's step takes."""
     max_new = 20
 
     async def scenario():
         async with Running(model_dir, min_lead_ms=1e6) as svc:
+            steps = itertools.count(1)
+            start = time.perf_counter()
+            svc.engine.clock = lambda: start + next(steps) * 0.01
             return await collect(svc.stub, generate_request(synth, 0, None, max_new, greedy=True))
 
     codes, chunks, _ = asyncio.run(scenario())

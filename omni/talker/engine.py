@@ -206,6 +206,8 @@ class ChunkLead:
     and 89% of the requests played with a gap). With `min_lead_ms`, the frames held go out as soon as the lead falls
     under it (at least `min_frames` of them), so every chunk leaves with about min_lead_ms of audio still ahead of
     the listener. Frames never change, only where chunks break; a stream that keeps ahead keeps its planned sizes.
+    Only while frames come faster than they play (steps under frame_ms apart): slower, no chunking keeps a listener
+    fed, and chunks of 2 frames would only add codec work to an overloaded device.
     """
 
     min_lead_ms: float = 0.0  # 0: planned sizes only
@@ -289,6 +291,7 @@ class TalkerEngine:
         self.first_chunk = first_chunk
         self.lead = lead
         self.clock = clock
+        self._last_delivery = -math.inf  # the clock at the last step that handed out frames
         self.async_scheduling = async_scheduling
         self.decode_in_prefill_step = decode_in_prefill_step
         self.trace_steps = trace_steps
@@ -549,6 +552,9 @@ class TalkerEngine:
         # Sized now, not at admission: the first requests of a burst are admitted before the rest have arrived.
         first_frames = self.first_chunk.frames_for(len(self.slots) + len(self.waiting))
         now, early_frames = self.clock(), self.lead.min_frames
+        if (now - self._last_delivery) * 1000.0 >= self.lead.frame_ms:  # frames come slower than they play
+            early_frames = 1 << 30
+        self._last_delivery = now
         for request, row in zip(plan.decodes, decoded, strict=True):
             if request.done:
                 continue  # cancelled while the step ran: its frame is dropped
