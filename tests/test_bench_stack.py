@@ -115,6 +115,9 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert 0 <= row["talker_gc_share"] < 1 and 0 <= row["codec_gc_share"] < 2
         # The gateway's, from its own /metrics (its workers summed): read, and a count of long pauses.
         assert 0 <= row["gateway_gc_share"] < 1 and row["gateway_gc_over_20ms"] >= 0
+        # Its workers' loop lag (a 50 ms timer) and its writes to the talker and codec, observed over the level.
+        assert row["gateway_loop_lag_ms"] >= 0 and row["gateway_loop_lag_over_20ms"] >= 0
+        assert row["gateway_write_ms"] > 0 and row["gateway_write_over_20ms"] >= 0
         # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
         # than the client's (it starts when the handler runs and ends when the first byte is sent).
         assert row["cpu_cores"]["client"] > 0
@@ -160,8 +163,9 @@ def load_bench_stack():
 
 
 def test_metrics_pages_are_read_as_sums_and_counts():
-    """Histograms summed over labels; the gateway's GC pauses in ms with the long ones counted apart (a bucket edge
-    at LONG_GC_MS: 3 of 5 pauses were within it); the talker's first chunks as frames x requests."""
+    """Histograms summed over labels; the gateway's GC pauses, loop lags and backend writes in ms with the long ones
+    counted apart (a bucket edge at LONG_MS: 3 of 5 pauses, 9 of 10 lags, 9 of 10 writes were within it); the
+    talker's first chunks as frames x requests."""
     page = """# HELP omni_talker_step_ms step
 # TYPE omni_talker_step_ms histogram
 omni_talker_step_ms_bucket{le="+Inf"} 4.0
@@ -188,18 +192,36 @@ omni_talker_first_chunk_frames_total{frames="3"} 2.0
 omni_talker_early_chunk_frames_bucket{le="+Inf"} 3.0
 omni_talker_early_chunk_frames_sum 12.0
 omni_talker_early_chunk_frames_count 3.0
+# HELP omni_gateway_loop_lag_seconds lag
+# TYPE omni_gateway_loop_lag_seconds histogram
+omni_gateway_loop_lag_seconds_bucket{le="0.02"} 9.0
+omni_gateway_loop_lag_seconds_bucket{le="+Inf"} 10.0
+omni_gateway_loop_lag_seconds_sum 0.07
+omni_gateway_loop_lag_seconds_count 10.0
+# HELP omni_gateway_backend_write_seconds writes
+# TYPE omni_gateway_backend_write_seconds histogram
+omni_gateway_backend_write_seconds_bucket{service="talker",le="0.02"} 4.0
+omni_gateway_backend_write_seconds_bucket{service="talker",le="+Inf"} 4.0
+omni_gateway_backend_write_seconds_sum{service="talker"} 0.002
+omni_gateway_backend_write_seconds_count{service="talker"} 4.0
+omni_gateway_backend_write_seconds_bucket{service="codec",le="0.02"} 5.0
+omni_gateway_backend_write_seconds_bucket{service="codec",le="+Inf"} 6.0
+omni_gateway_backend_write_seconds_sum{service="codec"} 0.058
+omni_gateway_backend_write_seconds_count{service="codec"} 6.0
 """
     bench_stack = load_bench_stack()
     read = bench_stack.read_metrics(page)
     assert read["omni_talker_step_ms"] == (60.0, 4.0)
     assert read["omni_gateway_gc_pause_seconds"] == (pytest.approx(140.0), 5.0)
-    assert read[bench_stack.GATEWAY_LONG_GC] == (0.0, 2.0)
+    assert read["omni_gateway_gc_pause_seconds:long"] == (0.0, 2.0)
     assert read["omni_talker_first_chunk_frames"] == (18.0, 8.0)
     load = bench_stack.engine_load({}, read, wall_s=2.0, requests=2)
     assert load["gateway_gc_share"] == pytest.approx(0.07) and load["gateway_gc_over_20ms"] == 2.0
     assert load["talker_early_chunks_per_request"] == 1.5
+    assert load["gateway_loop_lag_over_20ms"] == 1.0 and load["gateway_write_over_20ms"] == 1.0
     means = bench_stack.metric_means({}, read)
     assert means["talker_first_chunk_frames"] == 2.25 and means["talker_early_chunk_frames"] == 4.0
+    assert means["gateway_loop_lag_ms"] == pytest.approx(7.0) and means["gateway_write_ms"] == pytest.approx(6.0)
 
 
 def test_problem_lines_pick_errors_and_failed_requests_from_service_logs():

@@ -143,7 +143,8 @@ def test_a_cancelled_call_frees_every_slot_and_shutdown_ends_an_idle_call(model_
 def test_the_gateway_client_reads_its_stream_and_a_refusal(model_dir, synth):
     async def scenario():
         async with Running(model_dir, max_streams=1, max_queue=0, retry_after_s=0.5) as svc:
-            shared = SharedCall.to_talker(svc.stub)
+            writes: list[float] = []
+            shared = SharedCall.to_talker(svc.stub, on_write=writes.append)
             try:
                 opened = time.monotonic()
                 first = shared.open_talker(generate_request(synth, 2, 7, 6))
@@ -158,6 +159,8 @@ def test_the_gateway_client_reads_its_stream_and_a_refusal(model_dir, synth):
                 while events[-1].WhichOneof("kind") != "summary":
                     events.append(await first.read())
                 await svc.wait_idle()
+                # Each write's seconds reach the observer (the gateway's backend_write histogram): the two starts.
+                assert 1 <= len(writes) <= 2 and all(0 <= s < time.monotonic() - opened for s in writes), writes
                 return events, refusal
             finally:
                 await shared.close()

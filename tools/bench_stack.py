@@ -112,10 +112,18 @@ METRICS = {
     "talker_gc_ms": "omni_talker_gc_pause_ms",
     "codec_gc_ms": "omni_codec_gc_pause_ms",
     "gateway_gc_ms": "omni_gateway_gc_pause_seconds",  # read in ms, summed over the gateway's workers
+    "gateway_loop_lag_ms": "omni_gateway_loop_lag_seconds",  # a 50 ms timer's lateness, in ms
+    "gateway_write_ms": "omni_gateway_backend_write_seconds",  # one shared-call write to the talker or codec, in ms
 }
 # Gateway GC pauses at least this long are counted apart: one stalls every request its worker holds.
-LONG_GC_MS = 20.0
-GATEWAY_LONG_GC = "omni_gateway_gc_pause_seconds:long"
+# The gateway's histograms in seconds (read in ms). Events of LONG_MS or more are counted apart, under
+# "<family>:long": one stalls every request its worker holds (GC pause, loop lag) or every item behind it (a write).
+GATEWAY_SECONDS = {
+    "omni_gateway_gc_pause_seconds": "gateway_gc",
+    "omni_gateway_loop_lag_seconds": "gateway_loop_lag",
+    "omni_gateway_backend_write_seconds": "gateway_write",
+}
+LONG_MS = 20.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -226,8 +234,8 @@ def scrape(port: int) -> dict[str, tuple[float, float]]:
 
 def read_metrics(text: str) -> dict[str, tuple[float, float]]:
     """(sum, count) of each histogram in METRICS that a /metrics page has, summed over label values (the GC pauses'
-    generations); the gateway's GC pauses in ms, with those of LONG_GC_MS or more as (0, count) under
-    GATEWAY_LONG_GC; the talker's first-chunk counter as (frames x requests, requests)."""
+    generations); the gateway's GATEWAY_SECONDS in ms, with those of LONG_MS or more as (0, count) under
+    "<family>:long"; the talker's first-chunk counter as (frames x requests, requests)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out = {}
@@ -238,11 +246,11 @@ def read_metrics(text: str) -> dict[str, tuple[float, float]]:
         elif family.name in METRICS.values():
             total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
             count = sum(s.value for s in family.samples if s.name.endswith("_count"))
-            if family.name == METRICS["gateway_gc_ms"]:
+            if family.name in GATEWAY_SECONDS:
                 buckets = [s for s in family.samples if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
-                edge = [s.value for s in buckets if math.isclose(float(s.labels["le"]) * 1000.0, LONG_GC_MS)]
+                edge = [s.value for s in buckets if math.isclose(float(s.labels["le"]) * 1000.0, LONG_MS)]
                 if edge:  # else the gateway's buckets have no edge there: no count rather than a wrong one
-                    out[GATEWAY_LONG_GC] = (0.0, count - sum(edge))
+                    out[f"{family.name}:long"] = (0.0, count - sum(edge))
                 total *= 1000.0
             out[family.name] = (total, count)
     return out
@@ -261,7 +269,7 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
     talker_ms, codec_ms = delta("omni_talker_step_ms", 0), delta("omni_codec_tick_ms", 0)
     ticks, rows = delta("omni_codec_batch_size", 1), delta("omni_codec_batch_size", 0)
     talker_gc, codec_gc = delta("omni_talker_gc_pause_ms", 0), delta("omni_codec_gc_pause_ms", 0)
-    gateway_gc, long_gc = delta(METRICS["gateway_gc_ms"], 0), delta(GATEWAY_LONG_GC, 1)
+    gateway_gc = delta(METRICS["gateway_gc_ms"], 0)
     early = delta(METRICS["talker_early_chunk_frames"], 1)
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
@@ -270,7 +278,8 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
         "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
         "codec_gc_share": None if codec_gc is None else codec_gc / 1000.0 / wall_s,
         "gateway_gc_share": None if gateway_gc is None else gateway_gc / 1000.0 / wall_s,  # summed over its workers
-        f"gateway_gc_over_{LONG_GC_MS:.0f}ms": long_gc,  # pauses that long in any worker over the level
+        # Events that long in any worker over the level: GC pauses, loop lags, writes to a backend.
+        **{f"{prefix}_over_{LONG_MS:.0f}ms": delta(f"{name}:long", 1) for name, prefix in GATEWAY_SECONDS.items()},
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
         "talker_early_chunks_per_request": None if early is None else early / max(requests, 1),
@@ -717,8 +726,8 @@ def format_diagnostics(row: dict) -> str:
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     gc = ("talker_gc_share", "codec_gc_share", "gateway_gc_share")
     parts += [f"{k} {row[k]:.4f}" for k in gc if row.get(k) is not None]
-    long_gc = f"gateway_gc_over_{LONG_GC_MS:.0f}ms"
-    parts += [f"{long_gc} {row[long_gc]:.0f}"] if row.get(long_gc) is not None else []
+    long = [f"{prefix}_over_{LONG_MS:.0f}ms" for prefix in GATEWAY_SECONDS.values()]
+    parts += [f"{k} {row[k]:.0f}" for k in long if row.get(k) is not None]
     ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
     parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap

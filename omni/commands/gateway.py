@@ -68,6 +68,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
 
     from omni.proto import speech_pb2_grpc
     from omni.services.common.gc_pauses import GcPauses
+    from omni.services.common.loop_lag import LoopLag
     from omni.services.common.server import DEFAULT_OPTIONS, GrpcService
     from omni.services.gateway.app import create_app
     from omni.services.gateway.config import gateway_config
@@ -86,6 +87,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     gc_pauses = GcPauses(app.state.metrics.gc_pause, unit_per_s=1.0)
     frozen = gc_pauses.freeze_and_start()  # torch, the tokenizer and the web stack stay out of later collections
     log.info("gateway: %d objects frozen out of garbage collection", frozen)
+    loop_lag = LoopLag(app.state.metrics.loop_lag).start()
     sockets, grpc_options = None, DEFAULT_OPTIONS
     if worker is not None:  # own sockets on the shared ports: the kernel spreads connections over the workers
         app = WorkerHeader(app)
@@ -120,6 +122,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
         await http.serve(sockets=sockets)
     finally:
         gc_pauses.stop()
+        await loop_lag.stop()
         if speech is not None:
             await speech.stop(grace_s=2.0)
         await backend.close()

@@ -284,6 +284,7 @@ def create_app(backend: Backend, config: GatewayConfig | None = None) -> FastAPI
     metrics = GatewayMetrics()
     app = FastAPI(title="omni gateway", version="0.1.0", description="OpenAI-compatible streaming text-to-speech.")
     app.state.backend, app.state.config, app.state.metrics = backend, config, metrics
+    backend.watch_writes(lambda service, seconds: metrics.backend_write.labels(service).observe(seconds))
     install_error_handlers(app)
     app.add_middleware(RequestGuard, config=config, metrics=metrics)
 

@@ -9,7 +9,7 @@ subclasses so the app can answer with the right status.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -153,6 +153,11 @@ class Backend(abc.ABC):
         """The uploaded voices a speech request naming `voice` is resolved against. Here a fresh `list_voices()`;
         a backend may answer from a list a little older (`GrpcBackend`: at most 1 s, re-read for an unknown name)."""
         return await self.list_voices()
+
+    def watch_writes(self, observe: Callable[[str, float], None]) -> None:
+        """Have `observe(service, seconds)` called for each message written to a backend service (the app's metrics);
+        a backend that writes none ignores it."""
+        return None
 
     @abc.abstractmethod
     async def register_voice(self, upload: VoiceUpload) -> VoiceInfo:

@@ -15,6 +15,7 @@ the talker slot and the codec slot within one engine step.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import socket
@@ -295,6 +296,7 @@ class GrpcBackend(Backend):
         )
         self.voices = VoiceListCache(self.list_voices, voices_max_age_s)
         self.shared_calls: dict[tuple[str, str], SharedCall] = {}  # (kind, replica address) -> this worker's call
+        self.observe_write: Callable[[str, float], None] | None = None
         self._poller: asyncio.Task | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -449,13 +451,17 @@ class GrpcBackend(Backend):
                 raise BackendError(f"talker {talker.address} failed mid-stream: {e.code.name}: {e.message}") from None
         codec_stream.end()
 
-    def _shared_call(self, replica: Replica, connect: Callable[[object], SharedCall]) -> SharedCall:
+    def _shared_call(self, replica: Replica, connect: Callable[..., SharedCall]) -> SharedCall:
         """This worker's many-stream call to `replica`, opened again after one that ended."""
         key = (connect.__name__, replica.address)
         call = self.shared_calls.get(key)
         if call is None or not call.alive:
-            call = self.shared_calls[key] = connect(replica.stub)
+            observe, service = self.observe_write, connect.__name__.removeprefix("to_")
+            call = self.shared_calls[key] = connect(replica.stub, observe and functools.partial(observe, service))
         return call
+
+    def watch_writes(self, observe: Callable[[str, float], None]) -> None:
+        self.observe_write = observe
 
     async def _open_talker(self, generate: talker_pb2.GenerateRequest):
         """Start the generation on the least-loaded talker that admits it; returns (stream, first event, replica)."""

@@ -139,8 +139,16 @@ class TalkerStream(SharedStream):
 class SharedCall:
     """One many-stream call to a replica with its sender and receiver tasks (see the module docstring)."""
 
-    def __init__(self, open_call: Callable[[], grpc.aio.StreamStreamCall], item_type: type, request_type: type) -> None:
+    def __init__(
+        self,
+        open_call: Callable[[], grpc.aio.StreamStreamCall],
+        item_type: type,
+        request_type: type,
+        on_write: Callable[[float], None] | None = None,
+    ) -> None:
+        """`on_write`: called with each write's seconds (a write that waits holds up every item queued behind it)."""
         self.call = open_call()
+        self.on_write = on_write
         self.item_type = item_type
         self.request_type = request_type
         self.outbox: list = []
@@ -153,12 +161,12 @@ class SharedCall:
         self.receiver = asyncio.create_task(self._receive())
 
     @classmethod
-    def to_codec(cls, stub) -> SharedCall:
-        return cls(stub.DecodeMany, codec_pb2.StreamRequest, codec_pb2.DecodeManyRequest)
+    def to_codec(cls, stub, on_write: Callable[[float], None] | None = None) -> SharedCall:
+        return cls(stub.DecodeMany, codec_pb2.StreamRequest, codec_pb2.DecodeManyRequest, on_write)
 
     @classmethod
-    def to_talker(cls, stub) -> SharedCall:
-        return cls(stub.GenerateMany, talker_pb2.GenerateItem, talker_pb2.GenerateManyRequest)
+    def to_talker(cls, stub, on_write: Callable[[float], None] | None = None) -> SharedCall:
+        return cls(stub.GenerateMany, talker_pb2.GenerateItem, talker_pb2.GenerateManyRequest, on_write)
 
     @property
     def alive(self) -> bool:
@@ -211,6 +219,8 @@ class SharedCall:
                     stream.sent_at = taken
                 self.unsent.clear()
                 await self.call.write(self.request_type(items=batch))
+                if self.on_write is not None:
+                    self.on_write(time.monotonic() - taken)
         except (asyncio.InvalidStateError, grpc.aio.AioRpcError):
             pass  # the call ended: the receiver reports its status
 
