@@ -10,9 +10,12 @@
 # their handlers began (the voice-list read is ruled out: the refenc answered all four workers' reads 0.2-0.3 ms each,
 # within 11 ms of the level's start). A GC pause in that worker is the candidate: bench_stack now prints the gateway's
 # `gateway_gc_share` and `gateway_gc_over_20ms` (its /metrics, workers summed), and the send split into
-# `gateway_voices` (the voice list read) and `gateway_prepared` (the prompt built). Prediction: a 128-stream level
-# with a send p99 above 40 ms has gateway_gc_over_20ms >= 1 and its prepared p99 near its send p99 (the stall before
-# the prompt is built); levels without one have 0.
+# `gateway_voices` (the voice list read) and `gateway_prepared` (the prompt built), and (session 17) the workers'
+# event-loop lag and their writes to the talker: `gateway_loop_lag_over_20ms`, `gateway_write_over_20ms`.
+# Prediction: a 128-stream level with a send p99 above 40 ms has gateway_gc_over_20ms >= 1 and
+# gateway_loop_lag_over_20ms >= 1 and its prepared p99 near its send p99 (the loop stalled before the prompt was
+# built); if instead a write of 20 ms or more is counted and no lag, the sender waited on the talker's side of the
+# call (HTTP/2 flow control, the talker's loop not reading). Levels without a stall have none of the three.
 source tools/device/setup.sh
 stamp start
 $S --concurrency 128 512 --out /tmp/D1; save D1
