@@ -5,8 +5,8 @@
 Each argument is LABEL=PATH[,PATH...]; a path is a bench_stack `--out` directory (its results.json) or the .tgz that
 tools/device/setup.sh's `save` makes of one. One markdown row per (label, model, GPUs, level): the number of runs,
 then audio-s/s, TTFA p50 and p99, the share of requests with a gap played from the first byte, with a 100 ms
-buffer, and (a closed loop) among the requests started after the first wave, each as "median (min–max)" when there
-are several runs, and the failures summed over the runs.
+buffer, and (a closed loop) among the requests started after the first wave, the chunks per request the talker sent
+early (min_lead_ms), each as "median (min–max)" when there are several runs, and the failures summed over the runs.
 
 Why: one run says little on these machines (docs/benchmarks.md keeps what is known of the spread), so an A/B is
 several interleaved stacks of each side, and this reads them the same way every time instead of by hand.
@@ -29,6 +29,7 @@ FIGURES = [
     ("underrun_pct", "gap %", 1.0, ".0f"),
     ("underrun_buffered_pct", "gap % (100 ms buffer)", 1.0, ".0f"),
     ("underrun_after_first_wave_pct", "gap % after the first wave", 1.0, ".0f"),  # closed loops, since session 15
+    ("talker_early_chunks_per_request", "early chunks per request", 1.0, ".1f"),  # min_lead_ms, since session 17
 ]
 
 
