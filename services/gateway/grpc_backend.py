@@ -456,8 +456,9 @@ class GrpcBackend(Backend):
         key = (connect.__name__, replica.address)
         call = self.shared_calls.get(key)
         if call is None or not call.alive:
-            observe, service = self.observe_write, connect.__name__.removeprefix("to_")
-            call = self.shared_calls[key] = connect(replica.stub, observe and functools.partial(observe, service))
+            service = connect.__name__.removeprefix("to_")  # talker or codec
+            on_write = None if self.observe_write is None else functools.partial(self.observe_write, service)
+            call = self.shared_calls[key] = connect(replica.stub, on_write)
         return call
 
     def watch_writes(self, observe: Callable[[str, float], None]) -> None:
