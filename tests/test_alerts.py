@@ -35,6 +35,7 @@ def promtool(*args: str | Path, cwd: Path | None = None) -> subprocess.Completed
 NAMESPACE = re.compile(r'MetricsServer\(\s*"(omni_\w+)"')
 HELPER = re.compile(r'\.(counter|gauge|histogram)\(\s*"(\w+)"')
 GC_PAUSES = re.compile(r"\.gc_pauses\(\)")  # MetricsServer.gc_pauses(): the namespace's gc_pause_ms histogram
+LOOP_LAG = re.compile(r"\.loop_lag\(\)")  # MetricsServer.loop_lag(): the namespace's loop_lag_ms histogram
 DIRECT = re.compile(r'\b(Counter|Gauge|Histogram)\(\s*"(omni_\w+)"')
 
 
@@ -62,6 +63,8 @@ def defined_series() -> set[str]:
                     names |= series_names(kind, f"{next(iter(namespaces))}_{name}")
             if namespaces and GC_PAUSES.search(src):
                 names |= series_names("histogram", f"{next(iter(namespaces))}_gc_pause_ms")
+            if namespaces and LOOP_LAG.search(src):
+                names |= series_names("histogram", f"{next(iter(namespaces))}_loop_lag_ms")
     return names
 
 

@@ -118,6 +118,9 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         # Its workers' loop lag (a 50 ms timer) and its writes to the talker and codec, observed over the level.
         assert row["gateway_loop_lag_ms"] >= 0 and row["gateway_loop_lag_over_20ms"] >= 0
         assert row["gateway_write_ms"] > 0 and row["gateway_write_over_20ms"] >= 0
+        # The talker's and codec's event loops, from their own /metrics (their timers run once they are warm).
+        for name in ("talker", "codec"):
+            assert row[f"{name}_loop_lag_ms"] >= 0 and row[f"{name}_loop_lag_over_20ms"] >= 0, name
         # The clients' own CPU over the level, and the gateway's view of time to first audio, which cannot be later
         # than the client's (it starts when the handler runs and ends when the first byte is sent).
         assert row["cpu_cores"]["client"] > 0
@@ -163,9 +166,9 @@ def load_bench_stack():
 
 
 def test_metrics_pages_are_read_as_sums_and_counts():
-    """Histograms summed over labels; the gateway's GC pauses, loop lags and backend writes in ms with the long ones
-    counted apart (a bucket edge at LONG_MS: 3 of 5 pauses, 9 of 10 lags, 9 of 10 writes were within it); the
-    talker's first chunks as frames x requests."""
+    """Histograms summed over labels; the gateway's GC pauses, loop lags and backend writes in ms and the talker's
+    loop lags with the long ones counted apart (a bucket edge at LONG_MS: 3 of 5 pauses, 9 of 10 gateway lags, 9 of
+    10 writes, 18 of 20 talker lags were within it); the talker's first chunks as frames x requests."""
     page = """# HELP omni_talker_step_ms step
 # TYPE omni_talker_step_ms histogram
 omni_talker_step_ms_bucket{le="+Inf"} 4.0
@@ -208,6 +211,12 @@ omni_gateway_backend_write_seconds_bucket{service="codec",le="0.02"} 5.0
 omni_gateway_backend_write_seconds_bucket{service="codec",le="+Inf"} 6.0
 omni_gateway_backend_write_seconds_sum{service="codec"} 0.058
 omni_gateway_backend_write_seconds_count{service="codec"} 6.0
+# HELP omni_talker_loop_lag_ms lag
+# TYPE omni_talker_loop_lag_ms histogram
+omni_talker_loop_lag_ms_bucket{le="20.0"} 18.0
+omni_talker_loop_lag_ms_bucket{le="+Inf"} 20.0
+omni_talker_loop_lag_ms_sum 100.0
+omni_talker_loop_lag_ms_count 20.0
 """
     bench_stack = load_bench_stack()
     read = bench_stack.read_metrics(page)
@@ -219,9 +228,11 @@ omni_gateway_backend_write_seconds_count{service="codec"} 6.0
     assert load["gateway_gc_share"] == pytest.approx(0.07) and load["gateway_gc_over_20ms"] == 2.0
     assert load["talker_early_chunks_per_request"] == 1.5
     assert load["gateway_loop_lag_over_20ms"] == 1.0 and load["gateway_write_over_20ms"] == 1.0
+    assert load["talker_loop_lag_over_20ms"] == 2.0 and load["codec_loop_lag_over_20ms"] is None  # not on the page
     means = bench_stack.metric_means({}, read)
     assert means["talker_first_chunk_frames"] == 2.25 and means["talker_early_chunk_frames"] == 4.0
     assert means["gateway_loop_lag_ms"] == pytest.approx(7.0) and means["gateway_write_ms"] == pytest.approx(6.0)
+    assert means["talker_loop_lag_ms"] == 5.0  # already in ms
 
 
 def test_problem_lines_pick_errors_and_failed_requests_from_service_logs():

@@ -3,7 +3,8 @@
 import asyncio
 import time
 
-from omni.services.common.loop_lag import LAG_SECONDS_BUCKETS, LoopLag
+from omni.services.common.loop_lag import LoopLag
+from omni.services.common.metrics import LOOP_LAG_MS_BUCKETS
 from prometheus_client import CollectorRegistry, Histogram
 
 
@@ -18,7 +19,8 @@ def observed(histogram: Histogram) -> dict[str, float]:
 
 
 def test_a_blocked_loop_shows_as_one_late_timer_and_a_free_one_as_on_time():
-    histogram = Histogram("lag_seconds", "lag", buckets=LAG_SECONDS_BUCKETS, registry=CollectorRegistry())
+    buckets = tuple(ms / 1000.0 for ms in LOOP_LAG_MS_BUCKETS)
+    histogram = Histogram("lag_seconds", "lag", buckets=buckets, registry=CollectorRegistry())
 
     async def scenario():
         lag = LoopLag(histogram, interval_s=0.01).start()

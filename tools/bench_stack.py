@@ -114,14 +114,19 @@ METRICS = {
     "gateway_gc_ms": "omni_gateway_gc_pause_seconds",  # read in ms, summed over the gateway's workers
     "gateway_loop_lag_ms": "omni_gateway_loop_lag_seconds",  # a 50 ms timer's lateness, in ms
     "gateway_write_ms": "omni_gateway_backend_write_seconds",  # one shared-call write to the talker or codec, in ms
+    "talker_loop_lag_ms": "omni_talker_loop_lag_ms",  # the talker's event loop (gRPC, handing out frames)
+    "codec_loop_lag_ms": "omni_codec_loop_lag_ms",
 }
 # Gateway GC pauses at least this long are counted apart: one stalls every request its worker holds.
-# The gateway's histograms in seconds (read in ms). Events of LONG_MS or more are counted apart, under
-# "<family>:long": one stalls every request its worker holds (GC pause, loop lag) or every item behind it (a write).
-GATEWAY_SECONDS = {
-    "omni_gateway_gc_pause_seconds": "gateway_gc",
-    "omni_gateway_loop_lag_seconds": "gateway_loop_lag",
-    "omni_gateway_backend_write_seconds": "gateway_write",
+# Stalls: (report prefix, ms per unit of the family; the gateway's are in seconds and read in ms). Events of LONG_MS
+# or more are counted apart, under "<family>:long": one stalls every request its process holds (a GC pause, a late
+# event loop) or every item queued behind it (a write).
+STALLS = {
+    "omni_gateway_gc_pause_seconds": ("gateway_gc", 1000.0),
+    "omni_gateway_loop_lag_seconds": ("gateway_loop_lag", 1000.0),
+    "omni_gateway_backend_write_seconds": ("gateway_write", 1000.0),
+    "omni_talker_loop_lag_ms": ("talker_loop_lag", 1.0),
+    "omni_codec_loop_lag_ms": ("codec_loop_lag", 1.0),
 }
 LONG_MS = 20.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -234,8 +239,8 @@ def scrape(port: int) -> dict[str, tuple[float, float]]:
 
 def read_metrics(text: str) -> dict[str, tuple[float, float]]:
     """(sum, count) of each histogram in METRICS that a /metrics page has, summed over label values (the GC pauses'
-    generations); the gateway's GATEWAY_SECONDS in ms, with those of LONG_MS or more as (0, count) under
-    "<family>:long"; the talker's first-chunk counter as (frames x requests, requests)."""
+    generations); STALLS in ms, with those of LONG_MS or more as (0, count) under "<family>:long"; the talker's
+    first-chunk counter as (frames x requests, requests)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out = {}
@@ -246,12 +251,13 @@ def read_metrics(text: str) -> dict[str, tuple[float, float]]:
         elif family.name in METRICS.values():
             total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
             count = sum(s.value for s in family.samples if s.name.endswith("_count"))
-            if family.name in GATEWAY_SECONDS:
+            if family.name in STALLS:
+                ms = STALLS[family.name][1]
                 buckets = [s for s in family.samples if s.name.endswith("_bucket") and s.labels["le"] != "+Inf"]
-                edge = [s.value for s in buckets if math.isclose(float(s.labels["le"]) * 1000.0, LONG_MS)]
-                if edge:  # else the gateway's buckets have no edge there: no count rather than a wrong one
+                edge = [s.value for s in buckets if math.isclose(float(s.labels["le"]) * ms, LONG_MS)]
+                if edge:  # else the buckets have no edge there: no count rather than a wrong one
                     out[f"{family.name}:long"] = (0.0, count - sum(edge))
-                total *= 1000.0
+                total *= ms
             out[family.name] = (total, count)
     return out
 
@@ -278,8 +284,8 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
         "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
         "codec_gc_share": None if codec_gc is None else codec_gc / 1000.0 / wall_s,
         "gateway_gc_share": None if gateway_gc is None else gateway_gc / 1000.0 / wall_s,  # summed over its workers
-        # Events that long in any worker over the level: GC pauses, loop lags, writes to a backend.
-        **{f"{prefix}_over_{LONG_MS:.0f}ms": delta(f"{name}:long", 1) for name, prefix in GATEWAY_SECONDS.items()},
+        # Events that long over the level (any gateway worker): GC pauses, loop lags, writes to a backend.
+        **{f"{prefix}_over_{LONG_MS:.0f}ms": delta(f"{name}:long", 1) for name, (prefix, _) in STALLS.items()},
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
         "talker_early_chunks_per_request": None if early is None else early / max(requests, 1),
@@ -726,7 +732,7 @@ def format_diagnostics(row: dict) -> str:
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     gc = ("talker_gc_share", "codec_gc_share", "gateway_gc_share")
     parts += [f"{k} {row[k]:.4f}" for k in gc if row.get(k) is not None]
-    long = [f"{prefix}_over_{LONG_MS:.0f}ms" for prefix in GATEWAY_SECONDS.values()]
+    long = [f"{prefix}_over_{LONG_MS:.0f}ms" for prefix, _ in STALLS.values()]
     parts += [f"{k} {row[k]:.0f}" for k in long if row.get(k) is not None]
     ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
     parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]

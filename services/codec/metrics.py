@@ -24,3 +24,4 @@ class CodecMetrics:
         self.decode_calls = m.counter("decode_calls", "batched decode calls by path (graph, eager)", ("path",))
         self.streams = m.counter("streams", "finished streams by outcome", ("outcome",))
         self.gc_pause_ms = m.gc_pauses()
+        self.loop_lag_ms = m.loop_lag()

@@ -26,6 +26,7 @@ from omni.services.codec.metrics import CodecMetrics
 from omni.services.common.gc_pauses import GcPauses
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
+from omni.services.common.loop_lag import LoopLag
 from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
 from omni.services.common.packing import PackingError, check_sample_format, unpack_codes
 from omni.services.common.server import GrpcService, set_switch_interval
@@ -394,9 +395,11 @@ async def serve(config: CodecConfig) -> None:
         log.info("codec metrics on port %d", metrics_port)
     engine.start()
     gc_pauses = GcPauses(metrics.gc_pause_ms)
+    loop_lag = LoopLag(metrics.loop_lag_ms, unit_per_s=1000.0)
 
     async def warmup() -> None:
         await warm_up(engine)
+        loop_lag.start()  # from now on: the warm-up's graph captures and compiles are not serving stalls
         frozen = gc_pauses.freeze_and_start()  # the decoder, graphs and modules stay out of later collections
         log.info(
             "codec ready: %d streams, model %s (%d objects frozen)", config.max_streams, engine.decoder.cfg, frozen
@@ -406,5 +409,6 @@ async def serve(config: CodecConfig) -> None:
         await service.run(warmup)
     finally:
         gc_pauses.stop()
+        await loop_lag.stop()
         await engine.stop()
         metrics.server.stop()

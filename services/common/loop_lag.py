@@ -12,8 +12,6 @@ import contextlib
 
 from prometheus_client import Histogram
 
-LAG_SECONDS_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0)
-
 
 class LoopLag:
     """Observe, every `interval_s`, how late the running loop woke its timer (seconds x `unit_per_s`)."""

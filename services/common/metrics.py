@@ -10,6 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 LATENCY_MS_BUCKETS = (0.5, 1, 2, 5, 10, 20, 35, 50, 75, 100, 150, 250, 400, 700, 1000, 2000, 5000, 10000)
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 GC_PAUSE_MS_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+LOOP_LAG_MS_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 250, 1000)  # event-loop lags and writes that wait
 
 
 class MetricsServer:
@@ -38,6 +39,14 @@ class MetricsServer:
             "Python garbage collections of this process by generation, ms (every thread waits)",
             GC_PAUSE_MS_BUCKETS,
             ("generation",),
+        )
+
+    def loop_lag(self) -> Histogram:
+        """How late the process's event loop woke a 50 ms timer (`loop_lag.LoopLag` observes it)."""
+        return self.histogram(
+            "loop_lag_ms",
+            "how late this process's event loop woke a 50 ms timer, ms (RPCs waiting on the loop waited as long)",
+            LOOP_LAG_MS_BUCKETS,
         )
 
     def start(self, port: int, host: str = "0.0.0.0") -> int:

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 import time
 
-from omni.services.common.loop_lag import LAG_SECONDS_BUCKETS
-from omni.services.common.metrics import GC_PAUSE_MS_BUCKETS
+from omni.services.common.metrics import GC_PAUSE_MS_BUCKETS, LOOP_LAG_MS_BUCKETS
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -69,14 +68,14 @@ class GatewayMetrics:
         self.loop_lag = Histogram(
             "omni_gateway_loop_lag_seconds",
             "How late a gateway process's event loop woke a 50 ms timer: what every request it holds waited then.",
-            buckets=LAG_SECONDS_BUCKETS,
+            buckets=tuple(ms / 1000.0 for ms in LOOP_LAG_MS_BUCKETS),
             registry=r,
         )
         self.backend_write = Histogram(
             "omni_gateway_backend_write_seconds",
             "Time to write one message of a shared call to a backend service; that call's next items wait meanwhile.",
             ["service"],
-            buckets=LAG_SECONDS_BUCKETS,
+            buckets=tuple(ms / 1000.0 for ms in LOOP_LAG_MS_BUCKETS),
             registry=r,
         )
         self.in_flight = Gauge(

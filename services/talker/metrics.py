@@ -38,3 +38,4 @@ class TalkerMetrics:
         )
         self.outcomes = m.counter("requests", "finished requests by outcome", ("outcome",))
         self.gc_pause_ms = m.gc_pauses()
+        self.loop_lag_ms = m.loop_lag()

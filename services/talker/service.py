@@ -14,6 +14,7 @@ from omni.services.common.config import capture_buckets
 from omni.services.common.gc_pauses import GcPauses
 from omni.services.common.identity import codec_mismatch, model_identity
 from omni.services.common.logging import log_request, ms_since
+from omni.services.common.loop_lag import LoopLag
 from omni.services.common.many_calls import ManyCall, ManyCalls, ManyStream, Tagged, serve_call
 from omni.services.common.packing import pack_codes
 from omni.services.common.server import GrpcService, set_switch_interval
@@ -435,9 +436,11 @@ async def serve(config: TalkerConfig) -> None:
         log.info("talker metrics on port %d", metrics_port)
     parts.engine.start()
     gc_pauses = GcPauses(metrics.gc_pause_ms)
+    loop_lag = LoopLag(metrics.loop_lag_ms, unit_per_s=1000.0)
 
     async def warmup() -> None:
         await warm_up(parts.engine)
+        loop_lag.start()  # from now on: the warm-up's graph captures and compiles are not serving stalls
         frozen = gc_pauses.freeze_and_start()  # the model, graphs and modules stay out of later collections
         log.info(
             "talker ready: %d slots, context %d (%d objects frozen)", config.max_streams, config.max_context, frozen
@@ -447,5 +450,6 @@ async def serve(config: TalkerConfig) -> None:
         await service.run(warmup)
     finally:
         gc_pauses.stop()
+        await loop_lag.stop()
         await parts.engine.stop()
         metrics.server.stop()
