@@ -117,7 +117,6 @@ METRICS = {
     "talker_loop_lag_ms": "omni_talker_loop_lag_ms",  # the talker's event loop (gRPC, handing out frames)
     "codec_loop_lag_ms": "omni_codec_loop_lag_ms",
 }
-# Gateway GC pauses at least this long are counted apart: one stalls every request its worker holds.
 # Stalls: (report prefix, ms per unit of the family; the gateway's are in seconds and read in ms). Events of LONG_MS
 # or more are counted apart, under "<family>:long": one stalls every request its process holds (a GC pause, a late
 # event loop) or every item queued behind it (a write).
@@ -284,7 +283,8 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
         "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
         "codec_gc_share": None if codec_gc is None else codec_gc / 1000.0 / wall_s,
         "gateway_gc_share": None if gateway_gc is None else gateway_gc / 1000.0 / wall_s,  # summed over its workers
-        # Events that long over the level (any gateway worker): GC pauses, loop lags, writes to a backend.
+        # STALLS' events that long over the level: GC pauses and loop lags (any gateway worker, the talker, the
+        # codec) and the gateway's writes to a backend.
         **{f"{prefix}_over_{LONG_MS:.0f}ms": delta(f"{name}:long", 1) for name, (prefix, _) in STALLS.items()},
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
