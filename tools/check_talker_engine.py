@@ -25,10 +25,11 @@ from omni.services.common.config import capture_buckets
 from omni.services.common.logging import setup_logging
 from omni.services.talker.config import TalkerConfig
 from omni.services.talker.metrics import TalkerMetrics
+from omni.services.talker.service import stream_chunking
 
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
-from omni.talker.engine import Chunk, ChunkPlan, Finished, FirstChunkSizing, Request, TalkerEngine
+from omni.talker.engine import Chunk, ChunkPlan, Finished, Request, TalkerEngine
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import SamplingParams
@@ -126,10 +127,7 @@ def main() -> None:
         prefill_graphs = PrefillGraphs(runner, batches, budgets.prefill_widths())
         print(f"captured in {time.perf_counter() - start:.1f} s", flush=True)
     # Chunked as the service's defaults chunk a stream (the first chunk's frames left to the engine).
-    plan = ChunkPlan(0, defaults.chunk_frames, tuple(defaults.chunk_ramp))
-    first_chunk = FirstChunkSizing(
-        defaults.initial_chunk_frames, defaults.busy_initial_chunk_frames, defaults.busy_streams
-    )
+    plan, first_chunk, lead = stream_chunking(defaults)
     lo, hi = (int(n) for n in args.prompt_lengths.split(","))
     work = requests_for(args.requests, args.frames, seed=0, lengths=(lo, hi))
     if args.trace:
@@ -149,6 +147,7 @@ def main() -> None:
             async_scheduling=mode == "async",
             trace_steps=args.trace,
             first_chunk=first_chunk,
+            lead=lead,
         )
         if cuda:
             torch.cuda.synchronize()

@@ -203,11 +203,12 @@ class ChunkLead:
     (t - first chunk)` of audio left: its lead. A chunk is sent once it holds all its planned frames, so with slow
     steps the lead can run out while a large chunk fills (one H200, 800 requests open at once: 44 ms steps and 89% of
     the requests played with a gap, run 62; by the arithmetic of a 3-frame first chunk and the 2/4/8/15 ramp, the
-    first 15-frame chunk falls due with ~84 ms of lead, under one 86 ms codec tick). With `min_lead_ms`, the frames held go out as soon as the lead falls
-    under it (at least `min_frames` of them), so every chunk leaves with about min_lead_ms of audio still ahead of
-    the listener. Frames never change, only where chunks break; a stream that keeps ahead keeps its planned sizes.
-    Only while frames come faster than they play (steps under frame_ms apart): slower, no chunking keeps a listener
-    fed, and chunks of 2 frames would only add codec work to an overloaded device.
+    first 15-frame chunk falls due with ~84 ms of lead, under one 86 ms codec tick). With `min_lead_ms`, the frames
+    held go out as soon as the lead falls under it (at least `min_frames` of them), so every chunk leaves with about
+    min_lead_ms of audio still ahead of the listener. Frames never change, only where chunks break; a stream that
+    keeps ahead keeps its planned sizes. Only while frames come faster than they play (steps under frame_ms apart):
+    slower, no chunking keeps a listener fed, and chunks of 2 frames would only add codec work to an overloaded
+    device.
     """
 
     min_lead_ms: float = 0.0  # 0: planned sizes only

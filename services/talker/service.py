@@ -336,6 +336,16 @@ def _summary_message(finished: Finished) -> talker_pb2.GenerateSummary:
     )
 
 
+def stream_chunking(config: TalkerConfig) -> tuple[ChunkPlan, FirstChunkSizing, ChunkLead]:
+    """How the service chunks a stream: the default plan (its first chunk's size, 0, left to the engine), the
+    engine's sizing of that first chunk, and its floor on a listener's lead."""
+    return (
+        ChunkPlan(0, config.chunk_frames, tuple(config.chunk_ramp)),
+        FirstChunkSizing(config.initial_chunk_frames, config.busy_initial_chunk_frames, config.busy_streams),
+        ChunkLead(config.min_lead_ms, 1000.0 / FRAME_RATE),
+    )
+
+
 def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = None) -> tuple[GrpcService, TalkerParts]:
     """Load the model and wire runner, engine, servicer and server (not started). Call from the event loop."""
     from omni.models.qwen3_tts.loader import load_qwen3_tts
@@ -348,12 +358,13 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     identity = model_identity(model_dir, config.revision)
     model = load_qwen3_tts(model_dir, dtype=DTYPES[config.dtype], device=config.device)
     max_new = min(config.max_new_tokens or model.generation.max_new_tokens, config.max_context - 1)
+    default_plan, first_chunk, lead = stream_chunking(config)
     limits = RequestLimits(
         max_context=config.max_context,
         default_max_new_tokens=max_new,
         max_new_tokens=max_new,
         max_chunk_frames=config.max_chunk_frames,
-        default_plan=ChunkPlan(0, config.chunk_frames, tuple(config.chunk_ramp)),  # 0: the engine's FirstChunkSizing
+        default_plan=default_plan,
     )
     on_cuda = torch.device(config.device).type == "cuda"
     use_graphs, fused = config.cuda_graphs and on_cuda, config.fused_kernels and on_cuda
@@ -395,8 +406,8 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.decode_in_prefill_step,
         config.trace_steps,
         config.step_token_budget,
-        FirstChunkSizing(config.initial_chunk_frames, config.busy_initial_chunk_frames, config.busy_streams),
-        ChunkLead(config.min_lead_ms, 1000.0 / FRAME_RATE),
+        first_chunk,
+        lead,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
