@@ -553,8 +553,8 @@ class TalkerEngine:
         # Sized now, not at admission: the first requests of a burst are admitted before the rest have arrived.
         first_frames = self.first_chunk.frames_for(len(self.slots) + len(self.waiting))
         now, early_frames = self.clock(), self.lead.min_frames
-        if (now - self._last_delivery) * 1000.0 >= self.lead.frame_ms:  # frames come slower than they play
-            early_frames = 1 << 30
+        # Early chunks only while frames come faster than they play: slower, they would not feed the listener.
+        early = (now - self._last_delivery) * 1000.0 < self.lead.frame_ms
         self._last_delivery = now
         for request, row in zip(plan.decodes, decoded, strict=True):
             if request.done:
@@ -566,7 +566,7 @@ class TalkerEngine:
                 self._finish(request, EOS if row[groups + 1] else MAX_NEW_TOKENS)
             elif held >= request.plan.size(request.chunks_sent, first_frames):
                 self._flush(request, now, step_ms, last=False)
-            elif now >= request.flush_by and held >= early_frames:  # the listener's lead fell under the floor
+            elif early and now >= request.flush_by and held >= early_frames:  # the lead fell under the floor
                 self.metrics.early_chunk_frames.observe(held)
                 self._flush(request, now, step_ms, last=False)
 

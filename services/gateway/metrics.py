@@ -65,17 +65,18 @@ class GatewayMetrics:
             buckets=tuple(ms / 1000.0 for ms in GC_PAUSE_MS_BUCKETS),
             registry=r,
         )
+        lag_buckets = tuple(ms / 1000.0 for ms in LOOP_LAG_MS_BUCKETS)
         self.loop_lag = Histogram(
             "omni_gateway_loop_lag_seconds",
             "How late a gateway process's event loop woke a 50 ms timer: what every request it holds waited then.",
-            buckets=tuple(ms / 1000.0 for ms in LOOP_LAG_MS_BUCKETS),
+            buckets=lag_buckets,
             registry=r,
         )
         self.backend_write = Histogram(
             "omni_gateway_backend_write_seconds",
             "Time to write one message of a shared call to a backend service; that call's next items wait meanwhile.",
             ["service"],
-            buckets=tuple(ms / 1000.0 for ms in LOOP_LAG_MS_BUCKETS),
+            buckets=lag_buckets,
             registry=r,
         )
         self.in_flight = Gauge(
