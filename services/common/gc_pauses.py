@@ -11,6 +11,8 @@ collection took, by generation, in a histogram an operator can watch.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import time
 
@@ -26,15 +28,27 @@ def freeze_startup_heap() -> int:
 
 class GcPauses:
     """Observe each collection's duration in `histogram` (label `generation`), scaled by `unit_per_s`: 1000 for a
-    milliseconds histogram, 1 for seconds. `start` hooks it into `gc.callbacks`; `stop` unhooks it."""
+    milliseconds histogram, 1 for seconds. `start` hooks it into `gc.callbacks`; `stop` unhooks it.
 
-    def __init__(self, histogram: Histogram, unit_per_s: float = 1000.0) -> None:
+    The collector runs wherever an allocation (Python 3.12: any bytecode boundary) finds its threshold passed, so
+    also inside prometheus_client while it holds a value's lock; in multiprocess mode (the gateway's workers) one
+    non-reentrant lock guards every value of the process. A callback that observed there would wait on its own
+    thread's lock forever: a gateway worker froze that way on the GPU (session 18, run 65). So the callback only
+    appends to a list, and `flush` observes the list from ordinary code: every `flush_s` from a task on the loop
+    that was running at `start`, and at `stop`."""
+
+    def __init__(self, histogram: Histogram, unit_per_s: float = 1000.0, flush_s: float = 0.1) -> None:
         self.histogram = histogram
         self.unit_per_s = unit_per_s
+        self.flush_s = flush_s
+        self.pending: list[tuple[int, float]] = []  # (generation, pause) not yet observed
         self._began = 0.0
+        self._flusher: asyncio.Task | None = None
 
     def start(self) -> GcPauses:
         gc.callbacks.append(self._on_collection)
+        with contextlib.suppress(RuntimeError):  # no running loop: the owner calls `flush` itself
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_periodically(), name="gc-pauses")
         return self
 
     def freeze_and_start(self) -> int:
@@ -47,11 +61,26 @@ class GcPauses:
     def stop(self) -> None:
         if self._on_collection in gc.callbacks:
             gc.callbacks.remove(self._on_collection)
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        self.flush()
+
+    def flush(self) -> None:
+        """Observe the pauses recorded since the last flush (never call from a collector callback)."""
+        # Swap first: a collection during the loop below appends to the new list, seen at the next flush.
+        pending, self.pending = self.pending, []
+        for generation, pause in pending:
+            self.histogram.labels(str(generation)).observe(pause)
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_s)
+            self.flush()
 
     def _on_collection(self, phase: str, info: dict) -> None:
         # The collector never runs inside its own callbacks, so start and stop pair up.
         if phase == "start":
             self._began = time.perf_counter()
         else:
-            pause = (time.perf_counter() - self._began) * self.unit_per_s
-            self.histogram.labels(str(info["generation"])).observe(pause)
+            self.pending.append((info["generation"], (time.perf_counter() - self._began) * self.unit_per_s))
