@@ -106,7 +106,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
         # The talker sized every first chunk, with 2 frames (a tiny load is never busy_streams).
         assert row["talker_first_chunk_frames"] == 2.0
-        assert row["talker_early_chunks_per_request"] == 0  # min_lead_ms is off by default
+        assert row["talker_early_chunks_per_request"] == 0  # chunks of 2 and 2: planned sizes come before the floor
         # Engine load: one talker is busy at most all the time, two codec replicas at most twice; a 4-frame request
         # sends chunks of 2 and 2 frames, so it takes 1 or 2 codec rows (its chunks merged in one tick, or not).
         assert 0 < row["talker_busy"] <= 1.01 and 0 < row["codec_busy"] <= 2.02 and row["codec_ticks_per_s"] > 0
