@@ -93,6 +93,8 @@ class RequestResult:
     error: str = ""
     underrun_buffered_s: float = 0.0  # the same with playback starting BenchConfig.playout_buffer_ms later
     first_gap_at_s: float | None = None  # seconds of audio played before the first gap (None: no gap)
+    request_id: str = ""  # the gateway's X-Request-Id: finds this request's lines in the services' logs
+    start_epoch_s: float = 0.0  # wall clock at the start (time.time()): places it against those lines' timestamps
 
 
 def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 0) -> dict:
@@ -241,12 +243,13 @@ async def one_request(
     client: httpx.AsyncClient, url: str, body: dict, index: int, level_start: float, buffer_s: float = 0.0
 ) -> RequestResult:
     start = time.perf_counter()
-    result = RequestResult(index=index, status="", ok=False, start_s=start - level_start)
+    result = RequestResult(index=index, status="", ok=False, start_s=start - level_start, start_epoch_s=time.time())
     arrivals: list[float] = []
     durations: list[float] = []
     try:
         async with client.stream("POST", url, json=body) as response:
             result.status = str(response.status_code)
+            result.request_id = response.headers.get("x-request-id", "")
             if response.status_code != 200:
                 result.error = (await response.aread()).decode(errors="replace")[:500]
                 return result

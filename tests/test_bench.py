@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import time
 
 import httpx
 import numpy as np
@@ -256,6 +258,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
         output.wait_for(SERVE_READY, READY_TIMEOUT_S)
         url = output.wait_for(r"HTTP API: (http://\S+)/v1").group(1)
         out, plot = tmp_path / "results.json", tmp_path / "results.png"
+        started = time.time()
         result = omni(
             "bench", "--url", url, "--concurrency", "1,2", "--requests", "3", "--voice", "vivian",
             "--max-new-tokens", "6", "--seed", "1", "--out", str(out), "--plot", str(plot),
@@ -298,6 +301,9 @@ def test_bench_against_a_tiny_stack(tmp_path):
             assert 0 < r["ttfa_s"] <= r["total_s"]
             assert 0 < r["audio_s"] <= 6 * 1920 / 24000  # at most max_new_tokens frames of audio
             assert r["underrun_s"] >= r["underrun_buffered_s"] >= 0  # a buffer never adds a gap
+            assert re.fullmatch(r"[0-9a-f]{32}", r["request_id"])  # the gateway's X-Request-Id
+            assert started <= r["start_epoch_s"] <= time.time()
+        assert len({r["request_id"] for r in level["results"]}) == 3
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert split.returncode == 0, split.stdout + split.stderr
     assert "concurrency 2 (2 processes)" in split.stderr

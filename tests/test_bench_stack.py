@@ -107,6 +107,14 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         # The talker sized every first chunk, with 2 frames (a tiny load is never busy_streams).
         assert row["talker_first_chunk_frames"] == 2.0
         assert row["talker_early_chunks_per_request"] == 0  # chunks of 2 and 2: planned sizes come before the floor
+        # Every request's client TTFA split at the gateway's handler (same machine, one wall clock): the client
+        # starts before the handler does, and the handler's first audio reaches the client after it left.
+        assert row["client_requests_joined"] == row["requests"]
+        assert 0 <= row["to_handler_p50_ms"] <= row["to_handler_p99_ms"] < row["ttfa_p99_s"] * 1000
+        assert 0 <= row["to_client_p50_ms"] <= row["to_client_p99_ms"] < row["ttfa_p99_s"] * 1000
+        # Under 100 requests the slowest 1% is the slowest request: its parts add up to at least the p99.
+        slowest = row["slowest_to_handler_ms"] + row["slowest_in_gateway_ms"] + row["slowest_to_client_ms"]
+        assert row["requests"] < 100 and slowest >= row["ttfa_p99_s"] * 1000 - 0.01
         # Engine load: one talker is busy at most all the time, two codec replicas at most twice; a 4-frame request
         # sends chunks of 2 and 2 frames, so it takes 1 or 2 codec rows (its chunks merged in one tick, or not).
         assert 0 < row["talker_busy"] <= 1.01 and 0 < row["codec_busy"] <= 2.02 and row["codec_ticks_per_s"] > 0
@@ -305,6 +313,37 @@ def test_mps_is_refused_without_a_gpu(capsys):
     with pytest.raises(SystemExit):
         load_bench_stack().parse_args(["--mps", "--device", "cpu", "--out", "/tmp/unused"])
     assert "--mps shares a GPU" in capsys.readouterr().err
+
+
+def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
+    """A client request started at wall time 99.990 s whose gateway handler began at 100.000 (its line at 101.0 after
+    1,000 ms) and handed out first audio 95 ms later, which the client got 120 ms after its start: 10 ms to the
+    handler, 95 in the gateway, 15 back. A request without a line and one with no audio are left out."""
+    gateway = "\n".join(
+        [
+            json.dumps({"ts": 101.0, "msg": "speech", "request_id": "a", "ttfa_ms": 95.0, "total_ms": 1000.0}),
+            json.dumps({"ts": 101.0, "msg": "speech", "request_id": "c", "ttfa_ms": None, "total_ms": 10.0}),
+        ]
+    )
+    results = [
+        {"request_id": "a", "start_epoch_s": 99.990, "ttfa_s": 0.120},
+        {"request_id": "b", "start_epoch_s": 99.990, "ttfa_s": 0.050},  # no gateway line
+        {"request_id": "c", "start_epoch_s": 100.0, "ttfa_s": None},  # failed
+    ]
+    ((to_handler, in_gateway, to_client),) = load_bench_stack().client_ttfa_parts_ms(results, gateway)
+    assert (round(to_handler, 6), in_gateway, round(to_client, 6)) == (10.0, 95.0, 15.0)
+
+
+def test_the_slowest_requests_show_which_part_their_time_to_first_audio_is_made_of():
+    bench_stack = load_bench_stack()
+    # 198 requests of 5 + 100 + 5 ms, and two of 5 + 100 + 200: the tail is on the way back.
+    split = [(5.0, 100.0, 5.0)] * 198 + [(5.0, 100.0, 200.0), (6.0, 110.0, 190.0)]
+    found = bench_stack.client_ttfa_split(split)
+    assert found["to_handler_p50_ms"] == 5.0 and found["to_client_p50_ms"] == 5.0
+    assert found["to_client_p99_ms"] > 5.0  # the two slow ones are above the 99th percentile's rank
+    assert (found["slowest_to_handler_ms"], found["slowest_in_gateway_ms"]) == (5.5, 105.0)
+    assert found["slowest_to_client_ms"] == 195.0
+    assert bench_stack.client_ttfa_split([]) == {}
 
 
 def test_gateway_ttfa_is_read_from_the_gateways_request_lines():

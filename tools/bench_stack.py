@@ -39,9 +39,11 @@ request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames` f
 level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share), each
 service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main thread: near 1 means the loop
 is the limit), the gateway's own time to first audio split by request id at the talker (`hop`,
-`talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it), and
-the error lines the gateway, talker and codec logged during the level (a count and the first five, in the row's
-`log_problems` and printed), so a run says why requests failed. It writes, under --out: `results.json`, `table.md`,
+`talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it), the
+client's own split at the gateway's handler by the response's X-Request-Id (`to_handler`, `to_client` p50/p99, and
+`slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway, talker and codec logged
+during the level (a count and the first five, in the row's `log_problems` and printed), so a run says why requests
+failed. It writes, under --out: `results.json`, `table.md`,
 one bench JSON and PNG per model and layout, and the services' logs as plain files one folder down
 (`logs/<model>-<n>gpu-<service>.log`, plus `-serve.log` and `-command.txt`).
 
@@ -418,6 +420,40 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
     return parts
 
 
+CLIENT_PARTS = ("to_handler", "in_gateway", "to_client")
+
+
+def client_ttfa_parts_ms(results: list[dict], gateway_text: str) -> list[tuple[float, float, float]]:
+    """Each request's time to first audio at the client, split by the gateway's line of the same request id (the
+    response's X-Request-Id): `to_handler` (the client's start to the gateway handler's: the connection, the request's
+    bytes, the worker's loop taking it), `in_gateway` (the handler to its first audio: the line's `ttfa_ms`) and
+    `to_client` (the rest: that audio on its way to the client). Placed by wall clock: the client and the gateway run
+    on one machine. One (to_handler, in_gateway, to_client) per request that has a line with audio."""
+    lines = {r.get("request_id"): r for r in request_records(gateway_text, "speech") if r.get("ttfa_ms") is not None}
+    split = []
+    for result in results:
+        line = lines.get(result.get("request_id"))
+        if line is None or result.get("ttfa_s") is None:
+            continue
+        to_handler = (line["ts"] - line["total_ms"] / 1000.0 - result["start_epoch_s"]) * 1000.0
+        in_gateway = float(line["ttfa_ms"])
+        split.append((to_handler, in_gateway, result["ttfa_s"] * 1000.0 - to_handler - in_gateway))
+    return split
+
+
+def client_ttfa_split(split: list[tuple[float, float, float]]) -> dict[str, float]:
+    """p50/p99 of `to_handler` and `to_client`, and each part's median over the slowest 1% of requests (at least
+    one) by client time to first audio: which part the tail is made of."""
+    if not split:
+        return {}
+    parts = list(zip(*split, strict=True))
+    found = {f"{CLIENT_PARTS[i]}_p{q}_ms": bench.percentile(list(parts[i]), q) for i in (0, 2) for q in (50, 99)}
+    slowest = sorted(split, key=sum)[-max(1, len(split) // 100) :]
+    for i, name in enumerate(CLIENT_PARTS):
+        found[f"slowest_{name}_ms"] = bench.percentile([s[i] for s in slowest], 50)
+    return found
+
+
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
@@ -638,6 +674,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             gateway_ttfa = sorted(gateway_ttfa_ms(gateway_log))
             ttfa_parts = ttfa_parts_ms(gateway_log, serve.log_text("talker", since))
             level = report["levels"][0]
+            client_split = client_ttfa_parts_ms(level["results"], gateway_log)
             levels.append(level)
             means = metric_means(before, after)
             wrong = [
@@ -669,6 +706,9 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 **{f"gateway_ttfa_p{q}_ms": bench.percentile(gateway_ttfa, q) for q in (50, 99)},
                 # ... and its parts: to the talker, the talker's first chunk, the codec and gateway after it.
                 **{f"{k}_p{q}_ms": bench.percentile(v, q) for k, v in ttfa_parts.items() for q in (50, 99)},
+                # ... and the client's own: before the handler, in it, after it (the slowest 1% apart).
+                "client_requests_joined": len(client_split),
+                **client_ttfa_split(client_split),
                 "log_problems": problems,
             }
             rows.append(row)
@@ -735,6 +775,8 @@ def format_diagnostics(row: dict) -> str:
     long = [f"{prefix}_over_{LONG_MS:.0f}ms" for prefix, _ in STALLS.values()]
     parts += [f"{k} {row[k]:.0f}" for k in long if row.get(k) is not None]
     ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
+    ttfa += [f"{k}_p{q}_ms" for k in ("to_handler", "to_client") for q in (50, 99)]
+    ttfa += [f"slowest_{k}_ms" for k in CLIENT_PARTS]
     parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
     parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]
