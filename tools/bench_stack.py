@@ -446,8 +446,10 @@ def client_ttfa_split(split: list[tuple[float, float, float]]) -> dict[str, floa
     one) by client time to first audio: which part the tail is made of."""
     if not split:
         return {}
-    parts = list(zip(*split, strict=True))
-    found = {f"{CLIENT_PARTS[i]}_p{q}_ms": bench.percentile(list(parts[i]), q) for i in (0, 2) for q in (50, 99)}
+    to_handler, _, to_client = (list(part) for part in zip(*split, strict=True))
+    found = {}
+    for name, values in (("to_handler", to_handler), ("to_client", to_client)):  # in_gateway: gateway_ttfa_p*
+        found |= {f"{name}_p{q}_ms": bench.percentile(values, q) for q in (50, 99)}
     slowest = sorted(split, key=sum)[-max(1, len(split) // 100) :]
     for i, name in enumerate(CLIENT_PARTS):
         found[f"slowest_{name}_ms"] = bench.percentile([s[i] for s in slowest], 50)
