@@ -297,7 +297,7 @@ def test_first_chunk_settings_are_checked_and_read_from_the_environment():
     config = load_config(TalkerConfig, "talker", env=env)
     assert (config.busy_streams, config.busy_initial_chunk_frames, config.min_lead_ms) == (0, 5, 150.0)
     assert TalkerConfig().min_lead_ms == 200.0
-    assert (TalkerConfig().busy_streams, TalkerConfig().busy_initial_chunk_frames) == (256, 3)
+    assert (TalkerConfig().busy_streams, TalkerConfig().busy_initial_chunk_frames) == (256, 4)
 
 
 def test_a_new_stream_decodes_its_first_frame_in_the_step_that_completes_its_prefill(synth, scheduling):

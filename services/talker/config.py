@@ -32,9 +32,10 @@ class TalkerConfig(ServiceConfig):
         "stream's first audio 26 -> 36 ms)",
     )
     busy_initial_chunk_frames: int = option(
-        3,
+        4,
         "default frames in a stream's first chunk while the talker holds busy_streams or more requests when it falls "
-        "due (slow steps: one H200, 1.7B, 512 streams: requests with a gap 24% -> 1% with 3 instead of 2)",
+        "due (slow steps: one H200, 1.7B, 512 streams: requests with a gap 24% -> 1% with 3 instead of 2; 800 "
+        "requests open at once: 41% -> 13-28% with 4 instead of 3, 512 at the same TTFA p50)",
     )
     busy_streams: int = option(
         256,
