@@ -95,6 +95,8 @@ class RequestResult:
     first_gap_at_s: float | None = None  # seconds of audio played before the first gap (None: no gap)
     request_id: str = ""  # the gateway's X-Request-Id: finds this request's lines in the services' logs
     start_epoch_s: float = 0.0  # wall clock at the start (time.time()): places it against those lines' timestamps
+    sent_s: float | None = None  # to the request's last byte written: the client's own part (its loop, a connection)
+    new_connection: bool = False  # whether this request opened a connection (or took a kept-alive one)
 
 
 def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 0) -> dict:
@@ -246,8 +248,15 @@ async def one_request(
     result = RequestResult(index=index, status="", ok=False, start_s=start - level_start, start_epoch_s=time.time())
     arrivals: list[float] = []
     durations: list[float] = []
+
+    async def trace(event: str, info: dict) -> None:  # httpcore's events for this request, as they happen
+        if event == "connection.connect_tcp.started":
+            result.new_connection = True
+        elif event == "http11.send_request_body.complete":
+            result.sent_s = time.perf_counter() - start
+
     try:
-        async with client.stream("POST", url, json=body) as response:
+        async with client.stream("POST", url, json=body, extensions={"trace": trace}) as response:
             result.status = str(response.status_code)
             result.request_id = response.headers.get("x-request-id", "")
             if response.status_code != 200:

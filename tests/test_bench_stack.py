@@ -108,12 +108,14 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["talker_first_chunk_frames"] == 2.0
         assert row["talker_early_chunks_per_request"] == 0  # chunks of 2 and 2: planned sizes come before the floor
         # Every request's client TTFA split at the gateway's handler (same machine, one wall clock): the client
-        # starts before the handler does, and the handler's first audio reaches the client after it left.
+        # writes its request, the handler starts after the last byte was written, and the handler's first audio
+        # reaches the client after it left.
         assert row["client_requests_joined"] == row["requests"]
-        assert 0 <= row["to_handler_p50_ms"] <= row["to_handler_p99_ms"] < row["ttfa_p99_s"] * 1000
-        assert 0 <= row["to_client_p50_ms"] <= row["to_client_p99_ms"] < row["ttfa_p99_s"] * 1000
+        for part in ("in_client", "to_handler", "to_client"):
+            assert 0 <= row[f"{part}_p50_ms"] <= row[f"{part}_p99_ms"] < row["ttfa_p99_s"] * 1000, part
+        assert row["in_client_p50_ms"] > 0  # every result has its send time
         # Under 100 requests the slowest 1% is the slowest request: its parts add up to at least the p99.
-        slowest = row["slowest_to_handler_ms"] + row["slowest_in_gateway_ms"] + row["slowest_to_client_ms"]
+        slowest = sum(row[f"slowest_{part}_ms"] for part in ("in_client", "to_handler", "in_gateway", "to_client"))
         assert row["requests"] < 100 and slowest >= row["ttfa_p99_s"] * 1000 - 0.01
         # Engine load: one talker is busy at most all the time, two codec replicas at most twice; a 4-frame request
         # sends chunks of 2 and 2 frames, so it takes 1 or 2 codec rows (its chunks merged in one tick, or not).
@@ -316,9 +318,11 @@ def test_mps_is_refused_without_a_gpu(capsys):
 
 
 def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
-    """A client request started at wall time 99.990 s whose gateway handler began at 100.000 (its line at 101.0 after
-    1,000 ms) and handed out first audio 95 ms later, which the client got 120 ms after its start: 10 ms to the
-    handler, 95 in the gateway, 15 back. A request without a line and one with no audio are left out."""
+    """A client request started at wall time 99.990 s, whose last byte the client wrote 4 ms later, whose gateway
+    handler began at 100.000 (its line at 101.0 after 1,000 ms) and handed out first audio 95 ms later, which the
+    client got 120 ms after its start: 4 ms in the client, 6 more to the handler, 95 in the gateway, 15 back. A result
+    without a send time counts it all as the way to the handler; one without a line and one with no audio are left
+    out."""
     gateway = "\n".join(
         [
             json.dumps({"ts": 101.0, "msg": "speech", "request_id": "a", "ttfa_ms": 95.0, "total_ms": 1000.0}),
@@ -326,22 +330,24 @@ def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
         ]
     )
     results = [
-        {"request_id": "a", "start_epoch_s": 99.990, "ttfa_s": 0.120},
+        {"request_id": "a", "start_epoch_s": 99.990, "sent_s": 0.004, "ttfa_s": 0.120},
+        {"request_id": "a", "start_epoch_s": 99.990, "ttfa_s": 0.120},  # an older result: no send time
         {"request_id": "b", "start_epoch_s": 99.990, "ttfa_s": 0.050},  # no gateway line
         {"request_id": "c", "start_epoch_s": 100.0, "ttfa_s": None},  # failed
     ]
-    ((to_handler, in_gateway, to_client),) = load_bench_stack().client_ttfa_parts_ms(results, gateway)
-    assert (round(to_handler, 6), in_gateway, round(to_client, 6)) == (10.0, 95.0, 15.0)
+    found = [tuple(round(v, 6) for v in parts) for parts in load_bench_stack().client_ttfa_parts_ms(results, gateway)]
+    assert found == [(4.0, 6.0, 95.0, 15.0), (0.0, 10.0, 95.0, 15.0)]
 
 
 def test_the_slowest_requests_show_which_part_their_time_to_first_audio_is_made_of():
     bench_stack = load_bench_stack()
-    # 198 requests of 5 + 100 + 5 ms, and two of 5 + 100 + 200: the tail is on the way back.
-    split = [(5.0, 100.0, 5.0)] * 198 + [(5.0, 100.0, 200.0), (6.0, 110.0, 190.0)]
+    # 198 requests of 1 + 5 + 100 + 5 ms, and two of 1 + 5 + 100 + 200: the tail is on the way back.
+    split = [(1.0, 5.0, 100.0, 5.0)] * 198 + [(1.0, 5.0, 100.0, 200.0), (3.0, 6.0, 110.0, 190.0)]
     found = bench_stack.client_ttfa_split(split)
-    assert found["to_handler_p50_ms"] == 5.0 and found["to_client_p50_ms"] == 5.0
+    assert found["in_client_p50_ms"] == 1.0 and found["to_handler_p50_ms"] == 5.0 and found["to_client_p50_ms"] == 5.0
     assert found["to_client_p99_ms"] > 5.0  # the two slow ones are above the 99th percentile's rank
-    assert (found["slowest_to_handler_ms"], found["slowest_in_gateway_ms"]) == (5.5, 105.0)
+    assert (found["slowest_in_client_ms"], found["slowest_to_handler_ms"]) == (2.0, 5.5)
+    assert found["slowest_in_gateway_ms"] == 105.0
     assert found["slowest_to_client_ms"] == 195.0
     assert bench_stack.client_ttfa_split([]) == {}
 

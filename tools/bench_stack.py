@@ -420,36 +420,38 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
     return parts
 
 
-CLIENT_PARTS = ("to_handler", "in_gateway", "to_client")
+CLIENT_PARTS = ("in_client", "to_handler", "in_gateway", "to_client")
 
 
-def client_ttfa_parts_ms(results: list[dict], gateway_text: str) -> list[tuple[float, float, float]]:
+def client_ttfa_parts_ms(results: list[dict], gateway_text: str) -> list[tuple[float, float, float, float]]:
     """Each request's time to first audio at the client, split by the gateway's line of the same request id (the
-    response's X-Request-Id): `to_handler` (the client's start to the gateway handler's: the connection, the request's
-    bytes, the worker's loop taking it), `in_gateway` (the handler to its first audio: the line's `ttfa_ms`) and
-    `to_client` (the rest: that audio on its way to the client). Placed by wall clock: the client and the gateway run
-    on one machine. One (to_handler, in_gateway, to_client) per request that has a line with audio."""
+    response's X-Request-Id): `in_client` (the client's start to its request's last byte written: its event loop, a
+    new connection; 0 for results without `sent_s`), `to_handler` (from there to the gateway handler's start: the
+    request's bytes read, the worker's loop taking it), `in_gateway` (the handler to its first audio: the line's
+    `ttfa_ms`) and `to_client` (the rest: that audio on its way to the client). Placed by wall clock: the client and
+    the gateway run on one machine. One tuple of the four per request that has a line with audio."""
     lines = {r.get("request_id"): r for r in request_records(gateway_text, "speech") if r.get("ttfa_ms") is not None}
     split = []
     for result in results:
         line = lines.get(result.get("request_id"))
         if line is None or result.get("ttfa_s") is None:
             continue
-        to_handler = (line["ts"] - line["total_ms"] / 1000.0 - result["start_epoch_s"]) * 1000.0
+        in_client = (result.get("sent_s") or 0.0) * 1000.0
+        handler = (line["ts"] - line["total_ms"] / 1000.0 - result["start_epoch_s"]) * 1000.0
         in_gateway = float(line["ttfa_ms"])
-        split.append((to_handler, in_gateway, result["ttfa_s"] * 1000.0 - to_handler - in_gateway))
+        split.append((in_client, handler - in_client, in_gateway, result["ttfa_s"] * 1000.0 - handler - in_gateway))
     return split
 
 
-def client_ttfa_split(split: list[tuple[float, float, float]]) -> dict[str, float]:
-    """p50/p99 of `to_handler` and `to_client`, and each part's median over the slowest 1% of requests (at least
-    one) by client time to first audio: which part the tail is made of."""
+def client_ttfa_split(split: list[tuple[float, ...]]) -> dict[str, float]:
+    """p50/p99 of each part but `in_gateway` (that is `gateway_ttfa_p*`), and each part's median over the slowest 1%
+    of requests (at least one) by client time to first audio: which part the tail is made of."""
     if not split:
         return {}
-    to_handler, _, to_client = (list(part) for part in zip(*split, strict=True))
+    parts = dict(zip(CLIENT_PARTS, (list(part) for part in zip(*split, strict=True)), strict=True))
     found = {}
-    for name, values in (("to_handler", to_handler), ("to_client", to_client)):  # in_gateway: gateway_ttfa_p*
-        found |= {f"{name}_p{q}_ms": bench.percentile(values, q) for q in (50, 99)}
+    for name in ("in_client", "to_handler", "to_client"):
+        found |= {f"{name}_p{q}_ms": bench.percentile(parts[name], q) for q in (50, 99)}
     slowest = sorted(split, key=sum)[-max(1, len(split) // 100) :]
     for i, name in enumerate(CLIENT_PARTS):
         found[f"slowest_{name}_ms"] = bench.percentile([s[i] for s in slowest], 50)
@@ -777,7 +779,7 @@ def format_diagnostics(row: dict) -> str:
     long = [f"{prefix}_over_{LONG_MS:.0f}ms" for prefix, _ in STALLS.values()]
     parts += [f"{k} {row[k]:.0f}" for k in long if row.get(k) is not None]
     ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
-    ttfa += [f"{k}_p{q}_ms" for k in ("to_handler", "to_client") for q in (50, 99)]
+    ttfa += [f"{k}_p{q}_ms" for k in ("in_client", "to_handler", "to_client") for q in (50, 99)]
     ttfa += [f"slowest_{k}_ms" for k in CLIENT_PARTS]
     parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
