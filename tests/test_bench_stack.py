@@ -121,6 +121,8 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         # sends chunks of 2 and 2 frames, so it takes 1 or 2 codec rows (its chunks merged in one tick, or not).
         assert 0 < row["talker_busy"] <= 1.01 and 0 < row["codec_busy"] <= 2.02 and row["codec_ticks_per_s"] > 0
         assert 1 <= row["codec_rows_per_request"] <= 2
+        # No row cap in this stack: no row deferred; late rows counted (a tiny CPU stack may or may not run dry).
+        assert row["codec_deferred_rows_per_request"] == 0 and row["codec_late_rows_per_request"] >= 0
         # Garbage collections: each process's share of the level (summed over generations), never all of it.
         assert 0 <= row["talker_gc_share"] < 1 and 0 <= row["codec_gc_share"] < 2
         # The gateway's, from its own /metrics (its workers summed): read, and a count of long pauses.
@@ -227,6 +229,14 @@ omni_talker_loop_lag_ms_bucket{le="20.0"} 18.0
 omni_talker_loop_lag_ms_bucket{le="+Inf"} 20.0
 omni_talker_loop_lag_ms_sum 100.0
 omni_talker_loop_lag_ms_count 20.0
+# HELP omni_codec_late_ms late rows
+# TYPE omni_codec_late_ms histogram
+omni_codec_late_ms_bucket{le="+Inf"} 3.0
+omni_codec_late_ms_sum 90.0
+omni_codec_late_ms_count 3.0
+# HELP omni_codec_deferred_rows_total deferred rows
+# TYPE omni_codec_deferred_rows_total counter
+omni_codec_deferred_rows_total 7.0
 """
     bench_stack = load_bench_stack()
     read = bench_stack.read_metrics(page)
@@ -239,10 +249,12 @@ omni_talker_loop_lag_ms_count 20.0
     assert load["talker_early_chunks_per_request"] == 1.5
     assert load["gateway_loop_lag_over_20ms"] == 1.0 and load["gateway_write_over_20ms"] == 1.0
     assert load["talker_loop_lag_over_20ms"] == 2.0 and load["codec_loop_lag_over_20ms"] is None  # not on the page
+    assert (load["codec_late_rows_per_request"], load["codec_deferred_rows_per_request"]) == (1.5, 3.5)
     means = bench_stack.metric_means({}, read)
     assert means["talker_first_chunk_frames"] == 2.25 and means["talker_early_chunk_frames"] == 4.0
     assert means["gateway_loop_lag_ms"] == pytest.approx(7.0) and means["gateway_write_ms"] == pytest.approx(6.0)
     assert means["talker_loop_lag_ms"] == 5.0  # already in ms
+    assert means["codec_late_ms"] == 30.0  # how late a late row was, on average
 
 
 def test_problem_lines_pick_errors_and_failed_requests_from_service_logs():

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import torch
 from omni.services.codec.config import CodecConfig
+from omni.services.codec.engine import END_OF_STREAM, CodecEngine
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.codec.service import build_codec_service, warm_up
 from omni.services.common.identity import model_identity
@@ -191,7 +192,9 @@ def random_codes(rng, frames: int) -> np.ndarray:
 PLANS = [[1], [1, 4, 15], [2], [1, 3], [3, 1, 2], [15], [1, 2, 5]]
 
 
-def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder):
+@pytest.mark.parametrize("max_tick_rows", [0, 4])
+def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder, max_tick_rows):
+    """34 streams over gRPC at once; with `max_tick_rows` 4 most ticks leave rows for later (least lead first)."""
     rng = np.random.default_rng(0)
     streams = []
     for i in range(34):
@@ -201,7 +204,8 @@ def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder):
 
     async def scenario():
         # Coalescing on: exercises the batching wait; results must not depend on it.
-        async with Running(model_dir, max_streams=40, min_batch=8, max_wait_ms=20) as svc:
+        settings = dict(max_streams=40, min_batch=8, max_wait_ms=20, max_tick_rows=max_tick_rows)
+        async with Running(model_dir, **settings) as svc:
             got = await asyncio.gather(
                 *(decode_stream(svc.stub, svc.identity, c, plan, ref, fmt) for c, ref, plan, fmt in streams)
             )
@@ -213,6 +217,10 @@ def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder):
         assert_same_audio(g, w, fmt)
     frames = metrics.server.registry.get_sample_value("omni_codec_frames_decoded_total")
     assert frames == sum(len(c) for c, _, _, _ in streams) + 1  # + the warm-up frame
+    deferred = metrics.server.registry.get_sample_value("omni_codec_deferred_rows_total")
+    assert (deferred > 0) if max_tick_rows else (deferred == 0)
+    ticks, rows = (metrics.server.registry.get_sample_value(f"omni_codec_batch_size_{k}") for k in ("count", "sum"))
+    assert max_tick_rows == 0 or rows <= ticks * max_tick_rows
     batches = metrics.server.registry.get_sample_value("omni_codec_batch_size_count")
     assert batches < sum(len(plan_sizes(len(c), p)) for c, _, p, _ in streams)  # chunks shared steps
 
@@ -230,8 +238,6 @@ def test_half_close_without_last_ends_the_stream(model_dir, decoder):
 
 
 def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
-    from omni.services.codec.engine import CodecEngine
-
     rng = np.random.default_rng(5)
     a, b = random_codes(rng, 3), random_codes(rng, 2)
     want_a, want_b = expected_audio(decoder, [(a, None), (b, None)])
@@ -269,26 +275,25 @@ def test_coalescing_holds_steady_chunks_but_never_first_chunks(decoder):
     assert_same_audio(got_b, want_b, F32)
 
 
+class RecordingEngine(CodecEngine):
+    """Records each step's rows as (slot, frames), and the order in which streams got their audio."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.steps, self.delivered = [], []
+
+    def _step(self, fresh, work):
+        frames = [sum(len(p.codes) for p in chunks if p.codes is not None) for _, chunks in work]
+        self.steps.append([(s.slot, n) for (s, _), n in zip(work, frames, strict=True)])
+        return super()._step(fresh, work)
+
+    def _deliver(self, stream, chunks, pcm, step_start, tick_ms):
+        self.delivered.append(stream.slot)
+        super()._deliver(stream, chunks, pcm, step_start, tick_ms)
+
+
 @pytest.mark.parametrize("apart", [True, False])
 def test_first_chunks_apart_decodes_new_streams_first_rows_in_a_step_of_their_own(decoder, apart):
-    from omni.services.codec.engine import CodecEngine
-
-    class RecordingEngine(CodecEngine):
-        """Records each step's rows as (slot, frames), and the order in which streams got their audio."""
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.steps, self.delivered = [], []
-
-        def _step(self, fresh, work):
-            frames = [sum(len(p.codes) for p in chunks if p.codes is not None) for _, chunks in work]
-            self.steps.append([(s.slot, n) for (s, _), n in zip(work, frames, strict=True)])
-            return super()._step(fresh, work)
-
-        def _deliver(self, stream, chunks, pcm, step_start, tick_ms):
-            self.delivered.append(stream.slot)
-            super()._deliver(stream, chunks, pcm, step_start, tick_ms)
-
     rng = np.random.default_rng(8)
     a, b = random_codes(rng, 16), random_codes(rng, 3)
     want_a, want_b = expected_audio(decoder, [(a, None), (b, None)])
@@ -325,12 +330,77 @@ def test_first_chunks_apart_decodes_new_streams_first_rows_in_a_step_of_their_ow
     assert_same_audio(got_b, want_b, F32)
 
 
+def test_max_tick_rows_decodes_the_listeners_closest_to_running_dry_first(decoder):
+    """One row a tick (`max_tick_rows` 1) and three streams with chunks at one tick: a new stream (no audio out yet)
+    goes first, then the one whose listener has 1 frame (80 ms) of audio, then the one with 15 frames (1.2 s); the
+    others wait each time (deferred). Every stream's audio still equals its whole decode."""
+    rng = np.random.default_rng(9)
+    a, b, c = random_codes(rng, 18), random_codes(rng, 3), random_codes(rng, 2)
+    want = expected_audio(decoder, [(a, None), (b, None), (c, None)])
+
+    async def scenario():
+        engine = RecordingEngine(decoder, max_streams=4, max_tick_rows=1)
+        engine.start()
+        try:
+            ahead, behind = engine.open(F32), engine.open(F32)
+            engine.submit(ahead, a[:15], False)
+            engine.submit(behind, b[:1], False)
+            got = {ahead.slot: [await ahead.outputs.get()], behind.slot: [await behind.outputs.get()]}
+            first_steps = list(engine.steps)
+            engine.steps.clear()
+            # Before the engine's next tick: the rest of both, and a new stream's only chunk.
+            engine.submit(ahead, a[15:], True)
+            engine.submit(behind, b[1:], True)
+            new = engine.open(F32)
+            engine.submit(new, c, True)
+            for stream in (ahead, behind, new):
+                got.setdefault(stream.slot, []).append(await stream.outputs.get())
+            deferred = engine.metrics.server.registry.get_sample_value("omni_codec_deferred_rows_total")
+            pcm = [np.concatenate([decode_pcm(x.pcm, F32) for x in got[s.slot]]) for s in (ahead, behind, new)]
+            return first_steps, list(engine.steps), (ahead.slot, behind.slot, new.slot), deferred, pcm
+        finally:
+            await engine.stop()
+
+    first_steps, steps, (ahead, behind, new), deferred, pcm = asyncio.run(scenario())
+    rows = [step for step in steps if step]  # a tick may also be a new stream's reset alone
+    first_rows = [step for step in first_steps if step]
+    assert first_rows == [[(ahead, 15)], [(behind, 1)]]  # both new: in the order they opened
+    assert rows == [[(new, 2)], [(behind, 2)], [(ahead, 3)]]
+    assert deferred == 1 + 2 + 1
+    for got, expected in zip(pcm, want, strict=True):
+        assert_same_audio(got, expected, F32)
+
+
+def test_a_row_delivered_after_its_listener_ran_dry_is_counted_late(decoder):
+    """A listener starts at a stream's first audio (1 frame, 80 ms): a row delivered 300 ms later is late by more
+    than 200 ms; the next, with 1.28 s played out of 16 frames sent, is not."""
+    codes = random_codes(np.random.default_rng(6), 18)
+
+    async def scenario():
+        engine = CodecEngine(decoder, max_streams=2)
+        engine.start()
+        try:
+            stream = engine.open(F32)
+            engine.submit(stream, codes[:1], False)
+            await stream.outputs.get()
+            await asyncio.sleep(0.3)
+            engine.submit(stream, codes[1:16], False)
+            await stream.outputs.get()
+            engine.submit(stream, codes[16:], True)
+            await stream.outputs.get()
+            registry = engine.metrics.server.registry
+            return [registry.get_sample_value(f"omni_codec_late_ms_{k}") for k in ("count", "sum")]
+        finally:
+            await engine.stop()
+
+    count, late_ms = asyncio.run(scenario())
+    assert count == 1 and late_ms > 200
+
+
 @pytest.mark.parametrize(
     "merge_frames, rows, fmt", [(6, [6, 4, 5], S16), (6, [6, 4, 5], F32), (1, [1, 2, 3, 4, 5], S16)]
 )
 def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder, merge_frames, rows, fmt):
-    from omni.services.codec.engine import END_OF_STREAM, CodecEngine
-
     rng = np.random.default_rng(11)
     sizes = [1, 2, 3, 4, 5]
     codes = random_codes(rng, sum(sizes))
@@ -525,8 +595,6 @@ def test_omni_codec_command_serves_and_shuts_down_on_sigterm(model_dir):
 
 
 def test_tick_trace_logs_what_each_tick_decoded(decoder, caplog):
-    from omni.services.codec.engine import END_OF_STREAM, CodecEngine
-
     codes = random_codes(np.random.default_rng(5), 6)
 
     async def scenario() -> int:
@@ -554,3 +622,12 @@ def test_tick_trace_logs_what_each_tick_decoded(decoder, caplog):
     assert sum(t["first_rows"] for t in ticks) == 1 and decoding[0]["first_rows"] == 1
     assert sum(t["fresh"] for t in ticks) == 1 and max(t["longest_row"] for t in ticks) == 3
     assert all(t["tick_ms"] >= t["compute_ms"] >= 0 and t["idle_ms"] >= 0 for t in ticks)
+
+
+def test_max_tick_rows_is_a_validated_setting():
+    from omni.services.common.config import load_config
+
+    with pytest.raises(ValueError, match="max_tick_rows must be >= 0, got -1"):
+        CodecConfig(max_tick_rows=-1).validate()
+    assert load_config(CodecConfig, "codec", env={"OMNI_CODEC_MAX_TICK_ROWS": "128"}).max_tick_rows == 128
+    assert CodecConfig().max_tick_rows == 0  # off until measured on a GPU

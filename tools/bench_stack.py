@@ -111,6 +111,7 @@ METRICS = {
     "codec_compute_ms": "omni_codec_tick_compute_ms",
     "codec_planned_ms": "omni_codec_planned_ms",
     "codec_chunk_queue_ms": "omni_codec_chunk_queue_ms",
+    "codec_late_ms": "omni_codec_late_ms",  # rows delivered after their listener ran dry, by how late
     "talker_gc_ms": "omni_talker_gc_pause_ms",
     "codec_gc_ms": "omni_codec_gc_pause_ms",
     "gateway_gc_ms": "omni_gateway_gc_pause_seconds",  # read in ms, summed over the gateway's workers
@@ -130,6 +131,8 @@ STALLS = {
     "omni_codec_loop_lag_ms": ("codec_loop_lag", 1.0),
 }
 LONG_MS = 20.0
+# Counters read from the services' /metrics, as (total, total).
+COUNTERS = {"codec_deferred_rows": "omni_codec_deferred_rows"}  # rows a tick left for the next (max_tick_rows)
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -241,7 +244,7 @@ def scrape(port: int) -> dict[str, tuple[float, float]]:
 def read_metrics(text: str) -> dict[str, tuple[float, float]]:
     """(sum, count) of each histogram in METRICS that a /metrics page has, summed over label values (the GC pauses'
     generations); STALLS in ms, with those of LONG_MS or more as (0, count) under "<family>:long"; the talker's
-    first-chunk counter as (frames x requests, requests)."""
+    first-chunk counter as (frames x requests, requests); COUNTERS as (total, total)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     out = {}
@@ -249,6 +252,9 @@ def read_metrics(text: str) -> dict[str, tuple[float, float]]:
         if family.name == METRICS["talker_first_chunk_frames"]:
             counts = [(float(s.labels["frames"]), s.value) for s in family.samples if s.name.endswith("_total")]
             out[family.name] = (sum(f * n for f, n in counts), sum(n for _, n in counts))
+        elif family.name in COUNTERS.values():
+            total = sum(s.value for s in family.samples if s.name.endswith("_total"))
+            out[family.name] = (total, total)
         elif family.name in METRICS.values():
             total = sum(s.value for s in family.samples if s.name.endswith("_sum"))
             count = sum(s.value for s in family.samples if s.name.endswith("_count"))
@@ -266,7 +272,9 @@ def read_metrics(text: str) -> dict[str, tuple[float, float]]:
 def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict[str, float | None]:
     """How busy each engine was and how the codec's work was cut, over a level: engine seconds per wall second (the
     sum over codec replicas: above 1 with several), codec ticks per second, and codec rows (a stream's chunks decoded
-    in one tick) per request. Rows per request, against the chunks a request sends, says how well rows were merged."""
+    in one tick) per request. Rows per request, against the chunks a request sends, says how well rows were merged;
+    late rows per request (delivered after their listener ran dry, the codec's view of a gap) and rows deferred to a
+    later tick (`max_tick_rows`) per request."""
 
     def delta(name: str, part: int) -> float | None:
         if name not in after:
@@ -278,6 +286,7 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
     talker_gc, codec_gc = delta("omni_talker_gc_pause_ms", 0), delta("omni_codec_gc_pause_ms", 0)
     gateway_gc = delta(METRICS["gateway_gc_ms"], 0)
     early = delta(METRICS["talker_early_chunk_frames"], 1)
+    late, deferred = delta(METRICS["codec_late_ms"], 1), delta(COUNTERS["codec_deferred_rows"], 0)
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
         "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
@@ -291,6 +300,8 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
         "codec_ticks_per_s": None if ticks is None else ticks / wall_s,
         "codec_rows_per_request": None if rows is None else rows / max(requests, 1),
         "talker_early_chunks_per_request": None if early is None else early / max(requests, 1),
+        "codec_late_rows_per_request": None if late is None else late / max(requests, 1),
+        "codec_deferred_rows_per_request": None if deferred is None else deferred / max(requests, 1),
     }
 
 
@@ -772,6 +783,8 @@ def format_diagnostics(row: dict) -> str:
         "codec_ticks_per_s",
         "codec_rows_per_request",
         "talker_early_chunks_per_request",
+        "codec_late_rows_per_request",
+        "codec_deferred_rows_per_request",
     )
     parts += [f"{k} {row[k]:.2f}" for k in load if row.get(k) is not None]
     gc = ("talker_gc_share", "codec_gc_share", "gateway_gc_share")

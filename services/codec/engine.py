@@ -22,6 +22,15 @@ other rows, the first rows decode in a step of their own and are sent before the
 one frame: its step is short, so time to first audio loses most of a full tick (tens of ms at hundreds of streams)
 for one more step's host overhead on the ticks that have a new stream.
 
+Rows by lead (off by default, `max_tick_rows`): when more streams have chunks than `max_tick_rows`, a tick decodes
+the rows of the streams whose listeners are closest to running dry: a listener started playing at the stream's
+first decoded audio, so its lead is that moment plus the audio decoded since, less now (new streams first). The
+others wait for the next tick, which starts at once, and merge what they queue meanwhile. Under load a tick of every
+stream takes long enough that a stream near the end of its lead waits behind streams with seconds of it.
+
+Late rows: a row delivered after its listener's lead ran out (by that reckoning) is counted with how late it was
+(`late_ms`): the codec's own view of a gap, before the gateway and the network add theirs.
+
 Coalescing (off by default): with `min_batch > 1` and `max_wait_ms > 0`, a tick waits up to `max_wait_ms`
 after the oldest pending chunk for `min_batch` streams to be ready, unless a stream's first chunk is waiting
 (time to first audio beats batch size).
@@ -114,12 +123,19 @@ class Stream:
         self.frames_done = 0
         self.samples_done = 0
         self.chunks_done = 0
+        self.first_out_at: float | None = None  # perf_counter of its first decoded audio: its listener's start
         self.released = False
 
     @property
     def backlog_frames(self) -> int:
         """Frames submitted and not yet decoded."""
         return self.frames_submitted - self.frames_done
+
+    def lead_s(self, now: float, frame_s: float) -> float:
+        """How far its decoded audio runs ahead of a listener who started at its first audio (-inf before that)."""
+        if self.first_out_at is None:
+            return float("-inf")
+        return self.first_out_at + self.frames_done * frame_s - now
 
 
 class CodecEngine:
@@ -136,6 +152,7 @@ class CodecEngine:
         merge_frames: int = 15,
         first_chunks_apart: bool = False,
         trace_ticks: bool = False,
+        max_tick_rows: int = 0,
     ) -> None:
         """`merge_frames`: a stream's pending chunks decode in one row while their frames sum to at most this (the
         oldest always goes; 1: one chunk per stream per step). With graphs it is capped at the longest captured
@@ -143,7 +160,9 @@ class CodecEngine:
         `first_chunks_apart`: a tick that holds new streams' first rows and other rows runs as two steps, the first
         rows' before the rest, so a first chunk waits for a small step instead of the whole tick.
         `trace_ticks`: log one `codec.tick` line per tick (what it decoded, how long it took and how long since the
-        previous one)."""
+        previous one).
+        `max_tick_rows`: at most this many rows a tick, those of the streams with the least lead first (0: every
+        stream with chunks)."""
         self.decoder = decoder
         self.max_streams = max_streams
         self.min_batch = min_batch
@@ -151,6 +170,8 @@ class CodecEngine:
         self.metrics = metrics or CodecMetrics()
         self.samples_per_frame = decoder.samples_per_frame
         self.sample_rate = sample_rate
+        self.frame_s = self.samples_per_frame / sample_rate
+        self.max_tick_rows = max_tick_rows
         # With graphs the state has one more slot than streams: CodecGraphs' scratch row for padding.
         self.state = decoder.new_state(max_streams + (1 if graph_buckets else 0))
         self.graphs = None
@@ -234,7 +255,7 @@ class CodecEngine:
             if self.coalescing:
                 await self._coalesce()
             fresh = [s for s in self.streams.values() if s.fresh]
-            work = [(s, self._take_chunks(s)) for s in self.streams.values() if s.pending]
+            work = [(s, self._take_chunks(s)) for s in self._next_rows()]
             if not fresh and not work:
                 continue
             for s in fresh:
@@ -276,6 +297,16 @@ class CodecEngine:
         self._last_tick_end = time.perf_counter()
         for (stream, chunks), pcm in zip(work, results, strict=True):
             self._deliver(stream, chunks, pcm, start, tick_ms)
+
+    def _next_rows(self) -> list[Stream]:
+        """The streams this tick decodes a row of: every one with chunks, or with `max_tick_rows` the least lead's."""
+        ready = [s for s in self.streams.values() if s.pending]
+        if not self.max_tick_rows or len(ready) <= self.max_tick_rows:
+            return ready
+        now = time.perf_counter()
+        ready.sort(key=lambda s: s.lead_s(now, self.frame_s))  # stable: new streams in the order they opened
+        self.metrics.deferred_rows.inc(len(ready) - self.max_tick_rows)
+        return ready[: self.max_tick_rows]
 
     def _take_chunks(self, stream: Stream) -> list[_Pending]:
         """A stream's oldest chunk, the chunks after it while all fit `merge_frames`, and the end marker if it
@@ -358,6 +389,11 @@ class CodecEngine:
             frames = sum(p.codes.shape[0] for p in decoded)
             samples = frames * self.samples_per_frame
             queue_ms = (step_start - decoded[0].arrived) * 1000.0  # the row's oldest chunk
+            now = time.perf_counter()
+            if stream.first_out_at is None:
+                stream.first_out_at = now
+            elif (lead := stream.lead_s(now, self.frame_s)) < 0:
+                self.metrics.late_ms.observe(-lead * 1000.0)
             last = decoded[-1].last
             stream.outputs.put_nowait(
                 DecodedChunk(pcm, samples, stream.samples_done, stream.frames_done, frames, last, queue_ms, tick_ms)
@@ -443,4 +479,5 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         merge_frames=config.merge_chunk_frames,
         first_chunks_apart=config.first_chunks_apart,
         trace_ticks=config.trace_ticks,
+        max_tick_rows=config.max_tick_rows,
     )

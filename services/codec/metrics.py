@@ -19,6 +19,13 @@ class CodecMetrics:
         self.batch_size = m.histogram("batch_size", "streams decoded together in one step", BATCH_SIZE_BUCKETS)
         self.coalesce_wait_ms = m.histogram("coalesce_wait_ms", "time a step waited to fill its batch, ms")
         self.chunk_queue_ms = m.histogram("chunk_queue_ms", "time a chunk waited before its decode step, ms")
+        self.late_ms = m.histogram(
+            "late_ms",
+            "rows delivered after a listener who started at the stream's first audio ran dry, by how late, ms",
+        )
+        self.deferred_rows = m.counter(
+            "deferred_rows", "rows left for a later tick by max_tick_rows (least lead first)"
+        )
         self.frames_decoded = m.counter("frames_decoded", "codec frames decoded")
         self.audio_seconds = m.counter("audio_seconds", "seconds of audio produced")
         self.decode_calls = m.counter("decode_calls", "batched decode calls by path (graph, eager)", ("path",))
