@@ -1,21 +1,21 @@
 # Next one-GPU call (nvidia-h200, ~9 minutes): today's default (session 19: the 200 ms lead floor and 4-frame first
-# chunks from 256 requests held) at 128/512 and 800 requests open at once, and the open loop, with the way to the
-# handler split in two.
+# chunks from 256 requests held) at 128/512 and 800 requests open at once, with the way to the handler split in two,
+# and 128 streams with twice the client processes.
 # Run 68: at 128 streams the slowest 1% were all opening-wave requests, 52-125 ms of them before the gateway's handler
 # started (the opening wave's to_handler p99 103 ms, 41 ms after it), and 8 gateway workers instead of 4 did not
-# shorten it (88 ms). `omni bench` now records when httpcore wrote each request's last byte (`sent_s`) and whether
-# the request opened a connection; bench_stack reports `in_client` (client start to that byte) and `to_handler` (that
-# byte to the handler's start) apart.
-# Prediction: at 128 streams the slowest 1% have slowest_in_client_ms >= 30 (8 client processes each opening 16
-# connections at once in one event loop), slowest_to_handler_ms under 30; in_client p50 under 3 ms. If instead
-# to_handler keeps most of it, the gateway's accept path is next (uvicorn's backlog, its workers' accept).
+# shorten it (88 ms). Read after the runs (session 19, perf-notes item 2): inside each of the 8 client processes the
+# 16 opening requests' starts spread over 50-80 ms (~5 ms of the client's loop per request) and all 16 reached the
+# handler together, just after the last of them started: the load generator's own loop, not the gateway. `omni bench`
+# now records when httpcore wrote each request's last byte (`sent_s`); bench_stack reports `in_client` (client start
+# to that byte) and `to_handler` (that byte to the handler's start) apart.
+# Prediction: at 128 streams slowest_in_client_ms >= 30 and slowest_to_handler_ms under 20; in_client p50 under 5 ms.
+# With 16 client processes (8 streams each) the 128-stream client p99 falls by >= 20 ms against the same call's D1
+# (the gateway's own p99 within 10 ms). If it does, bench_stack's client processes scale with the concurrency.
 # Default at 512 (runs 69, 72 with 4 frames: 0% gapped, 1,145.5 and 1,123.5 audio-s/s) and at 800 (13% and 28%
-# gapped, 0% and 9% with a 100 ms buffer): a third 800 sample for the spread. Open loop at 96/104/112 requests/s
-# (run 67 with the floor off and 3 frames: 0% at 96/s, 0.3% at 104/s; run 47: 48% at 112/s): prediction no gap at 96
-# and 104/s, under 10% at 112/s.
+# gapped, 0% and 9% with a 100 ms buffer): a third 800 sample for the spread.
 source tools/device/setup.sh
 stamp start
 $S --concurrency 128 512 --out /tmp/D1; save D1
+${S/--client-processes 8/--client-processes 16} --concurrency 128 --out /tmp/P16; save P16
 $S --concurrency 800 --level-timeout 150 --out /tmp/F; save F
-$S --concurrency 800 --arrival-seconds 25 --rates 96 104 112 --out /tmp/O; save O
-python3 tools/compare_runs.py default=/tmp/D1,/tmp/F,/tmp/O
+python3 tools/compare_runs.py default=/tmp/D1,/tmp/F client_processes_16=/tmp/P16
