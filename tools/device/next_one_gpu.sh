@@ -4,7 +4,7 @@
 # Run 68: at 128 streams the slowest 1% were all opening-wave requests, 52-125 ms of them before the gateway's handler
 # started (the opening wave's to_handler p99 103 ms, 41 ms after it), and 8 gateway workers instead of 4 did not
 # shorten it (88 ms). Read after the runs (session 19, perf-notes item 2): inside each of the 8 client processes the
-# 16 opening requests' starts spread over 50-80 ms (~5 ms of the client's loop per request) and all 16 reached the
+# 16 opening requests' starts spread over 50-80 ms (3-5 ms of the client's loop per request) and all 16 reached the
 # handler together, just after the last of them started: the load generator's own loop, not the gateway. `omni bench`
 # now records when httpcore wrote each request's last byte (`sent_s`); bench_stack reports `in_client` (client start
 # to that byte) and `to_handler` (that byte to the handler's start) apart.
