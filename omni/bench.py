@@ -218,6 +218,11 @@ class BenchConfig:
     # A second underrun figure for a player that starts this long after the first audio (a jitter buffer): it tells
     # short jitter in the first chunks from real starvation. The first figure (no buffer) stays the strict one.
     playout_buffer_ms: float = 100.0
+    # Open each client's connections (one GET /live per stream of a closed loop, one for an open loop) before the
+    # level's clock starts. Otherwise a client process's first requests wait for its own start-up (tens of ms on its
+    # first request) and for each other's connection set-up in its one event loop, which users, each on their own
+    # client, do not; the opening wave's time to first audio then includes the load generator's queue.
+    warm_connections: bool = False
 
 
 def request_body(config: BenchConfig, index: int, texts: list[str]) -> dict:
@@ -371,10 +376,11 @@ def merge_results(parts: list[list[RequestResult]]) -> list[RequestResult]:
 
 
 async def run_share(
-    config: BenchConfig, share: Share, texts: list[str], on_result, gap_seed: int | None = None
+    config: BenchConfig, share: Share, texts: list[str], on_result, gap_seed: int | None = None, before_start=None
 ) -> tuple[list[RequestResult], float]:
     """One client's requests: closed loop when `share.concurrency` > 0, else open loop at `share.rate`.
-    `on_result(result)` is called as each request ends. Returns the results (by index) and the wall time."""
+    `on_result(result)` is called as each request ends; `before_start()` (blocking) after the connections are warm,
+    just before the clock starts. Returns the results (by index) and the wall time."""
     url = config.url.rstrip("/") + "/v1/audio/speech"
     results: list[RequestResult] = []
     indices = share.indices()
@@ -383,6 +389,11 @@ async def run_share(
     else:
         limits = httpx.Limits(max_connections=None)
     async with httpx.AsyncClient(timeout=config.timeout_s, limits=limits) as client:
+        if config.warm_connections:  # all at once: each GET takes a connection of its own, kept alive for the level
+            live = config.url.rstrip("/") + "/live"
+            await asyncio.gather(*(client.get(live) for _ in range(max(1, share.concurrency))))
+        if before_start is not None:
+            before_start()
         level_start = time.perf_counter()
 
         async def send(index: int) -> None:
@@ -436,13 +447,21 @@ async def run_open_loop(config: BenchConfig, rate: float, texts: list[str]) -> t
 
 
 def _client_process(config: BenchConfig, share: Share, texts: list[str], gap_seed: int | None, queue, go) -> None:
-    """A spawned client: says it is ready, waits for the common start, then sends each result as it ends."""
+    """A spawned client: says it is ready (its connections warm, if asked), waits for the common start, then sends
+    each result as it ends."""
     try:
-        queue.put(("ready", None))
-        go.wait()
-        cpu = time.process_time()
-        asyncio.run(run_share(config, share, texts, lambda r: queue.put(("result", r)), gap_seed))
-        queue.put(("done", time.process_time() - cpu))  # this client's CPU seconds over the level
+        cpu = [0.0]
+
+        def ready_then_wait() -> None:
+            queue.put(("ready", None))
+            go.wait()
+            cpu[0] = time.process_time()
+
+        def send_result(result: RequestResult) -> None:
+            queue.put(("result", result))
+
+        asyncio.run(run_share(config, share, texts, send_result, gap_seed, ready_then_wait))
+        queue.put(("done", time.process_time() - cpu[0]))  # this client's CPU seconds over the level
     except BaseException:  # the parent reports it; a silent exit would look like a hang
         import traceback
 

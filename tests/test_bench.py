@@ -264,12 +264,13 @@ def test_bench_against_a_tiny_stack(tmp_path):
             "--max-new-tokens", "6", "--seed", "1", "--out", str(out), "--plot", str(plot),
             env=env, timeout=300,
         )  # fmt: skip
-        # Two client processes, one stream each: the parent merges their per-request results.
+        # Two client processes, one stream each, their connections opened before the clock: the parent merges their
+        # per-request results.
         split_out = tmp_path / "split.json"
         split = omni(
             "bench", "--url", url, "--concurrency", "2", "--requests", "3", "--voice", "vivian",
-            "--max-new-tokens", "4", "--ignore-eos", "--seed", "1", "--processes", "2", "--out", str(split_out),
-            env=env, timeout=300,
+            "--max-new-tokens", "4", "--ignore-eos", "--seed", "1", "--processes", "2", "--warm-connections",
+            "--out", str(split_out), env=env, timeout=300,
         )  # fmt: skip
         # Seed 12 of this checkpoint draws EOS early (36 frames with omni synth); ignore_eos blocks it.
         fixed = {"input": "Hello there.", "voice": "vivian", "language": "English", "seed": 12}
@@ -315,6 +316,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
     assert split_report["settings"]["processes"] == 2
     (level,) = split_report["levels"]
     assert [r["index"] for r in level["results"]] == [0, 1, 2] and level["succeeded"] == 3
+    assert not any(r["new_connection"] for r in level["results"])  # warm: every request found its connection open
     assert all(r["audio_s"] == pytest.approx(3 * 1920 / 24000) for r in level["results"])  # ignore_eos: 3 frames
     assert level["audio_s"] == pytest.approx(9 * 1920 / 24000)
     assert level["audio_s_per_s"] == pytest.approx(level["audio_s"] / level["elapsed_s"])

@@ -164,6 +164,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--gateway-workers", type=int, default=2, help="gateway processes (default 2)")
     parser.add_argument(
+        "--warm-connections",
+        action="store_true",
+        help="omni bench's --warm-connections: clients open their connections before each level's clock starts",
+    )
+    parser.add_argument(
         "--codec-replicas", type=int, default=1, help="codec processes on the codec's GPU (omni serve --codec-replicas)"
     )
     parser.add_argument(
@@ -647,6 +652,7 @@ def run_level(
         progress=False,
         processes=args.client_processes,
         playout_buffer_ms=PLAYOUT_BUFFER_MS,
+        warm_connections=args.warm_connections,
     )
     return asyncio.run(asyncio.wait_for(bench.run_bench(config), timeout))
 

@@ -60,6 +60,12 @@ def register(subparsers) -> None:
         default=100.0,
         help="also count underrun for a player that starts this long after the first audio (default 100)",
     )
+    parser.add_argument(
+        "--warm-connections",
+        action="store_true",
+        help="open each client's connections before a level's clock starts (one per stream of a closed loop), so "
+        "the opening wave's time to first audio does not include the client's own start-up and connection set-up",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the JSON report here")
     parser.add_argument("--plot", type=Path, default=None, help="write a PNG (TTFA CDF, throughput) here")
     parser.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
@@ -113,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         processes=args.processes,
         playout_buffer_ms=args.playout_buffer_ms,
+        warm_connections=args.warm_connections,
     )
     report = asyncio.run(bench.run_bench(config))
     print(bench.format_table(report), flush=True)
