@@ -21,6 +21,7 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -376,7 +377,12 @@ def merge_results(parts: list[list[RequestResult]]) -> list[RequestResult]:
 
 
 async def run_share(
-    config: BenchConfig, share: Share, texts: list[str], on_result, gap_seed: int | None = None, before_start=None
+    config: BenchConfig,
+    share: Share,
+    texts: list[str],
+    on_result: Callable[[RequestResult], None],
+    gap_seed: int | None = None,
+    before_start: Callable[[], None] | None = None,
 ) -> tuple[list[RequestResult], float]:
     """One client's requests: closed loop when `share.concurrency` > 0, else open loop at `share.rate`.
     `on_result(result)` is called as each request ends; `before_start()` (blocking) after the connections are warm,
