@@ -455,19 +455,20 @@ async def run_open_loop(config: BenchConfig, rate: float, texts: list[str]) -> t
 def _client_process(config: BenchConfig, share: Share, texts: list[str], gap_seed: int | None, queue, go) -> None:
     """A spawned client: says it is ready (its connections warm, if asked), waits for the common start, then sends
     each result as it ends."""
+    cpu_at_start = 0.0
+
+    def ready_then_wait() -> None:
+        nonlocal cpu_at_start
+        queue.put(("ready", None))
+        go.wait()
+        cpu_at_start = time.process_time()
+
+    def send_result(result: RequestResult) -> None:
+        queue.put(("result", result))
+
     try:
-        cpu = [0.0]
-
-        def ready_then_wait() -> None:
-            queue.put(("ready", None))
-            go.wait()
-            cpu[0] = time.process_time()
-
-        def send_result(result: RequestResult) -> None:
-            queue.put(("result", result))
-
         asyncio.run(run_share(config, share, texts, send_result, gap_seed, ready_then_wait))
-        queue.put(("done", time.process_time() - cpu[0]))  # this client's CPU seconds over the level
+        queue.put(("done", time.process_time() - cpu_at_start))  # this client's CPU seconds over the level
     except BaseException:  # the parent reports it; a silent exit would look like a hang
         import traceback
 

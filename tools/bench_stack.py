@@ -40,10 +40,10 @@ level it also reads the talker's and codec's /metrics (mean step time, mean batc
 service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main thread: near 1 means the loop
 is the limit), the gateway's own time to first audio split by request id at the talker (`hop`,
 `talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it), the
-client's own split at the gateway's handler by the response's X-Request-Id (`to_handler`, `to_client` p50/p99, and
-`slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway, talker and codec logged
-during the level (a count and the first five, in the row's `log_problems` and printed), so a run says why requests
-failed. It writes, under --out: `results.json`, `table.md`,
+client's own split at the gateway's handler by the response's X-Request-Id (`in_client`, `to_handler`, `to_client`
+p50/p99, and `slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway, talker and
+codec logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
+why requests failed. It writes, under --out: `results.json`, `table.md`,
 one bench JSON and PNG per model and layout, and the services' logs as plain files one folder down
 (`logs/<model>-<n>gpu-<service>.log`, plus `-serve.log` and `-command.txt`).
 
@@ -412,6 +412,11 @@ GATEWAY_MARKS = (
 )
 
 
+def line_start_s(record: dict) -> float:
+    """When a request line's request started (wall clock): its timestamp, written at the end, less its `total_ms`."""
+    return record["ts"] - record["total_ms"] / 1000.0
+
+
 def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]:
     """Each request's time to first audio in the gateway, split with the talker's line of the same request id:
     `hop` (the gateway's handler start to the talker's start of the request), `talker_first_chunk` (from there to its
@@ -426,7 +431,7 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
         t = talker.get(g.get("request_id"))
         if t is None or g.get("ttfa_ms") is None:
             continue
-        hop = (t["ts"] - t["total_ms"] / 1000.0 - (g["ts"] - g["total_ms"] / 1000.0)) * 1000.0
+        hop = (line_start_s(t) - line_start_s(g)) * 1000.0
         parts["hop"].append(hop)
         for field, part in GATEWAY_MARKS:
             if g.get(field) is not None:
@@ -453,7 +458,7 @@ def client_ttfa_parts_ms(results: list[dict], gateway_text: str) -> list[tuple[f
         if line is None or result.get("ttfa_s") is None:
             continue
         in_client = (result.get("sent_s") or 0.0) * 1000.0
-        handler = (line["ts"] - line["total_ms"] / 1000.0 - result["start_epoch_s"]) * 1000.0
+        handler = (line_start_s(line) - result["start_epoch_s"]) * 1000.0
         in_gateway = float(line["ttfa_ms"])
         split.append((in_client, handler - in_client, in_gateway, result["ttfa_s"] * 1000.0 - handler - in_gateway))
     return split
