@@ -96,7 +96,9 @@ class RequestResult:
     first_gap_at_s: float | None = None  # seconds of audio played before the first gap (None: no gap)
     request_id: str = ""  # the gateway's X-Request-Id: finds this request's lines in the services' logs
     start_epoch_s: float = 0.0  # wall clock at the start (time.time()): places it against those lines' timestamps
-    sent_s: float | None = None  # to the request's last byte written: the client's own part (its loop, a connection)
+    # To the start of the request's write (after any new connection): the client's own part, its loop and connecting.
+    # Not the last byte written: the server may read that before the client's trace callback runs.
+    write_start_s: float | None = None
     new_connection: bool = False  # whether this request opened a connection (or took a kept-alive one)
 
 
@@ -258,8 +260,8 @@ async def one_request(
     async def trace(event: str, info: dict) -> None:  # httpcore's events for this request, as they happen
         if event == "connection.connect_tcp.started":
             result.new_connection = True
-        elif event == "http11.send_request_body.complete":
-            result.sent_s = time.perf_counter() - start
+        elif event == "http11.send_request_headers.started":
+            result.write_start_s = time.perf_counter() - start
 
     try:
         async with client.stream("POST", url, json=body, extensions={"trace": trace}) as response:

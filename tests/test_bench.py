@@ -304,7 +304,7 @@ def test_bench_against_a_tiny_stack(tmp_path):
             assert r["underrun_s"] >= r["underrun_buffered_s"] >= 0  # a buffer never adds a gap
             assert re.fullmatch(r"[0-9a-f]{32}", r["request_id"])  # the gateway's X-Request-Id
             assert started <= r["start_epoch_s"] <= time.time()
-            assert 0 < r["sent_s"] < r["ttfa_s"]  # the request was written before any audio came back
+            assert 0 < r["write_start_s"] < r["ttfa_s"]  # the request was being written before any audio came back
         assert len({r["request_id"] for r in level["results"]}) == 3
         # One client keeps its connections alive: the level's first request opened one, not every request did.
         by_start = sorted(level["results"], key=lambda r: r["start_s"])

@@ -108,7 +108,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert row["talker_first_chunk_frames"] == 2.0
         assert row["talker_early_chunks_per_request"] == 0  # chunks of 2 and 2: planned sizes come before the floor
         # Every request's client TTFA split at the gateway's handler (same machine, one wall clock): the client
-        # writes its request, the handler starts after the last byte was written, and the handler's first audio
+        # starts writing its request, the handler starts after that, and the handler's first audio
         # reaches the client after it left.
         assert row["client_requests_joined"] == row["requests"]
         for part in ("in_client", "to_handler", "to_client"):
@@ -330,7 +330,7 @@ def test_mps_is_refused_without_a_gpu(capsys):
 
 
 def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
-    """A client request started at wall time 99.990 s, whose last byte the client wrote 4 ms later, whose gateway
+    """A client request started at wall time 99.990 s, which the client started writing 4 ms later, whose gateway
     handler began at 100.000 (its line at 101.0 after 1,000 ms) and handed out first audio 95 ms later, which the
     client got 120 ms after its start: 4 ms in the client, 6 more to the handler, 95 in the gateway, 15 back. A result
     without a send time counts it all as the way to the handler; one without a line and one with no audio are left
@@ -342,7 +342,7 @@ def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
         ]
     )
     results = [
-        {"request_id": "a", "start_epoch_s": 99.990, "sent_s": 0.004, "ttfa_s": 0.120},
+        {"request_id": "a", "start_epoch_s": 99.990, "write_start_s": 0.004, "ttfa_s": 0.120},
         {"request_id": "a", "start_epoch_s": 99.990, "ttfa_s": 0.120},  # an older result: no send time
         {"request_id": "b", "start_epoch_s": 99.990, "ttfa_s": 0.050},  # no gateway line
         {"request_id": "c", "start_epoch_s": 100.0, "ttfa_s": None},  # failed

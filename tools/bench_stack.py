@@ -446,18 +446,19 @@ CLIENT_PARTS = ("in_client", "to_handler", "in_gateway", "to_client")
 
 def client_ttfa_parts_ms(results: list[dict], gateway_text: str) -> list[tuple[float, float, float, float]]:
     """Each request's time to first audio at the client, split by the gateway's line of the same request id (the
-    response's X-Request-Id): `in_client` (the client's start to its request's last byte written: its event loop, a
-    new connection; 0 for results without `sent_s`), `to_handler` (from there to the gateway handler's start: the
-    request's bytes read, the worker's loop taking it), `in_gateway` (the handler to its first audio: the line's
-    `ttfa_ms`) and `to_client` (the rest: that audio on its way to the client). Placed by wall clock: the client and
-    the gateway run on one machine. One tuple of the four per request that has a line with audio."""
+    response's X-Request-Id): `in_client` (the client's start to the start of its request's write: its event loop,
+    a new connection; 0 for results without `write_start_s`), `to_handler` (from there to the gateway handler's
+    start: the request's bytes written and read, the worker's loop taking it), `in_gateway` (the handler to its first
+    audio: the line's `ttfa_ms`) and `to_client` (the rest: that audio on its way to the client). Placed by wall
+    clock: the client and the gateway run on one machine. One tuple of the four per request that has a line with
+    audio."""
     lines = {r.get("request_id"): r for r in request_records(gateway_text, "speech") if r.get("ttfa_ms") is not None}
     split = []
     for result in results:
         line = lines.get(result.get("request_id"))
         if line is None or result.get("ttfa_s") is None:
             continue
-        in_client = (result.get("sent_s") or 0.0) * 1000.0
+        in_client = (result.get("write_start_s") or 0.0) * 1000.0
         handler = (line_start_s(line) - result["start_epoch_s"]) * 1000.0
         in_gateway = float(line["ttfa_ms"])
         split.append((in_client, handler - in_client, in_gateway, result["ttfa_s"] * 1000.0 - handler - in_gateway))
