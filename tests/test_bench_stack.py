@@ -334,21 +334,25 @@ def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
     handler began at 100.000 (its line at 101.0 after 1,000 ms) and handed out first audio 95 ms later, which the
     client got 120 ms after its start: 4 ms in the client, 6 more to the handler, 95 in the gateway, 15 back. A result
     without a send time counts it all as the way to the handler; one without a line and one with no audio are left
-    out."""
+    out. A line with the handler's `start_ts` is placed by it, not by its time less its total (late here by 2 ms)."""
     gateway = "\n".join(
         [
             json.dumps({"ts": 101.0, "msg": "speech", "request_id": "a", "ttfa_ms": 95.0, "total_ms": 1000.0}),
             json.dumps({"ts": 101.0, "msg": "speech", "request_id": "c", "ttfa_ms": None, "total_ms": 10.0}),
+            json.dumps(
+                {"ts": 101.0, "msg": "speech", "request_id": "d", "start_ts": 100.0, "ttfa_ms": 95.0, "total_ms": 998.0}
+            ),
         ]
     )
     results = [
+        {"request_id": "d", "start_epoch_s": 99.990, "write_start_s": 0.004, "ttfa_s": 0.120},
         {"request_id": "a", "start_epoch_s": 99.990, "write_start_s": 0.004, "ttfa_s": 0.120},
         {"request_id": "a", "start_epoch_s": 99.990, "ttfa_s": 0.120},  # an older result: no send time
         {"request_id": "b", "start_epoch_s": 99.990, "ttfa_s": 0.050},  # no gateway line
         {"request_id": "c", "start_epoch_s": 100.0, "ttfa_s": None},  # failed
     ]
     found = [tuple(round(v, 6) for v in parts) for parts in load_bench_stack().client_ttfa_parts_ms(results, gateway)]
-    assert found == [(4.0, 6.0, 95.0, 15.0), (0.0, 10.0, 95.0, 15.0)]
+    assert found == [(4.0, 6.0, 95.0, 15.0), (4.0, 6.0, 95.0, 15.0), (0.0, 10.0, 95.0, 15.0)]
 
 
 def test_the_slowest_requests_show_which_part_their_time_to_first_audio_is_made_of():

@@ -529,6 +529,7 @@ def test_probes_models_and_openapi(gateway, http, sdk):
 
 def test_metrics_and_request_log_after_traffic(http, caplog):
     caplog.set_level(logging.INFO, logger="omni.gateway")
+    before = time.time()
     http.post("/v1/audio/speech", json={**GOOD, "response_format": "pcm", "stream": True})
     http.post("/v1/audio/speech", json={**GOOD, "speed": 1.5, "stream": True, "response_format": "pcm"})
     http.post("/v1/audio/speech", json={**GOOD, "input": "full again"})
@@ -547,9 +548,13 @@ def test_metrics_and_request_log_after_traffic(http, caplog):
         'omni_gateway_http_responses_total{path="/v1/audio/speech",status="429"}',
     ):
         assert name in text, name
-    lines = [r.fields for r in caplog.records if r.name == "omni.gateway" and r.getMessage() == "speech"]
+    records = [r for r in caplog.records if r.name == "omni.gateway" and r.getMessage() == "speech"]
+    lines = [r.fields for r in records]
     assert [line["outcome"] for line in lines] == ["ok", "client_error", "rejected"]
     ok = lines[0]
+    # The handler's start on the wall clock: after the client began, and no later than the line's time less its
+    # total (which is late by the moments spent between reading the total and making the line); both to the µs.
+    assert before <= ok["start_ts"] <= records[0].created - ok["total_ms"] / 1000.0 + 2e-6
     assert ok["stream"] == "sse" and ok["model"] == "tiny-customvoice" and ok["ttfa_ms"] >= 0
     # The handler marks when the voice list was read; this fake backend marks nothing of its own.
     assert 0 <= ok["voices_ms"] <= ok["ttfa_ms"] and ok["prepared_ms"] is None and ok["talker_sent_ms"] is None

@@ -193,6 +193,9 @@ def test_request_log_is_one_json_line():
     line = json.loads(records[0])
     assert "\n" not in records[0]
     assert line["msg"] == "decode" and line["request_id"] == "r1" and line["total_ms"] == 12.346
+    # A wall-clock `*_ts` field keeps its microseconds (rounded to ms it would be no use against other processes).
+    log_request(logger, "decode", request_id="r0", start_ts=1_700_000_000.1234567)
+    assert json.loads(records.pop())["start_ts"] == 1_700_000_000.123457
     # Read back from a log's text: only this event's lines, beside other events and plain text.
     log_request(logger, "generate", request_id="r2", outcome="ok")
     text = "\n".join([records[0], "Traceback (most recent call last):", records[1], "{not json"])

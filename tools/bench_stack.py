@@ -413,7 +413,10 @@ GATEWAY_MARKS = (
 
 
 def line_start_s(record: dict) -> float:
-    """When a request line's request started (wall clock): its timestamp, written at the end, less its `total_ms`."""
+    """When a request line's request started (wall clock): its `start_ts` where it has one (the gateway's), else its
+    timestamp, written at the end, less its `total_ms` (late by the time the process took to write the line)."""
+    if record.get("start_ts") is not None:
+        return float(record["start_ts"])
     return record["ts"] - record["total_ms"] / 1000.0
 
 
@@ -421,7 +424,7 @@ def ttfa_parts_ms(gateway_text: str, talker_text: str) -> dict[str, list[float]]
     """Each request's time to first audio in the gateway, split with the talker's line of the same request id:
     `hop` (the gateway's handler start to the talker's start of the request), `talker_first_chunk` (from there to its
     first chunk) and `after_talker` (the rest: the codec and the gateway up to the first audio handed to the
-    response). A line's start is its timestamp less its `total_ms` (the services share one machine's clock).
+    response). A line's start is `line_start_s` (the services share one machine's clock).
     The hop's first parts come from the gateway's own line, each from the handler's start: `gateway_voices` (the
     voice list read), `gateway_prepared` (the prompt built) and `gateway_send` (its talker request taken for a
     write); the rest of the hop is the way over gRPC and the talker's event loop. Lines without one add none."""

@@ -36,8 +36,9 @@ def setup_logging(level: str = "info", stream=sys.stderr) -> None:
 
 
 def log_request(logger: logging.Logger, event: str, **fields) -> None:
-    """The one structured line of a finished request: outcome, ids, counts and timings (ms)."""
-    rounded = {k: round(v, 3) if isinstance(v, float) else v for k, v in fields.items()}
+    """The one structured line of a finished request: outcome, ids, counts and timings (ms, rounded to µs); a field
+    named `*_ts` is a wall-clock time in seconds, rounded to µs like the line's own `ts`."""
+    rounded = {k: round(v, 6 if k.endswith("_ts") else 3) if isinstance(v, float) else v for k, v in fields.items()}
     logger.info(event, extra={"fields": rounded})
 
 

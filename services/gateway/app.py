@@ -223,6 +223,9 @@ class Tracker:
             stream=self.stream,
             outcome=outcome,
             reason=reason,
+            # The handler's start on the wall clock, read with the monotonic start: the line's `ts` less `total_ms`
+            # would be late by however long the process took from `total_ms` to the line (a thread switch, a GC).
+            start_ts=self.clock.start_wall,
             ttfa_ms=(first - self.clock.start) * 1000.0 if first is not None else None,
             # The gateway's part of the way to the talker: the voice list read, the request prepared (its prompt
             # built), its talker request taken for a write.

@@ -102,6 +102,7 @@ class StreamClock:
 
     def __init__(self) -> None:
         self.start = time.monotonic()
+        self.start_wall = time.time()  # the same moment on the wall clock: places the request against other processes
         self.first_audio: float | None = None
         self.audio_s = 0.0
         self.underrun_s = 0.0

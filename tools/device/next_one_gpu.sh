@@ -6,8 +6,10 @@
 # shorten it (88 ms). Read after the runs (session 19, perf-notes item 2): inside each of the 8 client processes the
 # 16 opening requests' starts spread over 50-80 ms (3-5 ms of the client's loop per request) and all 16 reached the
 # handler together, just after the last of them started: the load generator's own loop, not the gateway. `omni bench`
-# now records when httpcore wrote each request's last byte (`sent_s`); bench_stack reports `in_client` (client start
-# to that byte) and `to_handler` (that byte to the handler's start) apart.
+# now records when httpcore started writing each request (`write_start_s`, after any new connection; session 20 moved
+# it there from the last byte, which the gateway could read before the client's callback ran: CI saw -0.37 ms);
+# bench_stack reports `in_client` (client start to that moment) and `to_handler` (from there to the handler's start,
+# now the gateway line's own `start_ts`) apart.
 # Prediction: at 128 streams slowest_in_client_ms >= 30 and slowest_to_handler_ms under 20; in_client p50 under 5 ms.
 # With 16 client processes (8 streams each) the 128-stream client p99 falls by >= 20 ms against the same call's D1
 # (the gateway's own p99 within 10 ms). If it does, bench_stack's client processes scale with the concurrency.
