@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from omni.services.common.logging import request_records
 
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
@@ -155,6 +156,14 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
     logs = {path.name for path in (out / "logs").iterdir() if path.is_file()}
     names = ("serve", "gateway", "talker", "codec", "codec-1", "refenc")
     assert logs == {f"tiny-0gpu-{name}.log" for name in names} | {"tiny-0gpu-command.txt", "official-tiny.log"}
+    # The gateway's and the talker's request lines carry their start on the wall clock: no later than the line's time
+    # less its total (both to the µs), and a talker request starts after its gateway handler did.
+    gateway_log, talker_log = ((out / "logs" / f"tiny-0gpu-{name}.log").read_text() for name in ("gateway", "talker"))
+    speech = {r["request_id"]: r for r in request_records(gateway_log, "speech")}
+    generate = request_records(talker_log, "generate")
+    assert generate and {r["request_id"] for r in generate} <= set(speech)
+    assert all(r["start_ts"] <= r["ts"] - r["total_ms"] / 1000.0 + 2e-6 for r in [*speech.values(), *generate])
+    assert all(speech[r["request_id"]]["start_ts"] < r["start_ts"] for r in generate)
     (official,) = json.loads((out / "results.json").read_text())["official"]
     detail = json.loads((out / "official-tiny.json").read_text())
     assert detail["max_new_tokens"] == 5 and [r["batch"] for r in detail["rows"]] == [1, 2]  # the same 4 frames

@@ -23,7 +23,7 @@ from omni.services.common.packing import pack_codes, unpack_codes
 from omni.services.talker.config import TalkerConfig
 from omni.services.talker.metrics import TalkerMetrics
 from omni.services.talker.requests import prompt_from_proto, prompt_to_proto
-from omni.services.talker.service import build_talker_service, warm_up
+from omni.services.talker.service import DEADLINE_SLACK_S, build_talker_service, cancel_reason, warm_up
 
 from omni.commands.serve import free_port
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
@@ -296,14 +296,25 @@ def test_cancel_mid_stream_frees_the_slot_and_the_next_request_is_unaffected(mod
 def test_deadline_ends_the_stream_and_frees_the_slot(model_dir, synth):
     async def scenario():
         async with Running(model_dir, max_streams=1) as svc:
+            frames = 0
             with pytest.raises(grpc.aio.AioRpcError) as error:
-                await collect(svc.stub, long_request(synth), timeout=0.3)
+                async for message in svc.stub.Generate(long_request(synth), timeout=0.6):
+                    frames += message.chunk.num_frames
             await svc.wait_idle()
-            return error.value.code(), svc.outcome("deadline")
+            return error.value.code(), frames, svc.outcome("deadline"), svc.outcome("cancelled")
 
-    code, deadline = asyncio.run(scenario())
+    # The stream was under way when its deadline came (~1.8 s for the whole of it on a 2-core CPU, 45 ms to the first
+    # chunk), so the talker had the request and counts its end as the deadline, not as a client's cancel.
+    code, frames, deadline, cancelled = asyncio.run(scenario())
     assert code == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert deadline == 1
+    assert 0 < frames < LONG["max_new"] - 1
+    assert (deadline, cancelled) == (1, 0)
+
+
+def test_a_cancel_close_to_the_deadline_counts_as_the_deadline():
+    # The client's deadline passes before ours (ours counts from the call's arrival): its cancel comes a little early.
+    assert [cancel_reason(t) for t in (None, 5.0, DEADLINE_SLACK_S + 0.01)] == ["cancelled"] * 3
+    assert [cancel_reason(t) for t in (0.0, 0.03, DEADLINE_SLACK_S)] == ["deadline"] * 3
 
 
 def test_full_queue_is_resource_exhausted_with_a_retry_hint(model_dir, synth):

@@ -413,8 +413,9 @@ GATEWAY_MARKS = (
 
 
 def line_start_s(record: dict) -> float:
-    """When a request line's request started (wall clock): its `start_ts` where it has one (the gateway's), else its
-    timestamp, written at the end, less its `total_ms` (late by the time the process took to write the line)."""
+    """When a request line's request started (wall clock): its `start_ts` (the gateway's and the talker's lines have
+    one), else its timestamp, written at the end, less its `total_ms` (late by the time the process took to write the
+    line: a thread switch, a collection)."""
     if record.get("start_ts") is not None:
         return float(record["start_ts"])
     return record["ts"] - record["total_ms"] / 1000.0

@@ -28,6 +28,7 @@ class ManyStream:
     stream_id: int
     request_id: str = ""
     start: float = field(default_factory=time.perf_counter)
+    start_wall: float = field(default_factory=time.time)  # the same moment on the wall clock, for its log line
     ended: bool = False
 
 

@@ -109,7 +109,7 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
         self.many_calls = ManyCalls()  # open GenerateMany calls, told when shutdown begins
 
     async def Generate(self, request, context):
-        start = time.perf_counter()
+        start, start_wall = time.perf_counter(), time.time()
         request_id = request.request_id or uuid.uuid4().hex
         outcome, job = "error", None
         try:
@@ -138,10 +138,9 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
             await context.abort(e.code, e.message)
         finally:
             if job is not None and not job.done:
-                remaining = context.time_remaining()
-                outcome = DEADLINE if remaining is not None and remaining <= 0 else CANCELLED
+                outcome = cancel_reason(context.time_remaining())
                 self.engine.cancel(job, outcome)
-            _log_generate(request_id, outcome, job, start)
+            _log_generate(request_id, outcome, job, start, start_wall)
 
     async def GenerateMany(self, request_iterator, context):
         """Many generations over one call (see talker.proto and services/common/many_calls.py)."""
@@ -223,7 +222,7 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
         call.forget(entry)
         if entry.job is not None and not entry.job.done:
             self.engine.cancel(entry.job, CANCELLED)
-        _log_generate(entry.request_id, outcome, entry.job, entry.start)
+        _log_generate(entry.request_id, outcome, entry.job, entry.start, entry.start_wall)
 
     def _job(self, request, request_id: str, deadline: float | None, outputs=None) -> Request:
         """Validate the request into an engine Request (RpcFailure on bad input); its outputs go to `outputs`
@@ -285,12 +284,24 @@ class TalkerServicer(talker_pb2_grpc.TalkerServiceServicer):
         )
 
 
-def _log_generate(request_id: str, outcome: str, job: Request | None, start: float) -> None:
+# Our deadline for a call counts from when it reached us, the client's from when it sent it: the client's passes first
+# and its cancel can reach us just before ours. A cancel this close to our deadline is the deadline.
+DEADLINE_SLACK_S = 0.1
+
+
+def cancel_reason(remaining_s: float | None) -> str:
+    """Why a call that ended before its stream did was cancelled, from its deadline's time left (None: no deadline)."""
+    return DEADLINE if remaining_s is not None and remaining_s <= DEADLINE_SLACK_S else CANCELLED
+
+
+def _log_generate(request_id: str, outcome: str, job: Request | None, start: float, start_wall: float) -> None:
+    """The request's line; `start` is its perf_counter start, `start_wall` the same moment on the wall clock."""
     log_request(
         log,
         "generate",
         request_id=request_id,
         outcome=outcome,
+        start_ts=start_wall,
         prompt_tokens=len(job.prompt) if job else 0,
         frames=job.frames_sent if job else 0,
         chunks=job.chunks_sent if job else 0,
