@@ -115,6 +115,9 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         for part in ("in_client", "to_handler", "to_client"):
             assert 0 <= row[f"{part}_p50_ms"] <= row[f"{part}_p99_ms"] < row["ttfa_p99_s"] * 1000, part
         assert row["in_client_p50_ms"] > 0  # every result has its send time
+        # The opening wave's (the level's `concurrency` first requests) way to the handler, whole and in its parts.
+        whole, in_client = row["first_wave_before_handler_p99_ms"], row["first_wave_in_client_p99_ms"]
+        assert 0 < in_client <= whole and 0 <= row["first_wave_to_handler_p99_ms"] <= whole
         # Under 100 requests the slowest 1% is the slowest request: its parts add up to at least the p99.
         slowest = sum(row[f"slowest_{part}_ms"] for part in ("in_client", "to_handler", "in_gateway", "to_client"))
         assert row["requests"] < 100 and slowest >= row["ttfa_p99_s"] * 1000 - 0.01
@@ -362,6 +365,20 @@ def test_the_clients_ttfa_is_split_by_the_gateways_line_of_the_same_request():
     ]
     found = [tuple(round(v, 6) for v in parts) for parts in load_bench_stack().client_ttfa_parts_ms(results, gateway)]
     assert found == [(4.0, 6.0, 95.0, 15.0), (4.0, 6.0, 95.0, 15.0), (0.0, 10.0, 95.0, 15.0)]
+
+
+def test_the_first_waves_way_to_the_handler_is_reported_on_its_own():
+    """The opening wave is the `concurrency` earliest-started requests, whatever their index (each client process
+    numbers its own); its way to the handler is reported whole (as runs 68-72 measured it) and in its parts."""
+    bench_stack = load_bench_stack()
+    results = [{"index": i, "start_s": s} for i, s in enumerate([0.002, 0.5, 0.0, 0.001])]
+    assert [r["index"] for r in bench_stack.first_wave(results, 3)] == [2, 3, 0]
+    assert bench_stack.first_wave(results, 0) == []  # an open loop has no opening wave
+    # One request waited 60 ms in its client and 40 more to the handler; the other 2 + 5: p99 near the slow one's.
+    found = bench_stack.first_wave_split([(60.0, 40.0, 95.0, 5.0), (2.0, 5.0, 95.0, 5.0)])
+    assert list(found) == [f"first_wave_{p}_p99_ms" for p in ("before_handler", "in_client", "to_handler")]
+    assert [round(v, 2) for v in found.values()] == [99.07, 59.42, 39.65]
+    assert bench_stack.first_wave_split([]) == {}
 
 
 def test_the_slowest_requests_show_which_part_their_time_to_first_audio_is_made_of():

@@ -484,6 +484,26 @@ def client_ttfa_split(split: list[tuple[float, ...]]) -> dict[str, float]:
     return found
 
 
+def first_wave(results: list[dict], concurrency: int) -> list[dict]:
+    """A closed loop's opening wave: its `concurrency` earliest-started requests (all started at once; the same
+    requests `omni bench` leaves out of its `*_after_first_wave` figures)."""
+    return sorted(results, key=lambda r: r["start_s"])[:concurrency]
+
+
+def first_wave_split(split: list[tuple[float, ...]]) -> dict[str, float]:
+    """The opening wave's way to the handler, p99: whole (`before_handler`, as runs 68-72 measured `to_handler`
+    before the client's part was split off) and in its two parts. Only this burst has the load generator's start-up
+    and the gateway's accept queue in it."""
+    if not split:
+        return {}
+    parts = {
+        "before_handler": [s[0] + s[1] for s in split],
+        "in_client": [s[0] for s in split],
+        "to_handler": [s[1] for s in split],
+    }
+    return {f"first_wave_{name}_p99_ms": bench.percentile(values, 99) for name, values in parts.items()}
+
+
 def _size(path: Path) -> int:
     return path.stat().st_size if path.exists() else 0
 
@@ -706,6 +726,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             ttfa_parts = ttfa_parts_ms(gateway_log, serve.log_text("talker", since))
             level = report["levels"][0]
             client_split = client_ttfa_parts_ms(level["results"], gateway_log)
+            opening = first_wave(level["results"], concurrency)  # none in an open loop (concurrency 0)
             levels.append(level)
             means = metric_means(before, after)
             wrong = [
@@ -740,6 +761,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 # ... and the client's own: before the handler, in it, after it (the slowest 1% apart).
                 "client_requests_joined": len(client_split),
                 **client_ttfa_split(client_split),
+                **first_wave_split(client_ttfa_parts_ms(opening, gateway_log)),
                 "log_problems": problems,
             }
             rows.append(row)
@@ -810,6 +832,7 @@ def format_diagnostics(row: dict) -> str:
     ttfa = [f"{k}_p{q}_ms" for k in ("gateway_ttfa", *TTFA_PARTS) for q in (50, 99)]
     ttfa += [f"{k}_p{q}_ms" for k in ("in_client", "to_handler", "to_client") for q in (50, 99)]
     ttfa += [f"slowest_{k}_ms" for k in CLIENT_PARTS]
+    ttfa += [f"first_wave_{k}_p99_ms" for k in ("before_handler", "in_client", "to_handler")]
     parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
     parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]

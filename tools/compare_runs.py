@@ -30,6 +30,7 @@ FIGURES = [
     ("underrun_buffered_pct", "gap % (100 ms buffer)", 1.0, ".0f"),
     ("underrun_after_first_wave_pct", "gap % after the first wave", 1.0, ".0f"),  # closed loops, since session 15
     ("talker_early_chunks_per_request", "early chunks per request", 1.0, ".1f"),  # min_lead_ms, since session 17
+    ("first_wave_before_handler_p99_ms", "first wave to handler p99 ms", 1.0, ".0f"),  # closed loops, since session 20
 ]
 
 

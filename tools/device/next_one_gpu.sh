@@ -15,8 +15,10 @@
 # (the gateway's own p99 within 10 ms). If it does, bench_stack's client processes scale with the concurrency.
 # With `--warm-connections` (each client opens its connections with GET /live before the clock; on this CPU the
 # opening requests' starts went from [0, 60, 61, ... 69] ms to [0, 1.4, 2.6, ... 18] ms in one client of 16 streams):
-# the opening wave's to_handler p99 103 -> under 50 ms and the client p99 down by >= 20 ms. If so, bench_stack warms
-# by default (the load generator's start-up is not the server's latency) and the 128-stream row is restated with it.
+# the opening wave's way to the handler p99 103 -> under 50 ms (`first_wave_before_handler_p99_ms`, session 20: run
+# 68's `to_handler`, which then held the client's part too) and the client p99 down by >= 20 ms. If so, bench_stack
+# warms by default (the load generator's start-up is not the server's latency) and the 128-stream row is restated
+# with it.
 # Default at 512 (runs 69, 72 with 4 frames: 0% gapped, 1,145.5 and 1,123.5 audio-s/s). The third 800 sample of
 # today's default is next_one_gpu_3.sh's F.
 source tools/device/setup.sh
