@@ -629,4 +629,4 @@ def test_max_tick_rows_is_a_validated_setting():
     with pytest.raises(ValueError, match="max_tick_rows must be >= 0, got -1"):
         CodecConfig(max_tick_rows=-1).validate()
     assert load_config(CodecConfig, "codec", env={"OMNI_CODEC_MAX_TICK_ROWS": "128"}).max_tick_rows == 128
-    assert CodecConfig().max_tick_rows == 0  # off until measured on a GPU
+    assert CodecConfig().max_tick_rows == 128  # the default since runs 73-76 (docs/benchmarks.md)

@@ -137,6 +137,24 @@ def test_repo_deploy_profiles_inherit_base():
     assert h200["codec"]["device"] == "cuda" and cpu["codec"]["device"] == "cpu"
 
 
+@pytest.mark.parametrize("profile", ["qwen3-tts-1.7b-h200", "qwen3-tts-0.6b-cpu"])
+def test_repo_deploy_profiles_load_into_every_service_config(profile):
+    """Every setting a shipped profile names is one its service knows, of the right type (load_config refuses the
+    rest), so a typo in a profile fails here and not at a pod's start."""
+    from omni.services.codec.config import CodecConfig
+    from omni.services.refenc.config import RefencConfig
+    from omni.services.talker.config import TalkerConfig
+
+    configs = {
+        name: load_config(cls, name, env={}, profile=profile)
+        for name, cls in [("talker", TalkerConfig), ("codec", CodecConfig), ("refenc", RefencConfig)]
+    }
+    for config in configs.values():
+        config.validate()
+    if profile.endswith("h200"):
+        assert configs["codec"].max_tick_rows == 128 and configs["talker"].busy_initial_chunk_frames == 4
+
+
 # ---------------------------------------------------------------- packing
 
 

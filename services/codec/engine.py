@@ -22,7 +22,7 @@ other rows, the first rows decode in a step of their own and are sent before the
 one frame: its step is short, so time to first audio loses most of a full tick (tens of ms at hundreds of streams)
 for one more step's host overhead on the ticks that have a new stream.
 
-Rows by lead (off by default, `max_tick_rows`): when more streams have chunks than `max_tick_rows`, a tick decodes
+Rows by lead (`max_tick_rows`, 128 by default): when more streams have chunks than `max_tick_rows`, a tick decodes
 the rows of the streams whose listeners are closest to running dry: a listener started playing at the stream's
 first decoded audio, so its lead is that moment plus the audio decoded since, less now (new streams first). The
 others wait for the next tick, which starts at once, and merge what they queue meanwhile. Under load a tick of every
