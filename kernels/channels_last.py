@@ -9,6 +9,12 @@ of a transposed conv's output); the channel stride must be 1.
 
 PyTorch references: `snakebeta_reference` and `bias_residual_reference` in kernels/snakebeta.py, which take the same
 logical [B, C, T] tensors whatever their memory layout.
+
+Fast sine (`fast_sin`, off unless OMNI_FAST_SIN=1): `tl.sin` is libdevice's `sinf`, ~20 instructions of range
+reduction and polynomial per element, and in the 128x15 codec step the SnakeBeta kernel was 27% of the CUDA time
+(run 75) for a read and a write of each element. `sin.approx.f32` is one special-function instruction with an
+absolute error of ~1e-6, far below a bf16 store's rounding, so it is used only for 16-bit outputs (the fp32
+decoder keeps exact sines) and never under the Triton interpreter, which has no libdevice.
 """
 
 import os
@@ -17,10 +23,13 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels.snakebeta import check_snakebeta_args, snakebeta_launch_args
+from triton.language.extra import libdevice
 
 # Elements per program (BLOCK_T * BLOCK_C). Under the Triton interpreter (CPU tests) every program is a round of
 # numpy calls, so there the tiles are large: fewer programs, same results.
-TILE = 1 << 16 if os.environ.get("TRITON_INTERPRET") == "1" else 4096
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+TILE = 1 << 16 if INTERPRETED else 4096
+FAST_SIN = os.environ.get("OMNI_FAST_SIN") == "1"
 
 
 def is_channels_last(x: torch.Tensor) -> bool:
@@ -33,8 +42,8 @@ def channels_last_empty(batch: int, channels: int, length: int, like: torch.Tens
     return torch.empty(batch, length, channels, dtype=like.dtype, device=like.device).transpose(1, 2)
 
 
-def _blocks(channels: int, length: int, tile: int) -> tuple[int, int]:
-    block_c = min(triton.next_power_of_2(channels), 128, tile)
+def _blocks(channels: int, length: int, tile: int, block_c: int | None = None) -> tuple[int, int]:
+    block_c = block_c or min(triton.next_power_of_2(channels), 128, tile)
     return min(triton.next_power_of_2(length), max(tile // block_c, 1)), block_c
 
 
@@ -52,6 +61,7 @@ def _snakebeta_cl_kernel(
     out_stride_b,
     out_stride_t,
     HAS_BIAS: tl.constexpr,
+    FAST_SIN: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
@@ -67,7 +77,10 @@ def _snakebeta_cl_kernel(
         x += tl.load(bias_ptr + c, mask=in_c, other=0.0).to(tl.float32)[None, :]
     a = tl.exp(tl.load(alpha_ptr + c, mask=in_c, other=0.0).to(tl.float32))[None, :]
     inv_b = (1.0 / (tl.exp(tl.load(beta_ptr + c, mask=in_c, other=0.0).to(tl.float32)) + 1e-9))[None, :]
-    s = tl.sin(x * a)
+    if FAST_SIN:
+        s = libdevice.fast_sinf(x * a)  # sin.approx.f32 (see the module docstring)
+    else:
+        s = tl.sin(x * a)
     y = x + inv_b * s * s
     out = out_ptr + b * out_stride_b + t[:, None] * out_stride_t + c[None, :]
     tl.store(out, y.to(out_ptr.dtype.element_ty), mask=inside)
@@ -80,8 +93,12 @@ def snakebeta_cl(
     out: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
     tile: int = TILE,
+    fast_sin: bool | None = None,
+    block_c: int | None = None,
 ) -> torch.Tensor:
-    """SnakeBeta over channels-last x [B, C, T] (+ bias [C] first); alpha/beta [C] log-parameters; out channels-last."""
+    """SnakeBeta over channels-last x [B, C, T] (+ bias [C] first); alpha/beta [C] log-parameters; out channels-last.
+    `fast_sin` (default: OMNI_FAST_SIN=1) takes effect for 16-bit outputs off the interpreter; `block_c` overrides the
+    channels a program covers (default: C's next power of two, at most 128)."""
     batch, channels, length = check_snakebeta_args("snakebeta_cl", x, alpha, beta, bias)
     if not is_channels_last(x):
         raise ValueError(f"snakebeta_cl: x must be channels-last (channel stride 1), got strides {x.stride()}")
@@ -91,10 +108,11 @@ def snakebeta_cl(
         raise ValueError(f"snakebeta_cl: out must be a channels-last {list(x.shape)} {x.dtype} view")
     if x.numel() == 0:
         return out
-    block_t, block_c = _blocks(channels, length, tile)
+    block_t, block_c = _blocks(channels, length, tile, block_c)
     grid = (batch * triton.cdiv(length, block_t), triton.cdiv(channels, block_c))
     args = snakebeta_launch_args(x, out, alpha, beta, bias, dim=2)  # x_stride_t, out_stride_t: C is contiguous
-    _snakebeta_cl_kernel[grid](*args, HAS_BIAS=bias is not None, BLOCK_T=block_t, BLOCK_C=block_c)
+    fast = (FAST_SIN if fast_sin is None else fast_sin) and out.element_size() == 2 and not INTERPRETED
+    _snakebeta_cl_kernel[grid](*args, HAS_BIAS=bias is not None, FAST_SIN=fast, BLOCK_T=block_t, BLOCK_C=block_c)
     return out
 
 

@@ -102,3 +102,42 @@ def test_bad_input_is_a_clear_error():
         bias_residual_cl(x, x.contiguous(), bias)
     with pytest.raises(ValueError, match="bias_residual_cl"):
         bias_residual_cl(x, x[..., :4], bias)
+
+
+@pytest.mark.parametrize("block_c", [1, 2, 4])
+def test_snakebeta_cl_with_a_given_channel_tile(block_c):
+    # block_c splits C over programs (tools/bench_snakebeta.py times a tile that divides C: 96 -> 32).
+    x = _channels_last((2, 6, 9), torch.float32, seed=10)
+    alpha, beta, bias = _params(6, seed=11)
+    got = snakebeta_cl(x, alpha, beta, bias=bias, tile=8, block_c=block_c)
+    torch.testing.assert_close(got, snakebeta_reference(x, alpha, beta, bias), rtol=1e-5, atol=1e-5)
+
+
+def test_snakebeta_cl_fast_sin_only_on_a_gpu_for_16_bit_outputs():
+    # sin.approx is libdevice's, which the interpreter lacks; asked for here, the kernel keeps tl.sin (same result).
+    x = _channels_last((2, 5, 29), torch.bfloat16, seed=12)
+    alpha, beta, bias = _params(5, seed=13)
+    fast = snakebeta_cl(x, alpha, beta, bias=bias, fast_sin=True)
+    assert torch.equal(fast, snakebeta_cl(x, alpha, beta, bias=bias, fast_sin=False))
+
+
+def test_bench_snakebeta_shapes_are_the_decoders_snakebetas():
+    """tools/bench_snakebeta.py times one step's SnakeBeta launches: as many as the decoder has SnakeBeta modules,
+    and per stream as many elements as they see for a chunk of 15 frames."""
+    import importlib.util
+    from pathlib import Path
+
+    from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig, SnakeBeta
+    from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER
+
+    root = Path(__file__).resolve().parent.parent
+    spec = importlib.util.spec_from_file_location("bench_snakebeta", root / "tools" / "bench_snakebeta.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cfg = CodecDecoderConfig()
+    shapes = bench.step_shapes(cfg, frames=15)
+    tiny = CodecDecoder(CodecDecoderConfig(**TINY_DECODER))  # the released layout at tiny widths
+    snakes = [m for m in tiny.modules() if isinstance(m, SnakeBeta)]
+    assert sum(n for _, _, n in shapes) == len(snakes) == 29
+    assert shapes[0] == (1536, 60, 1) and shapes[-1] == (96, 15 * 1920, 7)
+    assert [bench.dividing_block_c(c) for c, _, _ in shapes] == [128, 128, 128, 64, 32]
