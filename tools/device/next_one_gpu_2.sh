@@ -1,16 +1,17 @@
-# One-GPU call (nvidia-h200, ~6 minutes), any time: the codec step as the service runs it, split by stage; then the
-# open loop with today's default.
-# Run 70 profiled only the eager step (128 rows: 26.62 ms at 2 frames, 116.42 at 15; ~61% of the 15-frame step's
-# CUDA time in element-wise kernels, the snake activations) beside the service's fused channels-last graphs (12.31
-# and 45.97 ms). `fused-cl` (the service's decoder launched eagerly) gets the same stage split and kernel table.
-# Prediction: in fused-cl at 15 frames the vocoder's blocks are still >= 70% of the step, now mostly convolutions
-# (>= 50% of CUDA time in conv kernels); at 2 frames the decoder transformer is >= 40% of the step.
+# One-GPU call (nvidia-h200, ~9 minutes), right after next_one_gpu.sh on the same machine: today's default at 512 and
+# 800 (the stacks next_one_gpu.sh's fast sine is read against, by its rule), then the 128-stream tail with the
+# clients' connections opened before the clock, a second sample each.
+# Run 74 (session 21): at 128 streams the default's TTFA p99 260 ms, with --warm-connections 232; the opening wave's
+# way to the handler 76 -> 54 ms. Session 20's rule (bench_stack warms by default if that figure is under 50 ms and
+# the client p99 falls >= 20 ms) missed its first half by 4 ms, on one stack each.
+# Prediction: the default's 128-stream p99 240-270 ms, warm 220-245; first wave before the handler 60-90 default,
+# 45-60 warm.
+# Rule, written before the runs: bench_stack warms by default if over runs 74 and these two stacks the warm stacks'
+# mean client p99 is >= 20 ms under the default's and their mean first-wave-before-handler p99 is under 60 ms.
 source tools/device/setup.sh
 stamp start
-python3 tools/bench_codec.py --modes eager,fused-cl,fused-cl+graph --batches 128 --chunks 2 15 --cudnn-benchmark \
-    --no-checks --min-seconds 0.3 --profile --out $OUT/codec_step.json 2>&1 | tail -120
-stamp codec
-# Open loop at 96/104/112 requests/s (run 67 with the floor off and 3 frames: 0% at 96/s, 0.3% at 104/s; run 47: 48%
-# at 112/s). Prediction: no gap at 96 and 104/s, under 10% at 112/s.
-$S --concurrency 800 --arrival-seconds 25 --rates 96 104 112 --out /tmp/O; save O
-python3 tools/compare_runs.py default=/tmp/O
+$S --concurrency 512 800 --level-timeout 150 --out /tmp/D; save D
+$S --concurrency 128 --out /tmp/D128; save D128
+$S --warm-connections --concurrency 128 --out /tmp/WARM; save WARM
+python3 tools/compare_runs.py default=/tmp/D,/tmp/D128 warm_connections=/tmp/WARM
+[ -d /tmp/FS ] && python3 tools/compare_runs.py default=/tmp/D fast_sin=/tmp/FS
