@@ -10,11 +10,11 @@ of a transposed conv's output); the channel stride must be 1.
 PyTorch references: `snakebeta_reference` and `bias_residual_reference` in kernels/snakebeta.py, which take the same
 logical [B, C, T] tensors whatever their memory layout.
 
-Fast sine (`fast_sin`, off unless OMNI_FAST_SIN=1): `tl.sin` is libdevice's `sinf`, ~20 instructions of range
-reduction and polynomial per element, and in the 128x15 codec step the SnakeBeta kernel was 27% of the CUDA time
-(run 75) for a read and a write of each element. `sin.approx.f32` is one special-function instruction with an
-absolute error of ~1e-6, far below a bf16 store's rounding, so it is used only for 16-bit outputs (the fp32
-decoder keeps exact sines) and never under the Triton interpreter, which has no libdevice.
+Fast sine (`fast_sin`, off by default; the codec's `fast_sine` setting): `tl.sin` is libdevice's `sinf`, ~20
+instructions of range reduction and polynomial per element, and in the 128x15 codec step the SnakeBeta kernel was
+27% of the CUDA time (run 75) for a read and a write of each element. `sin.approx.f32` is one special-function
+instruction with an absolute error of ~1e-6, far below a bf16 store's rounding, so it is used only for 16-bit
+outputs (the fp32 decoder keeps exact sines) and never under the Triton interpreter, which has no libdevice.
 """
 
 import os
@@ -29,7 +29,6 @@ from triton.language.extra import libdevice
 # numpy calls, so there the tiles are large: fewer programs, same results.
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 TILE = 1 << 16 if INTERPRETED else 4096
-FAST_SIN = os.environ.get("OMNI_FAST_SIN") == "1"
 
 
 def is_channels_last(x: torch.Tensor) -> bool:
@@ -93,11 +92,11 @@ def snakebeta_cl(
     out: torch.Tensor | None = None,
     bias: torch.Tensor | None = None,
     tile: int = TILE,
-    fast_sin: bool | None = None,
+    fast_sin: bool = False,
     block_c: int | None = None,
 ) -> torch.Tensor:
     """SnakeBeta over channels-last x [B, C, T] (+ bias [C] first); alpha/beta [C] log-parameters; out channels-last.
-    `fast_sin` (default: OMNI_FAST_SIN=1) takes effect for 16-bit outputs off the interpreter; `block_c` overrides the
+    `fast_sin` (sin.approx) takes effect for 16-bit outputs off the interpreter; `block_c` overrides the
     channels a program covers (default: C's next power of two, at most 128)."""
     batch, channels, length = check_snakebeta_args("snakebeta_cl", x, alpha, beta, bias)
     if not is_channels_last(x):
@@ -111,7 +110,7 @@ def snakebeta_cl(
     block_t, block_c = _blocks(channels, length, tile, block_c)
     grid = (batch * triton.cdiv(length, block_t), triton.cdiv(channels, block_c))
     args = snakebeta_launch_args(x, out, alpha, beta, bias, dim=2)  # x_stride_t, out_stride_t: C is contiguous
-    fast = (FAST_SIN if fast_sin is None else fast_sin) and out.element_size() == 2 and not INTERPRETED
+    fast = fast_sin and out.element_size() == 2 and not INTERPRETED
     _snakebeta_cl_kernel[grid](*args, HAS_BIAS=bias is not None, FAST_SIN=fast, BLOCK_T=block_t, BLOCK_C=block_c)
     return out
 

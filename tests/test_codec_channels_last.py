@@ -145,3 +145,24 @@ def test_prime_equals_default(default, fused):
 def test_graphs_flag_needs_cuda(fused):
     with pytest.raises(ValueError, match="CUDA"):
         CodecGraphs(fused, fused.new_state(17), buckets=(16,), chunk_lengths=(1,), channels_last=True)
+
+
+def test_fast_sine_reaches_every_snakebeta(monkeypatch, fused):
+    """The codec's `fast_sine` setting (fuse_channels_last(..., fast_sine=True)) goes to each of the vocoder's 29
+    SnakeBeta launches; the interpreter keeps tl.sin, so the audio equals the default channels-last decode."""
+    import omni.kernels.channels_last as kernels
+
+    model = _decoder(channels_last=False)
+    fuse_channels_last(model, fast_sine=True)
+    seen: list[bool] = []
+    real = kernels.snakebeta_cl
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("fast_sin", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "snakebeta_cl", recording)
+    got = model.decode(UTTERANCES[:1])
+    assert len(seen) == 29 and all(seen)
+    monkeypatch.setattr(kernels, "snakebeta_cl", real)
+    torch.testing.assert_close(got, fused.decode(UTTERANCES[:1]), atol=0.0, rtol=0.0)

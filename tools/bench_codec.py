@@ -310,7 +310,7 @@ def check_snakebeta_kernel(device: str) -> dict:
     return worst
 
 
-def check_channels_last(cfg, device: str, frames: int = 47) -> dict:
+def check_channels_last(cfg, device: str, fast_sine: bool = False, frames: int = 47) -> dict:
     """Channels-last vocoder on 4 streams x 47 frames: chunks 1, 15, 15, 16 = whole decode, and its whole decode against
     the default decoder's, fp32 (TF32 off) and bf16."""
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -320,7 +320,7 @@ def check_channels_last(cfg, device: str, frames: int = 47) -> dict:
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         decoder = our_decoder(cfg, dtype, device)
         default[name] = decoder.decode(codes).float()
-        fuse_channels_last(decoder)
+        fuse_channels_last(decoder, fast_sine=fast_sine)
         whole = decoder.decode(codes).float()
         state = decoder.new_state(4)
         pieces, start = [], 0
@@ -344,7 +344,7 @@ def check_channels_last(cfg, device: str, frames: int = 47) -> dict:
     return result
 
 
-def check_channels_last_kernels(device: str) -> dict:
+def check_channels_last_kernels(device: str, fast_sine: bool = False) -> dict:
     """The channels-last SnakeBeta (+ bias) and bias + residual kernels against their references, bf16 and fp32,
     on channels-last inputs sliced along T (as the vocoder feeds them) up to the 256x15 step's last block."""
     from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
@@ -357,11 +357,14 @@ def check_channels_last_kernels(device: str) -> dict:
         y = (torch.randn(b, t, c, generator=gen) * 3).to(device).transpose(1, 2)
         alpha, beta, bias = ((torch.randn(c, generator=gen) * 0.5).to(device) for _ in range(3))
         want = snakebeta_reference(x, alpha, beta, bias)
-        rel = ((snakebeta_cl(x, alpha, beta, bias=bias) - want).abs() / want.abs().clamp(min=1e-3)).max()
+        rel = (
+            (snakebeta_cl(x, alpha, beta, bias=bias, fast_sin=fast_sine) - want).abs() / want.abs().clamp(min=1e-3)
+        ).max()
         worst["snakebeta_fp32_rel"] = max(worst["snakebeta_fp32_rel"], float(rel))
         xb, yb = x.bfloat16(), y.bfloat16()
         want = snakebeta_reference(xb.float(), alpha, beta, bias)
-        rel = ((snakebeta_cl(xb, alpha, beta, bias=bias).float() - want).abs() / want.abs().clamp(min=1e-3)).max()
+        got = snakebeta_cl(xb, alpha, beta, bias=bias, fast_sin=fast_sine).float()
+        rel = ((got - want).abs() / want.abs().clamp(min=1e-3)).max()
         worst["snakebeta_bf16_rel"] = max(worst["snakebeta_bf16_rel"], float(rel))
         want = bias_residual_reference(xb.float(), yb.float(), bias)
         rel = ((bias_residual_cl(xb, yb, bias).float() - want).abs() / want.abs().clamp(min=1e-3)).max()
@@ -389,6 +392,9 @@ def main() -> None:
     parser.add_argument("--no-checks", action="store_true")
     parser.add_argument("--cudnn-benchmark", action="store_true", help="let cuDNN time its conv algorithms per shape")
     parser.add_argument("--profile", action="store_true", help="top CUDA kernels of one step at the largest shape")
+    parser.add_argument(
+        "--fast-sine", action="store_true", help="channels-last SnakeBeta with sin.approx (the codec's fast_sine)"
+    )
     parser.add_argument("--out", help="write all results as JSON here")
     args = parser.parse_args()
     modes = args.modes.split(",")
@@ -571,10 +577,11 @@ def main() -> None:
     # Channels-last on top of whatever build ran last (it replaces the whole vocoder, so the builds before only
     # change the "before" side of its comparison).
     cl_checks = {
-        "channels_last_kernels": lambda: check_channels_last_kernels(device),
-        "channels_last_decoder": lambda: check_channels_last(cfg, device),
+        "channels_last_kernels": lambda: check_channels_last_kernels(device, args.fast_sine),
+        "channels_last_decoder": lambda: check_channels_last(cfg, device, args.fast_sine),
     }
-    build("fused-cl", "channels_last", fuse_channels_last, "channels_last_graph_vs_eager", cl_checks)
+    fuse_cl = functools.partial(fuse_channels_last, fast_sine=args.fast_sine)
+    build("fused-cl", "channels_last", fuse_cl, "channels_last_graph_vs_eager", cl_checks)
 
     print("\nmode          batch chunk   step ms   new frames/s  audio-s/s  GFLOP/frame  TFLOP/s   TB/s")
     for r in results["rows"]:

@@ -455,8 +455,10 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         from omni.models.qwen3_tts.codec_graphs import fuse_channels_last, fuse_residual_units, fuse_snakebeta
 
         if config.fused_kernels == "channels_last":
-            convs = fuse_channels_last(decoder)
-            log.info("codec: Triton kernels on: channels-last vocoder (%d convs)", convs)
+            convs = fuse_channels_last(decoder, fast_sine=config.fast_sine)
+            log.info(
+                "codec: Triton kernels on: channels-last vocoder (%d convs, fast sine %s)", convs, config.fast_sine
+            )
         else:
             fused = fuse_snakebeta(decoder)
             units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0

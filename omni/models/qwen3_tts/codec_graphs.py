@@ -136,10 +136,12 @@ class ChannelsLastVocoder:
     SnakeBeta (and, for the transposed conv, into the first residual unit's residual add), conv1's into the second
     SnakeBeta, conv2's into the residual add. The state layout (CodecState) is the default one, so a state can be
     shared with the default path; its rows are converted on the way in and out (a few samples per conv).
+    `fast_sine`: SnakeBeta with sin.approx instead of libdevice's sinf (bf16/fp16 only; kernels/channels_last.py).
     """
 
-    def __init__(self, decoder: CodecDecoder):
+    def __init__(self, decoder: CodecDecoder, fast_sine: bool = False):
         self.decoder = decoder
+        self.fast_sine = fast_sine
         self.weights: dict[nn.Module, torch.Tensor] = {}
         for module in decoder.decoder.modules():
             if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
@@ -173,7 +175,7 @@ class ChannelsLastVocoder:
         for i, block in enumerate(blocks[1:-2]):
             snake, up, *units = block.block
             full, tail = self._buffer(up, batch, x)
-            snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias)
+            snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias, fast_sin=self.fast_sine)
             self._keep(up, batch, full)
             y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
             # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
@@ -183,7 +185,7 @@ class ChannelsLastVocoder:
             mark(f"vocoder.block{i}")
         snake, out_conv = blocks[-2], blocks[-1]
         full, tail = self._buffer(out_conv, batch, x)
-        snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias)
+        snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias, fast_sin=self.fast_sine)
         self._keep(out_conv, batch, full)
         return self._conv(out_conv, full, out_conv.conv.bias).clamp(-1, 1)[:, 0]
 
@@ -195,9 +197,11 @@ class ChannelsLastVocoder:
 
         conv1, conv2 = unit.conv1, unit.conv2
         full, tail = self._buffer(conv1, batch, x)
-        snakebeta_cl(x, unit.act1.alpha, unit.act1.beta, out=tail, bias=x_bias)
+        snakebeta_cl(x, unit.act1.alpha, unit.act1.beta, out=tail, bias=x_bias, fast_sin=self.fast_sine)
         self._keep(conv1, batch, full)
-        h = snakebeta_cl(self._conv(conv1, full), unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias)
+        h = snakebeta_cl(
+            self._conv(conv1, full), unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias, fast_sin=self.fast_sine
+        )
         bias = conv2.conv.bias if x_bias is None else self.first_unit_bias[unit]
         return bias_residual_cl(x, self._conv(conv2, h), bias)
 
@@ -231,11 +235,11 @@ class ChannelsLastVocoder:
         batch.history[conv.state_index] = full.gather(2, idx[:, None, :].expand(-1, full.shape[1], -1))
 
 
-def fuse_channels_last(decoder: CodecDecoder) -> int:
+def fuse_channels_last(decoder: CodecDecoder, fast_sine: bool = False) -> int:
     """Run `decoder`'s vocoder through a ChannelsLastVocoder in decode_streams (and prime, decode), codec_step and
     CodecGraphs (CUDA, or CPU under TRITON_INTERPRET=1); returns how many convs it converted. Call after moving the
     decoder to its device and dtype."""
-    vocoder = ChannelsLastVocoder(decoder)
+    vocoder = ChannelsLastVocoder(decoder, fast_sine)
     decoder.channels_last_vocoder = vocoder
     decoder._back = vocoder.back
     return len(vocoder.weights)
