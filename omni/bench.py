@@ -118,6 +118,7 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
     audio = sum(r.audio_s for r in ok)
     spans = [(r.start_s, r.start_s + r.total_s) for r in results if r.total_s is not None]
     first_gaps = [r.first_gap_at_s for r in ok if r.first_gap_at_s is not None]
+    silences = [r.underrun_s for r in ok if r.underrun_s > 0]
     # A listener plays a request's audio from its first byte, in real time; a gap holds playback back.
     playing = [
         (r.start_s + r.ttfa_s, r.start_s + r.ttfa_s + r.audio_s + r.underrun_s) for r in ok if r.ttfa_s is not None
@@ -159,6 +160,10 @@ def summarize(results: list[RequestResult], elapsed_s: float, first_wave: int = 
         # Where the gapped requests first starved, in seconds of audio played (the first chunks, or later).
         "first_gap_at_p50_s": percentile(first_gaps, 50),
         "first_gap_at_p90_s": percentile(first_gaps, 90),
+        # How long the gapped requests were silent in all (a buffer that long would have hidden each one's gaps).
+        "gap_silence_p50_s": percentile(silences, 50),
+        "gap_silence_p90_s": percentile(silences, 90),
+        "gap_silence_max_s": max(silences, default=math.nan),
     }
 
 

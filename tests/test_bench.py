@@ -90,10 +90,14 @@ def test_the_first_gap_is_placed_in_seconds_of_audio_played_before_it():
         first_gap_at([0.0], [])
     # The level's figures are over the requests that had a gap.
     results = [
-        RequestResult(i, "200", True, 0.0, 0.1, 1.0, 1.0, first_gap_at_s=g) for i, g in enumerate([None, 0.2, 0.6])
+        RequestResult(i, "200", True, 0.0, 0.1, 1.0, 1.0, underrun_s=u, first_gap_at_s=g)
+        for i, (g, u) in enumerate([(None, 0.0), (0.2, 0.05), (0.6, 0.25)])
     ]
     s = summarize(results, elapsed_s=1.0)
     assert s["first_gap_at_p50_s"] == pytest.approx(0.4) and s["first_gap_at_p90_s"] == pytest.approx(0.56)
+    # the silence of the two gapped requests (the ungapped one is not a zero in it)
+    assert s["gap_silence_p50_s"] == pytest.approx(0.15) and s["gap_silence_max_s"] == pytest.approx(0.25)
+    assert math.isnan(summarize(results[:1], elapsed_s=1.0)["gap_silence_max_s"])
 
 
 def test_summarize_aggregates_successes_and_counts_failures_by_status():
