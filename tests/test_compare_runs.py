@@ -21,12 +21,15 @@ def level_row(
     rate: float = 0.0,
     early=None,
     to_handler=None,
+    silence=None,
 ) -> dict:
-    """A results.json row; `early` (chunks sent early per request) and `to_handler` (the first wave's way to the
-    gateway's handler, p99 ms) only where given, as runs before sessions 17 and 20."""
+    """A results.json row; `early` (chunks sent early per request), `to_handler` (the first wave's way to the
+    gateway's handler, p99 ms) and `silence` (the gapped requests' silence p90, s) only where given, as runs before
+    sessions 17, 20 and 21."""
     since_17 = {"talker_early_chunks_per_request": early} if early is not None else {}
     since_20 = {"first_wave_before_handler_p99_ms": to_handler} if to_handler is not None else {}
-    return since_17 | since_20 | {
+    since_21 = {"gap_silence_p90_s": silence} if silence is not None else {}
+    return since_17 | since_20 | since_21 | {
         "model": "1.7b", "gpus": "1", "concurrency": concurrency, "rate": rate, "audio_s_per_s": audio,
         "ttfa_p50_s": 0.1, "ttfa_p99_s": p99_ms / 1000, "underrun_pct": gap, "underrun_buffered_pct": NAN,
         "underrun_after_first_wave_pct": NAN if rate else gap / 2,  # an open loop has no first wave
@@ -48,9 +51,14 @@ def compare_runs(*args: str) -> subprocess.CompletedProcess:
 def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
     a1 = write_run(
         tmp_path / "A1",
-        [level_row(128, 600.0, 240, 0, to_handler=103.2), level_row(512, 1100.0, 900, 20, failures=1, early=1.0)],
+        [
+            level_row(128, 600.0, 240, 0, to_handler=103.2),
+            level_row(512, 1100.0, 900, 20, failures=1, early=1.0, silence=0.12),
+        ],
     )
-    a2 = write_run(tmp_path / "A2", [level_row(128, 640.0, 220, 0), level_row(512, 1150.0, 1000, 10, early=2.0)])
+    a2 = write_run(
+        tmp_path / "A2", [level_row(128, 640.0, 220, 0), level_row(512, 1150.0, 1000, 10, early=2.0, silence=0.08)]
+    )
     a3 = write_run(tmp_path / "A3", [level_row(128, 620.0, 250, 0)])
     # The other configuration comes as the .tgz that the device's `save` writes, with an open-loop level.
     b = write_run(tmp_path / "B", [level_row(128, 700.0, 200, 0), level_row(0, 880.0, 290, 1, rate=96)])
@@ -61,11 +69,11 @@ def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
     rows = [line for line in result.stdout.splitlines() if line.startswith("| A") or line.startswith("| B")]
     assert rows == [
         "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0 (0–0) | - | 0 (0–0) | - "
-        "| 103 | 0 |",
-        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 | - | - | 0 |",
+        "| 103 | - | 0 |",
+        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 | - | - | - | 0 |",
         "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15 (10–20) | - "
-        "| 8 (5–10) | 1.5 (1.0–2.0) | - | 1 |",
-        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | - | - | - | 0 |",
+        "| 8 (5–10) | 1.5 (1.0–2.0) | - | 100 (80–120) | 1 |",
+        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | - | - | - | - | 0 |",
     ]
 
 
