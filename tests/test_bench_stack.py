@@ -189,6 +189,15 @@ def load_bench_stack():
     return module
 
 
+def test_the_level_line_gives_the_gapped_requests_silence_in_ms():
+    """omni bench's gap_silence_*_s (NaN when no request had a gap, absent in older results) on the level line."""
+    line = load_bench_stack().format_diagnostics(
+        {"gap_silence_p50_s": 0.028, "gap_silence_p90_s": 0.0434, "gap_silence_max_s": float("nan")}
+    )
+    assert "gap_silence_p50_ms 28" in line and "gap_silence_p90_ms 43" in line and "gap_silence_max" not in line
+    assert "gap_silence" not in load_bench_stack().format_diagnostics({})
+
+
 def test_metrics_pages_are_read_as_sums_and_counts():
     """Histograms summed over labels; the gateway's GC pauses, loop lags and backend writes in ms and the talker's
     loop lags with the long ones counted apart (a bucket edge at LONG_MS: 3 of 5 pauses, 9 of 10 gateway lags, 9 of

@@ -837,7 +837,8 @@ def format_diagnostics(row: dict) -> str:
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
     parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]
     silence = ("gap_silence_p50_s", "gap_silence_p90_s", "gap_silence_max_s")  # a gapped request's silence in all
-    parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in silence if row.get(k, math.nan) == row.get(k)]
+    silence = [k for k in silence if row.get(k) is not None and row[k] == row[k]]  # NaN: no request had a gap
+    parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in silence]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
     after = row.get("underrun_after_first_wave_pct")
