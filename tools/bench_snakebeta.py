@@ -15,6 +15,7 @@ dense (the service writes some into a [history | new] buffer's tail: same bytes)
 import argparse
 import functools
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -45,17 +46,13 @@ VARIANTS = {  # name: (fast_sin, block_c rule)
 
 def step_shapes(cfg: CodecDecoderConfig, frames: int) -> list[tuple[int, int, int]]:
     """(channels, samples per stream, launches) of each SnakeBeta shape in one step of `frames` new frames."""
-    channels, samples = cfg.decoder_dim, frames * int(torch.tensor(cfg.upsampling_ratios).prod())
-    shapes = []
+    channels, samples = cfg.decoder_dim, frames * math.prod(cfg.upsampling_ratios)
+    shapes = [(channels, samples, 1)]  # the first block's input
     for rate in cfg.upsample_rates:
-        shapes.append((channels, samples, 1))  # the block's input
         channels, samples = channels // 2, samples * rate
-        shapes.append((channels, samples, 2 * RESIDUAL_UNITS))
-    shapes.append((channels, samples, 1))  # before the output conv
-    merged: dict[tuple[int, int], int] = {}
-    for c, t, n in shapes:
-        merged[(c, t)] = merged.get((c, t), 0) + n
-    return [(c, t, n) for (c, t), n in merged.items()]
+        # the block's residual units, and at the same shape the next block's input (or the output conv's)
+        shapes.append((channels, samples, 2 * RESIDUAL_UNITS + 1))
+    return shapes
 
 
 def dividing_block_c(channels: int) -> int:
