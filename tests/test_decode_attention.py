@@ -77,7 +77,7 @@ def test_runner_with_kernel_equals_runner_without(tiny_model_dir):
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     model = synth.model
     runners = [TalkerRunner(model.talker, model.config, 3, 64, decode_kernel=flag) for flag in (False, True)]
-    assert runners[1].cache.decode_kernel and runners[1].predictor_cache.decode_kernel
+    assert runners[1].cache.decode_kernel and runners[1].predictor_cache.kernel_positions == 2  # its 2-position pass
     texts = ["Hi there.", "A longer sentence for the talker to say."]
     options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
     for runner in runners:
@@ -91,3 +91,42 @@ def test_runner_with_kernel_equals_runner_without(tiny_model_dir):
         assert torch.equal(got_codes, want_codes), f"step {step}"
         assert torch.equal(got_finished, want_finished)
     torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("positions_per_slot", [1, 2])
+def test_short_pass_through_the_kernel_equals_the_masked_pass(positions_per_slot):
+    # The code predictor's first pass of a frame has 2 positions per slot: with the kernel, one kernel row per
+    # (slot, position), each reading keys 0..position of its own slot, as the causal mask does.
+    from omni.models.qwen3_tts.config import TransformerConfig
+    from omni.models.qwen3_tts.talker import Decoder
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(
+        hidden_size=32, intermediate_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=8, vocab_size=64, rope_theta=10000.0, rms_norm_eps=1e-6, max_position_embeddings=64,
+    )  # fmt: skip
+    decoder = Decoder(cfg).eval()
+    caches = [decoder.new_cache(4, 16, torch.float32, "cpu", decode_kernel=flag) for flag in (False, True)]
+    assert [c.kernel_positions for c in caches] == [0, 2]
+    kernel_rows = []  # the real kernel, with the rows of each call recorded
+
+    def counted(q, *args):
+        kernel_rows.append(q.shape[0])
+        return decode_attention(q, *args)
+
+    caches[1].decode_attention = counted
+    slots = torch.tensor([3, 0, 2])
+    prefix = torch.randn(4, 6, 32)  # every slot's first 6 positions, written by a masked pass
+    starts = torch.tensor([6, 2, 5])  # each slot's pass starts at its own position
+    positions = starts[:, None] + torch.arange(positions_per_slot)[None, :]
+    x = torch.randn(3, positions_per_slot, 32)
+    with torch.no_grad():
+        outs = []
+        for cache in caches:
+            decoder(prefix, torch.arange(6).expand(4, 6), cache, torch.arange(4), kv_len=6)
+            outs.append(decoder(x, positions, cache, slots, kv_len=8))
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(caches[1].k, caches[0].k)
+    assert kernel_rows == [3 * positions_per_slot] * 2  # the short pass's two layers went through it, the prefix not
+    with pytest.raises(ValueError, match="kernel_positions"):
+        decoder.new_cache(1, 4, torch.float32, "cpu", decode_kernel=True, kernel_positions=0)

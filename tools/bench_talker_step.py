@@ -155,10 +155,21 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
-def check_correctness(talker, config, steps: int, device: str, sampler_kernel: bool = False) -> dict:
+def check_correctness(
+    talker, config, steps: int, device: str, sampler_kernel: bool = False, short_pass_kernel: bool = True
+) -> dict:
     slots, max_len = 64, PROMPT_LEN + steps + 8
     runners = [
-        TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, sampler_kernel=sampler_kernel)
+        TalkerRunner(
+            talker,
+            config,
+            slots,
+            max_len,
+            device,
+            scratch_slot=True,
+            sampler_kernel=sampler_kernel,
+            short_pass_kernel=short_pass_kernel,
+        )  # fmt: skip
         for _ in range(3)
     ]
     for r in runners:
@@ -285,7 +296,8 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=160, help="positions prefilled per slot before timing")
     modes_help = (
         "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels; "
-        "fused+sampler: + the fused sampler kernel (one kernel per draw)"
+        "fused+sampler: + the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler "
+        "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -301,13 +313,13 @@ def main() -> None:
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
     modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
-    unknown = set(modes) - {"sdpa", "kernel", "fused", "fused+sampler"}
+    unknown = set(modes) - {"sdpa", "kernel", "fused", "fused+sampler", "fused+sampler+sdpa-short"}
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}")
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype,
                "max_len": args.max_len, "prompt_len": args.prompt_len, "iters": args.iters, "models": {}}  # fmt: skip
-    if args.sampler_only or "fused+sampler" in modes:
+    if args.sampler_only or any("+sampler" in m for m in modes):
         results["sampler_kernel"] = check_sampler_kernel(device)
         print("sampler kernel vs sampling.draw:", results["sampler_kernel"], flush=True)
     if args.sampler_only:
@@ -330,21 +342,22 @@ def main() -> None:
             if args.dtype != "float32":  # again in fp32 (TF32 off): separates a kernel error from bf16 rounding
                 out[label + "_fp32"] = compare_paths(copy.deepcopy(talker).float(), config, 3, device, fused)
                 print(name, label, "fp32", out[label + "_fp32"], flush=True)
-        if "fused+sampler" in modes:
+        if any("+sampler" in m for m in modes):
             out["sampler_runner_fp32"] = compare_sampler_runners(
                 copy.deepcopy(talker).float(), config, args.check_steps, device
             )
             print(name, "runner with vs without the sampler kernel, fp32", out["sampler_runner_fp32"], flush=True)
         out["modes"] = {}
         for mode in modes:  # fused modes last: they rewire the talker in place
-            sampler = mode == "fused+sampler"
+            sampler, short = "+sampler" in mode, not mode.endswith("+sdpa-short")
             if mode.startswith("fused"):
                 fuse_talker_kernels(talker)  # idempotent
-                label = "check_" + mode.replace("+", "_")
-                out[label] = check_correctness(talker, config, args.check_steps, device, sampler_kernel=sampler)
+                label = "check_" + mode.replace("+", "_").replace("-", "_")
+                out[label] = check_correctness(talker, config, args.check_steps, device, sampler, short)
                 print(name, mode, "graph vs eager", out[label], flush=True)
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
-                                  decode_kernel=mode != "sdpa", sampler_kernel=sampler)  # fmt: skip
+                                  decode_kernel=mode != "sdpa", sampler_kernel=sampler,
+                                  short_pass_kernel=short)  # fmt: skip
             prefill_all(runner, seed=2, prompt_len=args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)

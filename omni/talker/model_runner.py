@@ -16,7 +16,7 @@ import torch
 
 from omni.device import to_device
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
-from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import (
     SamplingParams,
@@ -39,6 +39,7 @@ class TalkerRunner:
         scratch_slot: bool = False,
         decode_kernel: bool | None = None,
         sampler_kernel: bool = False,
+        short_pass_kernel: bool = True,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -46,6 +47,8 @@ class TalkerRunner:
         (`decode_step_padded`, used by the CUDA graphs); requests never get it.
         `decode_kernel`: decode steps attend with the Triton kernel over each slot's live length instead of the
         masked PyTorch attention over all `max_len` positions; default: on for CUDA devices.
+        `short_pass_kernel` (with `decode_kernel`): the code predictor's 2-position first pass of each frame attends
+        through the kernel too, one kernel row per position (False: through SDPA, as before session 22).
         `sampler_kernel`: the 16 draws of a step (codebook 0 after the talker's processors, which stay in PyTorch, and
         the predictor's 15) each run as one Triton kernel (kernels/sampling.py) instead of ~45 PyTorch ones; same ids
         (see that module for the top-p boundary). Off by default until measured on a GPU.
@@ -72,8 +75,9 @@ class TalkerRunner:
             from omni.kernels.sampling import draw as kernel_draw  # imports Triton: only when asked for
 
             self.draw = kernel_draw
-        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, decode_kernel)
-        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, decode_kernel)
+        kernel_positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
+        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, decode_kernel, kernel_positions)
+        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, decode_kernel, kernel_positions)
         self.sampling = SlotSampling(rows, dev)
         # As the official generate: the top 1024 codec ids are suppressed, except EOS.
         self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)

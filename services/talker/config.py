@@ -80,6 +80,12 @@ class TalkerConfig(ServiceConfig):
         "on a CUDA device: each of a decode step's 16 sampling draws as one Triton kernel instead of ~45 PyTorch ones "
         "(same ids; 1.7B step 15.2 -> 11.4 ms at batch 256 on an H200; ignored on CPU)",
     )
+    short_pass_kernel: bool = option(
+        True,
+        "on a CUDA device: the code predictor's 2-position first pass of each frame attends through the decode "
+        "kernel, one kernel row per position, instead of SDPA, whose cuDNN kernel tiles 64+ queries for 2 (ignored "
+        "on CPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

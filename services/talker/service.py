@@ -397,6 +397,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         scratch_slot=use_graphs,
         decode_kernel=fused,
         sampler_kernel=config.sampler_kernel and on_cuda,
+        short_pass_kernel=config.short_pass_kernel,
     )
     graphs = None
     if use_graphs:
