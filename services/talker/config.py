@@ -83,8 +83,8 @@ class TalkerConfig(ServiceConfig):
     short_pass_kernel: bool = option(
         True,
         "on a CUDA device: the code predictor's 2-position first pass of each frame attends through the decode "
-        "kernel, one kernel row per position, instead of SDPA, whose cuDNN kernel tiles 64+ queries for 2 (ignored "
-        "on CPU)",
+        "kernel, one kernel row per position, instead of SDPA, whose cuDNN kernel tiles 64+ queries for 2 (1.7B "
+        "graph step at 512 rows 14.95 -> 13.60 ms on an H200; ignored on CPU)",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
