@@ -100,6 +100,27 @@ def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
             "hidden_max_abs": scale}  # fmt: skip
 
 
+def compare_kv_write(talker, config, steps: int, device: str) -> dict:
+    """The same slots stepped eagerly with the K/V write kernel and with the index puts: a copy either way, so the
+    codes, the caches and the hidden state must be equal bit for bit."""
+    slots, max_len = 64, PROMPT_LEN + steps + 8
+    runners = [TalkerRunner(talker, config, slots, max_len, device, kv_write_kernel=f) for f in (True, False)]
+    for r in runners:
+        prefill_all(r, seed=0)
+    batch = torch.arange(slots, device=device)
+    codes_equal = True
+    for _ in range(steps):
+        codes_equal &= torch.equal(runners[0].decode_step(batch)[0], runners[1].decode_step(batch)[0])
+    caches_equal = all(
+        torch.equal(getattr(getattr(runners[0], cache), kv), getattr(getattr(runners[1], cache), kv))
+        for cache in ("cache", "predictor_cache")
+        for kv in ("k", "v")
+    )
+    hidden_equal = torch.equal(runners[0].last_hidden, runners[1].last_hidden)
+    del runners
+    return {"codes_equal": codes_equal, "caches_equal": caches_equal, "hidden_equal": hidden_equal, "steps": steps}
+
+
 def check_attention_op(device: str, dtype: torch.dtype) -> dict:
     """Decode attention at the talker's shapes, each path against the fp32 definition: the kernel, and the masked
     SDPA the PyTorch path runs (default backend and the math backend)."""
@@ -155,23 +176,10 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
-def check_correctness(
-    talker, config, steps: int, device: str, sampler_kernel: bool = False, short_pass_kernel: bool = True
-) -> dict:
+def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
+    """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel)."""
     slots, max_len = 64, PROMPT_LEN + steps + 8
-    runners = [
-        TalkerRunner(
-            talker,
-            config,
-            slots,
-            max_len,
-            device,
-            scratch_slot=True,
-            sampler_kernel=sampler_kernel,
-            short_pass_kernel=short_pass_kernel,
-        )  # fmt: skip
-        for _ in range(3)
-    ]
+    runners = [TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **kernels) for _ in range(3)]
     for r in runners:
         prefill_all(r, seed=0)
     graphs = TalkerGraphs(runners[0], (1, 8, 16, 64))
@@ -297,7 +305,8 @@ def main() -> None:
     modes_help = (
         "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels; "
         "fused+sampler: + the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler "
-        "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere)"
+        "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); "
+        "fused+sampler+kv-write: + K/V written to the caches by one Triton copy per layer (kernels/kv_write.py)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -313,7 +322,8 @@ def main() -> None:
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
     modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
-    unknown = set(modes) - {"sdpa", "kernel", "fused", "fused+sampler", "fused+sampler+sdpa-short"}
+    known = {"sdpa", "kernel", "fused", "fused+sampler", "fused+sampler+sdpa-short", "fused+sampler+kv-write"}
+    unknown = set(modes) - known
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -349,15 +359,18 @@ def main() -> None:
             print(name, "runner with vs without the sampler kernel, fp32", out["sampler_runner_fp32"], flush=True)
         out["modes"] = {}
         for mode in modes:  # fused modes last: they rewire the talker in place
-            sampler, short = "+sampler" in mode, not mode.endswith("+sdpa-short")
+            sampler, short, kv_write = "+sampler" in mode, not mode.endswith("+sdpa-short"), "+kv-write" in mode
+            flags = dict(sampler_kernel=sampler, short_pass_kernel=short, kv_write_kernel=kv_write)
             if mode.startswith("fused"):
                 fuse_talker_kernels(talker)  # idempotent
                 label = "check_" + mode.replace("+", "_").replace("-", "_")
-                out[label] = check_correctness(talker, config, args.check_steps, device, sampler, short)
+                out[label] = check_correctness(talker, config, args.check_steps, device, **flags)
                 print(name, mode, "graph vs eager", out[label], flush=True)
+            if kv_write:
+                out["kv_write_vs_index_put"] = compare_kv_write(talker, config, args.check_steps, device)
+                print(name, "kv write kernel vs index put", out["kv_write_vs_index_put"], flush=True)
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
-                                  decode_kernel=mode != "sdpa", sampler_kernel=sampler,
-                                  short_pass_kernel=short)  # fmt: skip
+                                  decode_kernel=mode != "sdpa", **flags)  # fmt: skip
             prefill_all(runner, seed=2, prompt_len=args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)

@@ -40,6 +40,7 @@ class TalkerRunner:
         decode_kernel: bool | None = None,
         sampler_kernel: bool = False,
         short_pass_kernel: bool = True,
+        kv_write_kernel: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -49,6 +50,8 @@ class TalkerRunner:
         masked PyTorch attention over all `max_len` positions; default: on for CUDA devices.
         `short_pass_kernel` (with `decode_kernel`): the code predictor's 2-position first pass of each frame attends
         through the kernel too, one kernel row per position (False: through SDPA, as before session 22).
+        `kv_write_kernel`: each layer's K and V go into the caches in one Triton copy instead of two index puts (the
+        same bits; kernels/kv_write.py). Off by default until measured on a GPU.
         `sampler_kernel`: the 16 draws of a step (codebook 0 after the talker's processors, which stay in PyTorch, and
         the predictor's 15) each run as one Triton kernel (kernels/sampling.py) instead of ~45 PyTorch ones; same ids
         (see that module for the top-p boundary). Off by default until measured on a GPU.
@@ -76,8 +79,9 @@ class TalkerRunner:
 
             self.draw = kernel_draw
         kernel_positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
-        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, decode_kernel, kernel_positions)
-        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, decode_kernel, kernel_positions)
+        kernels = dict(decode_kernel=decode_kernel, kernel_positions=kernel_positions, write_kernel=kv_write_kernel)
+        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, **kernels)
+        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, **kernels)
         self.sampling = SlotSampling(rows, dev)
         # As the official generate: the top 1024 codec ids are suppressed, except EOS.
         self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)

@@ -86,6 +86,12 @@ class TalkerConfig(ServiceConfig):
         "kernel, one kernel row per position, instead of SDPA, whose cuDNN kernel tiles 64+ queries for 2 (1.7B "
         "graph step at 512 rows 14.95 -> 13.60 ms on an H200; ignored on CPU)",
     )
+    kv_write_kernel: bool = option(
+        False,
+        "on a CUDA device: each layer's K and V go into the cache in one Triton copy instead of two index puts (the "
+        "same bits; 206 index puts were 1.2 of 17.6 ms of CUDA time in an eager 512-row 1.7B step on an H200); off "
+        "until measured on a GPU (ignored on CPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

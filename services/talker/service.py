@@ -398,6 +398,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         decode_kernel=fused,
         sampler_kernel=config.sampler_kernel and on_cuda,
         short_pass_kernel=config.short_pass_kernel,
+        kv_write_kernel=config.kv_write_kernel and on_cuda,
     )
     graphs = None
     if use_graphs:

@@ -30,6 +30,8 @@ class KVCache:
     the first `kv_len` positions and masking them (the PyTorch path, kept for CPU, prompts and as the reference).
     `kernel_positions` 2 takes the code predictor's first pass of each frame ([past hidden, codebook 0]) too: through
     SDPA its cuDNN kernel tiled 64+ queries for 2 (1.6 of 15 ms of a 512-row talker step on an H200, run 80).
+    `write_kernel`: a forward's K and V go into the cache in one Triton copy per layer (kernels/kv_write.py) instead
+    of two `index_put`s; the same bits.
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class KVCache:
         device: torch.device | str = "cpu",
         decode_kernel: bool = False,
         kernel_positions: int = SHORT_PASS_POSITIONS,
+        write_kernel: bool = False,
     ):
         if kernel_positions < 1:
             raise ValueError(f"kernel_positions must be >= 1, got {kernel_positions}")
@@ -51,10 +54,15 @@ class KVCache:
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.decode_kernel = decode_kernel
         self.kernel_positions = kernel_positions if decode_kernel else 0  # most positions per slot a kernel pass has
+        self.write_kernel = write_kernel
         if decode_kernel:  # Triton is imported only when asked for: CPU installs need not have it
             from omni.kernels.decode_attention import decode_attention
 
             self.decode_attention = decode_attention
+        if write_kernel:
+            from omni.kernels.kv_write import write_kv
+
+            self.write_kv = write_kv
 
     @property
     def num_slots(self) -> int:
@@ -66,6 +74,9 @@ class KVCache:
 
     def write(self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """Write k, v [B, T, kv_heads, head_dim] at (slots[B], positions[B, T])."""
+        if self.write_kernel:
+            self.write_kv(self.k[layer], self.v[layer], slots, positions, k, v)
+            return
         rows = slots[:, None]
         self.k[layer, rows, positions] = k
         self.v[layer, rows, positions] = v
@@ -206,6 +217,7 @@ class Decoder(nn.Module):
         device: torch.device | str,
         decode_kernel: bool = False,
         kernel_positions: int = SHORT_PASS_POSITIONS,
+        write_kernel: bool = False,
     ) -> KVCache:
         c = self.cfg
         return KVCache(
@@ -218,6 +230,7 @@ class Decoder(nn.Module):
             device,
             decode_kernel,
             kernel_positions,
+            write_kernel,
         )
 
     def forward(
@@ -313,8 +326,10 @@ class CodePredictor(nn.Module):
         device: torch.device | str,
         decode_kernel: bool = False,
         kernel_positions: int = SHORT_PASS_POSITIONS,
+        write_kernel: bool = False,
     ) -> KVCache:
-        return self.model.new_cache(slots, self.cfg.num_code_groups, dtype, device, decode_kernel, kernel_positions)
+        groups = self.cfg.num_code_groups
+        return self.model.new_cache(slots, groups, dtype, device, decode_kernel, kernel_positions, write_kernel)
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
@@ -348,8 +363,9 @@ class Qwen3TTSTalker(nn.Module):
         device: torch.device | str,
         decode_kernel: bool = False,
         kernel_positions: int = SHORT_PASS_POSITIONS,
+        write_kernel: bool = False,
     ) -> KVCache:
-        return self.model.new_cache(slots, max_len, dtype, device, decode_kernel, kernel_positions)
+        return self.model.new_cache(slots, max_len, dtype, device, decode_kernel, kernel_positions, write_kernel)
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
         """Text-track vectors: text_projection(text_embedding(ids))."""
