@@ -48,13 +48,13 @@ class TalkerRunner:
         (`decode_step_padded`, used by the CUDA graphs); requests never get it.
         `decode_kernel`: decode steps attend with the Triton kernel over each slot's live length instead of the
         masked PyTorch attention over all `max_len` positions; default: on for CUDA devices.
+        `sampler_kernel`: the 16 draws of a step (codebook 0 after the talker's processors, which stay in PyTorch, and
+        the predictor's 15) each run as one Triton kernel (kernels/sampling.py) instead of ~45 PyTorch ones; same ids
+        (see that module for the top-p boundary). Off by default until measured on a GPU.
         `short_pass_kernel` (with `decode_kernel`): the code predictor's 2-position first pass of each frame attends
         through the kernel too, one kernel row per position (False: through SDPA, as before session 22).
         `kv_write_kernel`: each layer's K and V go into the caches in one Triton copy instead of two index puts (the
         same bits; kernels/kv_write.py). Off by default until measured on a GPU.
-        `sampler_kernel`: the 16 draws of a step (codebook 0 after the talker's processors, which stay in PyTorch, and
-        the predictor's 15) each run as one Triton kernel (kernels/sampling.py) instead of ~45 PyTorch ones; same ids
-        (see that module for the top-p boundary). Off by default until measured on a GPU.
         """
         self.talker = talker
         self.config = config
