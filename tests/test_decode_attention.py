@@ -11,9 +11,7 @@ import pytest
 import torch
 from omni.kernels.decode_attention import decode_attention, decode_attention_reference
 
-from omni.talker.generate import SynthesisOptions, Synthesizer
-from omni.talker.model_runner import TalkerRunner
-from omni.talker.prompt import SpeechRequest
+from tests.kernel_runners import PREFILLED_SLOTS, prefilled_runner_pair
 
 # (rows, heads, kv heads, head dim, cache slots, cache length): GQA groups 1, 2 and 4, the real 16/8 × 128,
 # a non-power-of-two head dim, lengths across several key blocks and a single key.
@@ -74,23 +72,15 @@ def test_bad_head_counts_fail_clearly():
 
 
 def test_runner_with_kernel_equals_runner_without(tiny_model_dir):
-    synth = Synthesizer(tiny_model_dir("custom_voice"))
-    model = synth.model
-    runners = [TalkerRunner(model.talker, model.config, 3, 64, decode_kernel=flag) for flag in (False, True)]
-    assert runners[1].cache.decode_kernel and runners[1].predictor_cache.kernel_positions == 2  # its 2-position pass
-    texts = ["Hi there.", "A longer sentence for the talker to say."]
-    options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
-    for runner in runners:
-        for slot, (text, opt) in enumerate(zip(texts, options, strict=True)):
-            request = SpeechRequest(text=text, speaker="Ryan", language="English")
-            runner.prefill(slot * 2, synth.builder.build(request), synth.sampling_params(opt))
-    slots = torch.tensor([2, 0])
+    without, with_kernel = prefilled_runner_pair(tiny_model_dir("custom_voice"), decode_kernel=True)
+    assert with_kernel.predictor_cache.kernel_positions == 2  # the predictor's 2-position pass goes through it too
+    slots = torch.tensor(PREFILLED_SLOTS)
     for step in range(4):  # the interpreter runs ~100 kernel calls per step: keep it short
-        want_codes, want_finished = runners[0].decode_step(slots)
-        got_codes, got_finished = runners[1].decode_step(slots)
+        want_codes, want_finished = without.decode_step(slots)
+        got_codes, got_finished = with_kernel.decode_step(slots)
         assert torch.equal(got_codes, want_codes), f"step {step}"
         assert torch.equal(got_finished, want_finished)
-    torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(with_kernel.last_hidden, without.last_hidden, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("positions_per_slot", [1, 2])
@@ -98,7 +88,7 @@ def test_short_pass_through_the_kernel_equals_the_masked_pass(positions_per_slot
     # The code predictor's first pass of a frame has 2 positions per slot: with the kernel, one kernel row per
     # (slot, position), each reading keys 0..position of its own slot, as the causal mask does.
     from omni.models.qwen3_tts.config import TransformerConfig
-    from omni.models.qwen3_tts.talker import Decoder
+    from omni.models.qwen3_tts.talker import CacheKernels, Decoder
 
     torch.manual_seed(0)
     cfg = TransformerConfig(
@@ -106,7 +96,7 @@ def test_short_pass_through_the_kernel_equals_the_masked_pass(positions_per_slot
         head_dim=8, vocab_size=64, rope_theta=10000.0, rms_norm_eps=1e-6, max_position_embeddings=64,
     )  # fmt: skip
     decoder = Decoder(cfg).eval()
-    caches = [decoder.new_cache(4, 16, torch.float32, "cpu", decode_kernel=flag) for flag in (False, True)]
+    caches = [decoder.new_cache(4, 16, torch.float32, "cpu", CacheKernels(attention=flag)) for flag in (False, True)]
     assert [c.kernel_positions for c in caches] == [0, 2]
     kernel_rows = []  # the real kernel, with the rows of each call recorded
 
@@ -128,5 +118,5 @@ def test_short_pass_through_the_kernel_equals_the_masked_pass(positions_per_slot
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(caches[1].k, caches[0].k)
     assert kernel_rows == [3 * positions_per_slot] * 2  # the short pass's two layers went through it, the prefix not
-    with pytest.raises(ValueError, match="kernel_positions"):
-        decoder.new_cache(1, 4, torch.float32, "cpu", decode_kernel=True, kernel_positions=0)
+    with pytest.raises(ValueError, match="positions"):
+        CacheKernels(attention=True, positions=0)

@@ -12,9 +12,7 @@ import pytest
 import torch
 from omni.kernels.kv_write import write_kv
 
-from omni.talker.generate import SynthesisOptions, Synthesizer
-from omni.talker.model_runner import TalkerRunner
-from omni.talker.prompt import SpeechRequest
+from tests.kernel_runners import PREFILLED_SLOTS, prefilled_runner_pair
 
 
 def _index_put(k_cache, v_cache, slots, positions, k, v):
@@ -58,22 +56,12 @@ def test_bad_inputs_fail_clearly():
 
 
 def test_runner_with_the_write_kernel_equals_runner_without(tiny_model_dir):
-    synth = Synthesizer(tiny_model_dir("custom_voice"))
-    model = synth.model
-    runners = [TalkerRunner(model.talker, model.config, 3, 64, kv_write_kernel=flag) for flag in (False, True)]
-    assert runners[1].cache.write_kernel and runners[1].predictor_cache.write_kernel
-    texts = ["Hi there.", "A longer sentence for the talker to say."]
-    options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
-    for runner in runners:
-        for slot, (text, opt) in enumerate(zip(texts, options, strict=True)):
-            request = SpeechRequest(text=text, speaker="Ryan", language="English")
-            runner.prefill(slot * 2, synth.builder.build(request), synth.sampling_params(opt))
-    slots = torch.tensor([2, 0])
+    without, with_kernel = prefilled_runner_pair(tiny_model_dir("custom_voice"), kv_write_kernel=True)
+    assert with_kernel.cache.kernels.write and with_kernel.predictor_cache.kernels.write
+    slots = torch.tensor(PREFILLED_SLOTS)
     for step in range(3):
-        want_codes, _ = runners[0].decode_step(slots)
-        got_codes, _ = runners[1].decode_step(slots)
-        assert torch.equal(got_codes, want_codes), f"step {step}"
+        assert torch.equal(with_kernel.decode_step(slots)[0], without.decode_step(slots)[0]), f"step {step}"
     for name in ("cache", "predictor_cache"):
-        assert torch.equal(getattr(runners[1], name).k, getattr(runners[0], name).k)
-        assert torch.equal(getattr(runners[1], name).v, getattr(runners[0], name).v)
-    assert torch.equal(runners[1].last_hidden, runners[0].last_hidden)
+        assert torch.equal(getattr(with_kernel, name).k, getattr(without, name).k)
+        assert torch.equal(getattr(with_kernel, name).v, getattr(without, name).v)
+    assert torch.equal(with_kernel.last_hidden, without.last_hidden)

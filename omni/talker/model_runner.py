@@ -16,7 +16,7 @@ import torch
 
 from omni.device import to_device
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
-from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, Qwen3TTSTalker
+from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, CacheKernels, Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import (
     SamplingParams,
@@ -78,10 +78,10 @@ class TalkerRunner:
             from omni.kernels.sampling import draw as kernel_draw  # imports Triton: only when asked for
 
             self.draw = kernel_draw
-        kernel_positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
-        kernels = dict(decode_kernel=decode_kernel, kernel_positions=kernel_positions, write_kernel=kv_write_kernel)
-        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, **kernels)
-        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, **kernels)
+        positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
+        kernels = CacheKernels(attention=decode_kernel, positions=positions, write=kv_write_kernel)
+        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, kernels)
+        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, kernels)
         self.sampling = SlotSampling(rows, dev)
         # As the official generate: the top 1024 codec ids are suppressed, except EOS.
         self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)

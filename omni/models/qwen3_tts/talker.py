@@ -13,6 +13,8 @@ slot at positions <= its own, so stale entries beyond a slot's prefix are never 
 Module names mirror the official checkpoint so that `state_dict()` keys equal the keys under `talker.`.
 """
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -22,16 +24,34 @@ from omni.models.qwen3_tts.config import CodePredictorConfig, TalkerConfig, Tran
 SHORT_PASS_POSITIONS = 2  # the code predictor's first pass each frame: [past hidden, codebook 0]
 
 
+@dataclass(frozen=True)
+class CacheKernels:
+    """The Triton kernels a KVCache's forwards use (CUDA serving); the PyTorch paths are the CPU path and the
+    reference. `attention`: passes of at most `positions` positions per slot attend with kernels/decode_attention.py;
+    `write`: K and V go into the cache with kernels/kv_write.py."""
+
+    attention: bool = False
+    positions: int = SHORT_PASS_POSITIONS
+    write: bool = False
+
+    def __post_init__(self) -> None:
+        if self.positions < 1:
+            raise ValueError(f"CacheKernels.positions must be >= 1, got {self.positions}")
+
+
+PYTORCH_PATHS = CacheKernels()
+
+
 class KVCache:
     """Per-slot K/V: k, v are [layers, slots, max_len, kv_heads, head_dim]; cache index == position.
 
-    `decode_kernel`: passes of at most `kernel_positions` positions per slot read K/V in place up to each position
-    with the Triton kernel (kernels/decode_attention.py), one kernel row per (slot, position), instead of gathering
-    the first `kv_len` positions and masking them (the PyTorch path, kept for CPU, prompts and as the reference).
-    `kernel_positions` 2 takes the code predictor's first pass of each frame ([past hidden, codebook 0]) too: through
-    SDPA its cuDNN kernel tiled 64+ queries for 2 (1.6 of 15 ms of a 512-row talker step on an H200, run 80).
-    `write_kernel`: a forward's K and V go into the cache in one Triton copy per layer (kernels/kv_write.py) instead
-    of two `index_put`s; the same bits.
+    `kernels.attention`: passes of at most `kernels.positions` positions per slot read K/V in place up to each
+    position with the Triton kernel (kernels/decode_attention.py), one kernel row per (slot, position), instead of
+    gathering the first `kv_len` positions and masking them (the PyTorch path, kept for CPU, prompts and as the
+    reference). 2 positions take the code predictor's first pass of each frame ([past hidden, codebook 0]) too:
+    through SDPA its cuDNN kernel tiled 64+ queries for 2 (1.6 of 15 ms of a 512-row talker step on an H200, run 80).
+    `kernels.write`: a forward's K and V go into the cache in one Triton copy per layer (kernels/kv_write.py)
+    instead of two `index_put`s; the same bits.
     """
 
     def __init__(
@@ -43,23 +63,19 @@ class KVCache:
         head_dim: int,
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
-        decode_kernel: bool = False,
-        kernel_positions: int = SHORT_PASS_POSITIONS,
-        write_kernel: bool = False,
+        kernels: CacheKernels = PYTORCH_PATHS,
     ):
-        if kernel_positions < 1:
-            raise ValueError(f"kernel_positions must be >= 1, got {kernel_positions}")
         shape = (layers, slots, max_len, kv_heads, head_dim)
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
-        self.decode_kernel = decode_kernel
-        self.kernel_positions = kernel_positions if decode_kernel else 0  # most positions per slot a kernel pass has
-        self.write_kernel = write_kernel
-        if decode_kernel:  # Triton is imported only when asked for: CPU installs need not have it
+        self.kernels = kernels
+        self.kernel_positions = kernels.positions if kernels.attention else 0  # most positions a kernel pass has
+        # Triton is imported only when asked for: CPU installs need not have it.
+        if kernels.attention:
             from omni.kernels.decode_attention import decode_attention
 
             self.decode_attention = decode_attention
-        if write_kernel:
+        if kernels.write:
             from omni.kernels.kv_write import write_kv
 
             self.write_kv = write_kv
@@ -74,7 +90,7 @@ class KVCache:
 
     def write(self, layer: int, slots: torch.Tensor, positions: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """Write k, v [B, T, kv_heads, head_dim] at (slots[B], positions[B, T])."""
-        if self.write_kernel:
+        if self.kernels.write:
             self.write_kv(self.k[layer], self.v[layer], slots, positions, k, v)
             return
         rows = slots[:, None]
@@ -215,23 +231,10 @@ class Decoder(nn.Module):
         max_len: int,
         dtype: torch.dtype,
         device: torch.device | str,
-        decode_kernel: bool = False,
-        kernel_positions: int = SHORT_PASS_POSITIONS,
-        write_kernel: bool = False,
+        kernels: CacheKernels = PYTORCH_PATHS,
     ) -> KVCache:
         c = self.cfg
-        return KVCache(
-            c.num_hidden_layers,
-            slots,
-            max_len,
-            c.num_key_value_heads,
-            c.head_dim,
-            dtype,
-            device,
-            decode_kernel,
-            kernel_positions,
-            write_kernel,
-        )
+        return KVCache(c.num_hidden_layers, slots, max_len, c.num_key_value_heads, c.head_dim, dtype, device, kernels)
 
     def forward(
         self,
@@ -320,16 +323,9 @@ class CodePredictor(nn.Module):
         return self.small_to_mtp_projection(x)
 
     def new_cache(
-        self,
-        slots: int,
-        dtype: torch.dtype,
-        device: torch.device | str,
-        decode_kernel: bool = False,
-        kernel_positions: int = SHORT_PASS_POSITIONS,
-        write_kernel: bool = False,
+        self, slots: int, dtype: torch.dtype, device: torch.device | str, kernels: CacheKernels = PYTORCH_PATHS
     ) -> KVCache:
-        groups = self.cfg.num_code_groups
-        return self.model.new_cache(slots, groups, dtype, device, decode_kernel, kernel_positions, write_kernel)
+        return self.model.new_cache(slots, self.cfg.num_code_groups, dtype, device, kernels)
 
     def forward(
         self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
@@ -361,11 +357,9 @@ class Qwen3TTSTalker(nn.Module):
         max_len: int,
         dtype: torch.dtype,
         device: torch.device | str,
-        decode_kernel: bool = False,
-        kernel_positions: int = SHORT_PASS_POSITIONS,
-        write_kernel: bool = False,
+        kernels: CacheKernels = PYTORCH_PATHS,
     ) -> KVCache:
-        return self.model.new_cache(slots, max_len, dtype, device, decode_kernel, kernel_positions, write_kernel)
+        return self.model.new_cache(slots, max_len, dtype, device, kernels)
 
     def embed_text(self, ids: torch.Tensor) -> torch.Tensor:
         """Text-track vectors: text_projection(text_embedding(ids))."""

@@ -1,0 +1,26 @@
+"""Two talker runners over one tiny checkpoint, one with a Triton kernel option and one without, prefilled alike
+(a greedy and a seeded-sampling request), for tests that step both and compare."""
+
+from pathlib import Path
+
+from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.model_runner import TalkerRunner
+from omni.talker.prompt import SpeechRequest
+
+PREFILLED_SLOTS = [2, 0]  # the slots the two requests were prefilled in, in the order to step them
+
+
+def prefilled_runner_pair(checkpoint: Path, **kernel_option: bool) -> tuple[TalkerRunner, TalkerRunner]:
+    """(without, with): `kernel_option` is one TalkerRunner flag (e.g. decode_kernel=True); both runners get the
+    same two requests in PREFILLED_SLOTS."""
+    ((name, value),) = kernel_option.items()
+    synth = Synthesizer(checkpoint)
+    model = synth.model
+    runners = tuple(TalkerRunner(model.talker, model.config, 3, 64, **{name: flag}) for flag in (not value, value))
+    texts = ["Hi there.", "A longer sentence for the talker to say."]
+    options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
+    for runner in runners:
+        for slot, text, opt in zip(reversed(PREFILLED_SLOTS), texts, options, strict=True):
+            request = SpeechRequest(text=text, speaker="Ryan", language="English")
+            runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
+    return runners
