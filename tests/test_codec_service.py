@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -289,6 +290,52 @@ class RecordingEngine(CodecEngine):
     def _deliver(self, stream, chunks, pcm, step_start, tick_ms):
         self.delivered.append(stream.slot)
         super()._deliver(stream, chunks, pcm, step_start, tick_ms)
+
+
+class SlowStepEngine(RecordingEngine):
+    """A RecordingEngine whose steps with a row of one of `slow_slots` take `slow_s` longer (a long tick under load)."""
+
+    def __init__(self, *args, slow_slots=(), slow_s=0.0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.slow_slots, self.slow_s = set(slow_slots), slow_s
+
+    def _step(self, fresh, work):
+        if any(s.slot in self.slow_slots for s, _ in work):
+            time.sleep(self.slow_s)  # in the engine's worker thread, as a long decode would be
+        return super()._step(fresh, work)
+
+
+def test_coalescing_window_starts_when_a_tick_could_start_not_at_the_chunks_arrival(decoder):
+    # A steady chunk that arrives during a long tick (1 s) has waited longer than the window (0.6 s) by the tick's
+    # end. The window counts from then, so the chunk still waits for a second stream and shares its step; counted
+    # from the chunk's arrival it would have gone alone at once (and under load no tick would ever wait).
+    rng = np.random.default_rng(9)
+    a, b, c = random_codes(rng, 3), random_codes(rng, 2), random_codes(rng, 2)
+
+    async def scenario():
+        engine = SlowStepEngine(decoder, max_streams=4, min_batch=2, max_wait_ms=600, slow_slots={2}, slow_s=1.0)
+        engine.start()
+        try:
+            first = engine.open(F32)  # slot 0
+            engine.submit(first, a[:1], False)
+            await first.outputs.get()  # a first chunk goes at once
+            engine.open(F32)  # slot 1, idle: keeps the slots in order
+            slow = engine.open(F32)  # slot 2: its steps are long
+            engine.submit(slow, c, True)
+            await asyncio.sleep(0.2)  # the slow tick is running
+            engine.submit(first, a[1:], True)  # arrives during it
+            await slow.outputs.get()  # the slow tick is over; `first`'s chunk is ~0.8 s old
+            second = engine.open(F32)  # slot 3
+            engine.submit(second, b, True)
+            await first.outputs.get()
+            await second.outputs.get()
+            return engine.steps
+        finally:
+            await engine.stop()
+
+    steps = asyncio.run(scenario())
+    step_of_a = next(step for step in steps if (0, 2) in step)  # `first`'s second row: 2 frames
+    assert (3, 2) in step_of_a, steps  # with the second stream's row
 
 
 @pytest.mark.parametrize("apart", [True, False])

@@ -11,7 +11,9 @@ FUSED_KERNELS = ("off", "snakebeta", "all", "channels_last")
 class CodecConfig(ServiceConfig):
     max_streams: int = option(64, "concurrent streams (decoder state slots); beyond it streams are refused")
     min_batch: int = option(1, "coalescing target: streams per decode step worth waiting for (1 = off)")
-    max_wait_ms: float = option(0.0, "coalescing window: longest wait for min_batch streams, ms (0 = off)")
+    max_wait_ms: float = option(
+        0.0, "coalescing window: longest wait for min_batch streams from when a tick could start, ms (0 = off)"
+    )
     max_chunk_frames: int = option(250, "largest chunk a client may send, frames")
     max_ref_frames: int = option(375, "largest reference (priming) code sequence, frames (375 = 30 s)")
     max_backlog_frames: int = option(500, "undecoded frames a stream may queue before its reads pause")

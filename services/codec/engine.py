@@ -32,8 +32,11 @@ Late rows: a row delivered after its listener's lead ran out (by that reckoning)
 (`late_ms`): the codec's own view of a gap, before the gateway and the network add theirs.
 
 Coalescing (off by default): with `min_batch > 1` and `max_wait_ms > 0`, a tick waits up to `max_wait_ms`
-after the oldest pending chunk for `min_batch` streams to be ready, unless a stream's first chunk is waiting
-(time to first audio beats batch size).
+from when the engine could start it (the previous tick's end, or a chunk's arrival at an idle engine) for
+`min_batch` streams to be ready, unless a stream's first chunk is waiting (time to first audio beats batch size).
+The window is not counted from the oldest chunk's arrival: under load that chunk came during the previous tick, so
+such a window had always run out and a tick never waited. Fewer, fuller ticks pay a step's fixed part less often
+and leave a shared GPU to the talker in between.
 
 On a CUDA device (`engine_from_config`) the decode runs through `CodecGraphs`: one CUDA graph per (batch bucket,
 chunk length), captured when the engine is built, i.e. before the service reports SERVING. A batch replays the
@@ -324,14 +327,13 @@ class CodecEngine:
         return taken
 
     async def _coalesce(self) -> None:
-        """Wait (bounded) until min_batch streams have chunks; never when a first chunk is waiting."""
+        """Wait until min_batch streams have chunks, at most max_wait from now; never when a first chunk is waiting."""
         start = time.perf_counter()
         while True:
             ready = [s for s in self.streams.values() if s.pending]
             if not ready or len(ready) >= self.min_batch or any(s.frames_done == 0 for s in ready):
                 break
-            oldest = min(s.pending[0].arrived for s in ready)
-            remaining = oldest + self.max_wait_s - time.perf_counter()
+            remaining = start + self.max_wait_s - time.perf_counter()
             if remaining <= 0:
                 break
             try:

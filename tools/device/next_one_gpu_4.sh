@@ -1,6 +1,8 @@
 # One-GPU call (nvidia-h200, ~8 minutes), after next_one_gpu.sh on the same machine: the codec's coalescing
 # (min_batch 128, max_wait_ms 40: a tick waits up to 40 ms for 128 ready streams, never while a first chunk waits),
 # built in session 2 and never measured on a GPU, at 512 and 800 streams; then 128 streams with and without it.
+# Until session 22 the window counted from the oldest pending chunk's arrival: under load that chunk came during the
+# previous tick, so the window had run out and no tick waited. It now counts from when the tick could start.
 # Why (runs 78-80, session 22): at 512 streams on one GPU the talker sets the pace, and the codec, busy 0.95, decodes
 # whatever is ready when a tick starts: 13.7 ticks/s of ~96 rows, each paying a step's fixed part (~7.2 ms at 128
 # rows, run 80's fit: 7.2 ms + 2.2 ms a frame). When the codec's step got 13% shorter (fast sine) it ticked 18.4
