@@ -1,4 +1,5 @@
-"""Fused element-wise work of a Qwen3 decoder layer: RMSNorm, per-head RMSNorm + RoPE, SiLU-gated product.
+"""Fused element-wise work of a Qwen3 decoder layer: RMSNorm (alone or with the residual add before it), per-head
+RMSNorm + RoPE, SiLU-gated product.
 
 Inside a CUDA graph the talker step is bound by its kernel count (about 60 kernels per layer, 28 talker layers
 plus 15 × 5 code-predictor layers per frame), not by bytes: PyTorch runs an RMSNorm as ~7 kernels (cast, square,
@@ -12,6 +13,14 @@ model gives the eager results up to the order of one fp32 sum.
 import torch
 import triton
 import triton.language as tl
+
+
+def add_rms_norm_reference(
+    x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The eager residual add, then the RMSNorm of its (rounded) sum."""
+    total = x + delta
+    return total, rms_norm_reference(total, weight, eps)
 
 
 def rms_norm_reference(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -45,6 +54,27 @@ def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, n, x_stride, out_stride, eps, BLOCK:
     y = (x * r).to(out_ptr.dtype.element_ty).to(tl.float32)  # rounded as `xf.to(x.dtype)`
     w = tl.load(w_ptr + offs, mask=inside, other=0.0).to(tl.float32)
     tl.store(out_ptr + row * out_stride + offs, (w * y).to(out_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def _add_rms_norm_kernel(
+    x_ptr, d_ptr, w_ptr, sum_ptr, out_ptr, n, x_stride, d_stride, sum_stride, out_stride, eps, BLOCK: tl.constexpr
+):
+    # The residual add and the RMSNorm that reads its sum: the sum is rounded to the dtype (as `x + d` is) and
+    # stored, and the norm is `_rms_norm_kernel`'s arithmetic on that rounded sum.
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    inside = offs < n
+    dt = sum_ptr.dtype.element_ty
+    x = tl.load(x_ptr + row * x_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    d = tl.load(d_ptr + row * d_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    total = (x + d).to(dt)
+    tl.store(sum_ptr + row * sum_stride + offs, total, mask=inside)
+    t = total.to(tl.float32)
+    r = 1.0 / tl.sqrt(tl.sum(t * t, axis=0) / n + eps)
+    y = (t * r).to(dt).to(tl.float32)
+    w = tl.load(w_ptr + offs, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * out_stride + offs, (w * y).to(dt), mask=inside)
 
 
 @triton.jit
@@ -117,6 +147,24 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
         rows, weight, out, n, stride, n, eps, BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1
     )
     return out
+
+
+def add_rms_norm(
+    x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x + delta, rms_norm(x + delta)) in one kernel: a decoder's residual add and the norm after it."""
+    n = x.shape[-1]
+    if delta.shape != x.shape or delta.dtype != x.dtype:
+        raise ValueError(f"delta {tuple(delta.shape)} {delta.dtype} must match x {tuple(x.shape)} {x.dtype}")
+    x_rows, x_stride = _rows(x, n)
+    d_rows, d_stride = _rows(delta, n)
+    total = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    _add_rms_norm_kernel[(x_rows.shape[0],)](
+        x_rows, d_rows, weight, total, out, n, x_stride, d_stride, n, n, eps,
+        BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1,
+    )  # fmt: skip
+    return total, out
 
 
 def rms_norm_rope(

@@ -12,6 +12,8 @@ import copy
 import pytest
 import torch
 from omni.kernels.transformer_fused import (
+    add_rms_norm,
+    add_rms_norm_reference,
     rms_norm,
     rms_norm_reference,
     rms_norm_rope,
@@ -67,6 +69,45 @@ def test_silu_mul_on_column_slices(dtype):
     gate_up = (torch.randn(3, 2, 2 * 1500, generator=gen) * 2).to(dtype)
     gate, up = gate_up[..., :1500], gate_up[..., 1500:]
     torch.testing.assert_close(silu_mul(gate, up), silu_mul_reference(gate, up), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(1, 1, 16), (3, 5, 24), (2, 1, 1000)])
+def test_add_rms_norm(dtype, shape):
+    gen = torch.Generator().manual_seed(3)
+    x = (torch.randn(shape, generator=gen) * 3).to(dtype)
+    wide = (torch.randn(*shape[:-1], 2 * shape[-1], generator=gen)).to(dtype)
+    delta = wide[..., : shape[-1]]  # a column slice, as a fused projection's output can be
+    w = (1 + torch.randn(shape[-1], generator=gen) * 0.1).to(dtype)
+    total, normed = add_rms_norm(x, delta, w, 1e-6)
+    want_total, want_normed = add_rms_norm_reference(x, delta, w, 1e-6)
+    torch.testing.assert_close(total, want_total, **TOL[dtype])
+    torch.testing.assert_close(normed, want_normed, **TOL[dtype])
+    if dtype == torch.float32:  # the norm is rms_norm's arithmetic on the sum, to the bit
+        assert torch.equal(total, x + delta) and torch.equal(normed, rms_norm(total, w, 1e-6))
+    with pytest.raises(ValueError, match="delta"):
+        add_rms_norm(x, delta.double(), w, 1e-6)
+
+
+def test_fused_add_norm_forward_equals_the_layer_by_layer_one(tiny_model_dir):
+    # fp32: the same sums and the same norm arithmetic, so the same bits; toggled back off, the class forward again.
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    layered = copy.deepcopy(synth.model.talker)
+    fuse_talker_kernels(layered)
+    added = copy.deepcopy(layered)
+    fuse_talker_kernels(added, add_norm=True)
+    assert "forward" in added.model.__dict__ and "forward" in added.code_predictor.model.__dict__
+    config = synth.model.config
+    runners = [TalkerRunner(t, config, 2, 48) for t in (layered, added)]
+    request = SpeechRequest(text="A sentence for the fused talker.", speaker="Ryan", language="English")
+    for r in runners:
+        r.prefill(1, synth.builder.build(request), synth.sampling_params(SynthesisOptions(seed=3, max_new_tokens=12)))
+    slots = torch.tensor([1])
+    for step in range(2):
+        assert torch.equal(runners[1].decode_step(slots)[0], runners[0].decode_step(slots)[0]), f"step {step}"
+    assert torch.equal(runners[1].last_hidden, runners[0].last_hidden)
+    fuse_talker_kernels(added, add_norm=False)
+    assert "forward" not in added.model.__dict__
 
 
 def test_fused_talker_equals_eager_talker(tiny_model_dir):

@@ -100,11 +100,12 @@ def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
             "hidden_max_abs": scale}  # fmt: skip
 
 
-def compare_kv_write(talker, config, steps: int, device: str) -> dict:
-    """The same slots stepped eagerly with the K/V write kernel and with the index puts: a copy either way, so the
-    codes, the caches and the hidden state must be equal bit for bit."""
+def compare_bitwise(setups: list[tuple], config, steps: int, device: str) -> dict:
+    """Two setups, each (talker, TalkerRunner kernel flags), stepped eagerly over the same prompts and slots: changes
+    that only move or fuse work without reordering a sum must give the same codes, caches and hidden state, bit for
+    bit."""
     slots, max_len = 64, PROMPT_LEN + steps + 8
-    runners = [TalkerRunner(talker, config, slots, max_len, device, kv_write_kernel=f) for f in (True, False)]
+    runners = [TalkerRunner(talker, config, slots, max_len, device, **flags) for talker, flags in setups]
     for r in runners:
         prefill_all(r, seed=0)
     batch = torch.arange(slots, device=device)
@@ -306,7 +307,8 @@ def main() -> None:
         "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels; "
         "fused+sampler: + the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler "
         "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); "
-        "fused+sampler+kv-write: + K/V written to the caches by one Triton copy per layer (kernels/kv_write.py)"
+        "+kv-write (after fused): K/V written to the caches by one Triton copy per layer (kernels/kv_write.py); "
+        "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -322,8 +324,9 @@ def main() -> None:
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
     modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
-    known = {"sdpa", "kernel", "fused", "fused+sampler", "fused+sampler+sdpa-short", "fused+sampler+kv-write"}
-    unknown = set(modes) - known
+    extras = {"sampler", "sdpa-short", "kv-write", "add-norm"}
+    unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
+               or ("+" in m and not m.startswith("fused+")) or not set(m.split("+")[1:]) <= extras]  # fmt: skip
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}")
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -359,16 +362,25 @@ def main() -> None:
             print(name, "runner with vs without the sampler kernel, fp32", out["sampler_runner_fp32"], flush=True)
         out["modes"] = {}
         for mode in modes:  # fused modes last: they rewire the talker in place
-            sampler, short, kv_write = "+sampler" in mode, not mode.endswith("+sdpa-short"), "+kv-write" in mode
-            flags = dict(sampler_kernel=sampler, short_pass_kernel=short, kv_write_kernel=kv_write)
+            tokens = set(mode.split("+")[1:])
+            flags = dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
+                         kv_write_kernel="kv-write" in tokens)  # fmt: skip
             if mode.startswith("fused"):
-                fuse_talker_kernels(talker)  # idempotent
+                fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
                 label = "check_" + mode.replace("+", "_").replace("-", "_")
                 out[label] = check_correctness(talker, config, args.check_steps, device, **flags)
                 print(name, mode, "graph vs eager", out[label], flush=True)
-            if kv_write:
-                out["kv_write_vs_index_put"] = compare_kv_write(talker, config, args.check_steps, device)
+            if "kv-write" in tokens:
+                setups = [(talker, {"kv_write_kernel": True}), (talker, {})]
+                out["kv_write_vs_index_put"] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, "kv write kernel vs index put", out["kv_write_vs_index_put"], flush=True)
+            if "add-norm" in tokens:
+                layered = copy.deepcopy(talker)
+                fuse_talker_kernels(layered, add_norm=False)
+                setups = [(talker, {}), (layered, {})]
+                out["add_norm_vs_layer_by_layer"] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, "fused add+norm vs layer by layer", out["add_norm_vs_layer_by_layer"], flush=True)
+                del layered
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
                                   decode_kernel=mode != "sdpa", **flags)  # fmt: skip
             prefill_all(runner, seed=2, prompt_len=args.prompt_len)

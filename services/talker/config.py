@@ -92,6 +92,12 @@ class TalkerConfig(ServiceConfig):
         "same bits; 206 index puts were 1.2 of 17.6 ms of CUDA time in an eager 512-row 1.7B step on an H200); off "
         "until measured on a GPU (ignored on CPU)",
     )
+    fused_add_norm: bool = option(
+        False,
+        "on a CUDA device: each residual add of the talker and code predictor runs in one kernel with the RMSNorm "
+        "after it (the same bits; two kernels fewer per layer, ~206 per 1.7B step); off until measured on a GPU "
+        "(ignored on CPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -387,7 +387,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     if fused:
         from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: CUDA serving only
 
-        fuse_talker_kernels(model.talker)
+        fuse_talker_kernels(model.talker, add_norm=config.fused_add_norm)
     runner = TalkerRunner(
         model.talker,
         model.config,

@@ -248,6 +248,15 @@ class Decoder(nn.Module):
 
         `kv_len` bounds the keys read (it must exceed every position in `positions`); default: the whole cache.
         """
+        rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, rope, visible, cache, i, slots, positions)
+        return self.norm(x)
+
+    def attention_inputs(
+        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None
+    ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+        """What every layer of a forward shares: RoPE's (cos, sin) and `visible` (see Attention.forward)."""
         kv_len = cache.max_len if kv_len is None else kv_len
         _check_shapes(x, positions, cache, slots, kv_len, self.cfg.hidden_size)
         rope = rope_cos_sin(positions, self.cfg.head_dim, self.cfg.rope_theta, x.dtype)
@@ -257,9 +266,7 @@ class Decoder(nn.Module):
         else:
             key_pos = torch.arange(kv_len, device=x.device)
             visible = (key_pos[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
-        for i, layer in enumerate(self.layers):
-            x = layer(x, rope, visible, cache, i, slots, positions)
-        return self.norm(x)
+        return rope, visible
 
 
 class TalkerBackbone(Decoder):

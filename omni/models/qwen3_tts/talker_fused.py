@@ -4,7 +4,8 @@
 - q/k/v projections become one GEMM over a concatenated weight, gate/up another; the original Linear weights are
   re-pointed at row slices of the concatenated tensors, so no memory is duplicated and `state_dict()` is unchanged;
 - each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor;
-- SiLU(gate) · up is one kernel.
+- SiLU(gate) · up is one kernel;
+- with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer).
 The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
 the order of fp32 sums and the GEMM's own kernel choice. Per layer: ~60 kernels → ~15.
 Importing this module imports Triton: import it only where the kernels are wanted (CUDA serving, tests).
@@ -16,8 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from omni.kernels.transformer_fused import rms_norm, rms_norm_rope, silu_mul
-from omni.models.qwen3_tts.talker import MLP, Attention, Qwen3TTSTalker, RMSNorm
+from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
+from omni.models.qwen3_tts.talker import MLP, Attention, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
 
 def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
@@ -51,10 +52,41 @@ def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
     return rms_norm(x, self.weight, self.eps)
 
 
-def fuse_talker_kernels(talker: Qwen3TTSTalker) -> int:
-    """Rewire the talker and its code predictor in place (idempotent); returns the number of modules changed."""
+def _decoder_forward_add_norm(
+    self: Decoder,
+    x: torch.Tensor,
+    positions: torch.Tensor,
+    cache: KVCache,
+    slots: torch.Tensor,
+    kv_len: int | None = None,
+) -> torch.Tensor:
+    """Decoder.forward with each residual add in one kernel with the RMSNorm that reads its sum: the attention's
+    with the layer's post-attention norm, the MLP's with the next layer's input norm (the last with the final
+    norm). The same sums and roundings as the layer-by-layer forward; two kernels fewer per layer."""
+    rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len)
+    layers = self.layers
+    h = layers[0].input_layernorm(x)
+    for i, layer in enumerate(layers):
+        attn = layer.self_attn(h, rope, visible, cache, i, slots, positions)
+        post = layer.post_attention_layernorm
+        x, h = add_rms_norm(x, attn, post.weight, post.eps)
+        after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
+        x, h = add_rms_norm(x, layer.mlp(h), after.weight, after.eps)
+    return h
+
+
+def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
+    """Rewire the talker and its code predictor in place (idempotent); returns the number of modules changed.
+    `add_norm`: the decoders' forwards also fuse each residual add into the next RMSNorm (`_decoder_forward_add_norm`;
+    off by default until measured on a GPU); called again with False, they go back to the layer-by-layer forward."""
     changed = 0
     for module in talker.modules():
+        if isinstance(module, Decoder):
+            if add_norm:
+                module.forward = types.MethodType(_decoder_forward_add_norm, module)
+            else:
+                module.__dict__.pop("forward", None)  # the class's forward again
+            continue
         if getattr(module, "fused", False):
             continue
         if isinstance(module, Attention):
