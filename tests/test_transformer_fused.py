@@ -71,6 +71,15 @@ def test_silu_mul_on_column_slices(dtype):
     torch.testing.assert_close(silu_mul(gate, up), silu_mul_reference(gate, up), **TOL[dtype])
 
 
+def _runners_with_one_request(synth: Synthesizer, talkers) -> list[TalkerRunner]:
+    """A runner per talker, each with the same seeded request prefilled in slot 1."""
+    request = SpeechRequest(text="A sentence for the fused talker.", speaker="Ryan", language="English")
+    runners = [TalkerRunner(t, synth.model.config, 2, 48) for t in talkers]
+    for r in runners:
+        r.prefill(1, synth.builder.build(request), synth.sampling_params(SynthesisOptions(seed=3, max_new_tokens=12)))
+    return runners
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("shape", [(1, 1, 16), (3, 5, 24), (2, 1, 1000)])
 def test_add_rms_norm(dtype, shape):
@@ -97,11 +106,7 @@ def test_fused_add_norm_forward_equals_the_layer_by_layer_one(tiny_model_dir):
     added = copy.deepcopy(layered)
     fuse_talker_kernels(added, add_norm=True)
     assert "forward" in added.model.__dict__ and "forward" in added.code_predictor.model.__dict__
-    config = synth.model.config
-    runners = [TalkerRunner(t, config, 2, 48) for t in (layered, added)]
-    request = SpeechRequest(text="A sentence for the fused talker.", speaker="Ryan", language="English")
-    for r in runners:
-        r.prefill(1, synth.builder.build(request), synth.sampling_params(SynthesisOptions(seed=3, max_new_tokens=12)))
+    runners = _runners_with_one_request(synth, (layered, added))
     slots = torch.tensor([1])
     for step in range(2):
         assert torch.equal(runners[1].decode_step(slots)[0], runners[0].decode_step(slots)[0]), f"step {step}"
@@ -119,11 +124,7 @@ def test_fused_talker_equals_eager_talker(tiny_model_dir):
     after = fused.state_dict()
     assert keys.keys() == after.keys() and all(torch.equal(keys[k], after[k]) for k in keys)  # same checkpoint view
 
-    config = synth.model.config
-    runners = [TalkerRunner(t, config, 2, 48) for t in (eager, fused)]
-    request = SpeechRequest(text="A sentence for the fused talker.", speaker="Ryan", language="English")
-    for r in runners:
-        r.prefill(1, synth.builder.build(request), synth.sampling_params(SynthesisOptions(seed=3, max_new_tokens=12)))
+    runners = _runners_with_one_request(synth, (eager, fused))
     slots = torch.tensor([1])
     for step in range(3):  # each step is ~1,000 interpreted kernel calls: keep it short
         want, _ = runners[0].decode_step(slots)
