@@ -365,21 +365,23 @@ def main() -> None:
             tokens = set(mode.split("+")[1:])
             flags = dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
                          kv_write_kernel="kv-write" in tokens)  # fmt: skip
+            label = mode.replace("+", "_").replace("-", "_")
             if mode.startswith("fused"):
                 fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
-                label = "check_" + mode.replace("+", "_").replace("-", "_")
-                out[label] = check_correctness(talker, config, args.check_steps, device, **flags)
-                print(name, mode, "graph vs eager", out[label], flush=True)
+                out[f"check_{label}"] = check_correctness(talker, config, args.check_steps, device, **flags)
+                print(name, mode, "graph vs eager", out[f"check_{label}"], flush=True)
             if "kv-write" in tokens:
                 setups = [(talker, {"kv_write_kernel": True}), (talker, {})]
-                out["kv_write_vs_index_put"] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, "kv write kernel vs index put", out["kv_write_vs_index_put"], flush=True)
+                key = f"{label}_kv_write_vs_index_put"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, mode, "kv write kernel vs index put", out[key], flush=True)
             if "add-norm" in tokens:
                 layered = copy.deepcopy(talker)
                 fuse_talker_kernels(layered, add_norm=False)
                 setups = [(talker, {}), (layered, {})]
-                out["add_norm_vs_layer_by_layer"] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, "fused add+norm vs layer by layer", out["add_norm_vs_layer_by_layer"], flush=True)
+                key = f"{label}_add_norm_vs_layer_by_layer"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, mode, "fused add+norm vs layer by layer", out[key], flush=True)
                 del layered
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
                                   decode_kernel=mode != "sdpa", **flags)  # fmt: skip
