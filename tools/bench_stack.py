@@ -811,6 +811,11 @@ def format_row(row: dict) -> str:
     )
 
 
+def _measured(row: dict, keys) -> list[str]:
+    """The keys with a number in `row`: neither missing nor NaN (a figure over no requests, e.g. no gap at all)."""
+    return [k for k in keys if row.get(k) is not None and row[k] == row[k]]
+
+
 def format_diagnostics(row: dict) -> str:
     """Where a level's time went: step vs compute (loop lag), prefill, queueing, and busy cores per process."""
     keys = [k for k in METRICS if k not in ("talker_step_ms", "talker_batch", "codec_tick_ms", "codec_batch")]
@@ -833,12 +838,11 @@ def format_diagnostics(row: dict) -> str:
     ttfa += [f"{k}_p{q}_ms" for k in ("in_client", "to_handler", "to_client") for q in (50, 99)]
     ttfa += [f"slowest_{k}_ms" for k in CLIENT_PARTS]
     ttfa += [f"first_wave_{k}_p99_ms" for k in ("before_handler", "in_client", "to_handler")]
-    parts += [f"{k} {row[k]:.0f}" for k in ttfa if row.get(k) is not None and row[k] == row[k]]
+    parts += [f"{k} {row[k]:.0f}" for k in _measured(row, ttfa)]
     gaps = ("first_gap_at_p50_s", "first_gap_at_p90_s")  # seconds of audio played before a request's first gap
-    parts += [f"{k} {row[k]:.2f}" for k in gaps if row.get(k) is not None and row[k] == row[k]]
+    parts += [f"{k} {row[k]:.2f}" for k in _measured(row, gaps)]
     silence = ("gap_silence_p50_s", "gap_silence_p90_s", "gap_silence_max_s")  # a gapped request's silence in all
-    silence = [k for k in silence if row.get(k) is not None and row[k] == row[k]]  # NaN: no request had a gap
-    parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in silence]
+    parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in _measured(row, silence)]
     steady = ("ttfa_after_first_wave_p50_s", "ttfa_after_first_wave_p99_s")
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
     after = row.get("underrun_after_first_wave_pct")
