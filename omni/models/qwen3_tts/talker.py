@@ -69,7 +69,6 @@ class KVCache:
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.kernels = kernels
-        self.kernel_positions = kernels.positions if kernels.attention else 0  # most positions a kernel pass has
         # Triton is imported only when asked for: CPU installs need not have it.
         if kernels.attention:
             from omni.kernels.decode_attention import decode_attention
@@ -79,6 +78,11 @@ class KVCache:
             from omni.kernels.kv_write import write_kv
 
             self.write_kv = write_kv
+
+    @property
+    def kernel_positions(self) -> int:
+        """The most positions per slot a forward may have to attend through the kernel (0: never)."""
+        return self.kernels.positions if self.kernels.attention else 0
 
     @property
     def num_slots(self) -> int:
