@@ -45,15 +45,22 @@ def silu_mul_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
+def _store_rms_norm(x, w_ptr, out_row_ptr, offs, inside, n, eps):
+    """One row's RMSNorm (x: the row in fp32) stored at out_row_ptr + offs, rounded as the eager module rounds; the
+    one copy of this arithmetic, so a norm gives the same bits whichever kernel runs it."""
+    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n + eps)
+    y = (x * r).to(out_row_ptr.dtype.element_ty).to(tl.float32)  # rounded as `xf.to(x.dtype)`
+    w = tl.load(w_ptr + offs, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_row_ptr + offs, (w * y).to(out_row_ptr.dtype.element_ty), mask=inside)
+
+
+@triton.jit
 def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, n, x_stride, out_stride, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     inside = offs < n
     x = tl.load(x_ptr + row * x_stride + offs, mask=inside, other=0.0).to(tl.float32)
-    r = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / n + eps)
-    y = (x * r).to(out_ptr.dtype.element_ty).to(tl.float32)  # rounded as `xf.to(x.dtype)`
-    w = tl.load(w_ptr + offs, mask=inside, other=0.0).to(tl.float32)
-    tl.store(out_ptr + row * out_stride + offs, (w * y).to(out_ptr.dtype.element_ty), mask=inside)
+    _store_rms_norm(x, w_ptr, out_ptr + row * out_stride, offs, inside, n, eps)
 
 
 @triton.jit
@@ -65,16 +72,11 @@ def _add_rms_norm_kernel(
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     inside = offs < n
-    dt = sum_ptr.dtype.element_ty
     x = tl.load(x_ptr + row * x_stride + offs, mask=inside, other=0.0).to(tl.float32)
     d = tl.load(d_ptr + row * d_stride + offs, mask=inside, other=0.0).to(tl.float32)
-    total = (x + d).to(dt)
+    total = (x + d).to(sum_ptr.dtype.element_ty)
     tl.store(sum_ptr + row * sum_stride + offs, total, mask=inside)
-    t = total.to(tl.float32)
-    r = 1.0 / tl.sqrt(tl.sum(t * t, axis=0) / n + eps)
-    y = (t * r).to(dt).to(tl.float32)
-    w = tl.load(w_ptr + offs, mask=inside, other=0.0).to(tl.float32)
-    tl.store(out_ptr + row * out_stride + offs, (w * y).to(dt), mask=inside)
+    _store_rms_norm(total.to(tl.float32), w_ptr, out_ptr + row * out_stride, offs, inside, n, eps)
 
 
 @triton.jit
