@@ -87,16 +87,15 @@ class TalkerConfig(ServiceConfig):
         "graph step at 512 rows 14.95 -> 13.60 ms on an H200; ignored on CPU)",
     )
     kv_write_kernel: bool = option(
-        False,
+        True,
         "on a CUDA device: each layer's K and V go into the cache in one Triton copy instead of two index puts (the "
-        "same bits; 206 index puts were 1.2 of 17.6 ms of CUDA time in an eager 512-row 1.7B step on an H200); off "
-        "until measured on a GPU (ignored on CPU)",
+        "same bits; 1.7B graph step at 512 rows 13.59 -> 12.60 ms on an H200; ignored on CPU)",
     )
     fused_add_norm: bool = option(
-        False,
+        True,
         "on a CUDA device: each residual add of the talker and code predictor runs in one kernel with the RMSNorm "
-        "after it (the same bits; two kernels fewer per layer, ~206 per 1.7B step); off until measured on a GPU "
-        "(ignored on CPU)",
+        "after it (the same bits; two kernels fewer per layer; 1.7B graph step at 512 rows 13.59 -> 13.23 ms on an "
+        "H200; ignored on CPU)",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
