@@ -1,6 +1,10 @@
-"""Two talker runners over one tiny checkpoint, one with a Triton kernel option and one without, prefilled alike
-(a greedy and a seeded-sampling request), for tests that step both and compare."""
+"""Helpers of the kernel tests: two talker runners over one tiny checkpoint, one with a Triton kernel option and one
+without, prefilled alike (a greedy and a seeded-sampling request), for tests that step both and compare; and a
+compile of kernels for sm_90 in a process of its own."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from omni.talker.generate import SynthesisOptions, Synthesizer
@@ -24,3 +28,11 @@ def prefilled_runner_pair(checkpoint: Path, **kernel_option: bool) -> tuple[Talk
             request = SpeechRequest(text=text, speaker="Ryan", language="English")
             runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
     return runners
+
+
+def compile_for_sm90(script: str, cache_dir: Path) -> subprocess.CompletedProcess:
+    """Run `script` (which compiles kernels with triton.compiler.compile(..., target=GPUTarget("cuda", 90, 32)) and
+    prints "compiled") in a process without TRITON_INTERPRET: the interpreter skips the compiler's checks (globals
+    must be constexpr instances, branch types must agree, ...), and the wheel's own toolchain needs no GPU."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(cache_dir)}
+    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)

@@ -8,8 +8,6 @@ move with that noise (on a GPU both use CUDA's logf and the noise is bit-identic
 """
 
 import os
-import subprocess
-import sys
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run on CPU tensors
 
@@ -22,6 +20,7 @@ from omni.talker import sampling
 from omni.talker.generate import SynthesisOptions, Synthesizer
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import SpeechRequest
+from tests.kernel_runners import compile_for_sm90
 
 
 def test_hash_bits_equal_torch():
@@ -226,6 +225,5 @@ def test_kernels_compile_for_sm90(tmp_path):
     """The interpreter skips the compiler's checks (globals must be constexpr instances, branch types must agree, ...):
     compile each kernel of the module for sm_90 (H100/H200) to PTX with the Triton wheel's own toolchain, in a process
     without TRITON_INTERPRET (no GPU needed). A small BLOCK keeps it to seconds; the code is the same for every size."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=300)
+    done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]

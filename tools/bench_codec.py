@@ -344,6 +344,33 @@ def check_channels_last(cfg, device: str, fast_sine: bool = False, frames: int =
     return result
 
 
+def check_window_kernel(cfg, device: str) -> dict:
+    """The transformer's K/V windows through kernels/codec_window.py against the PyTorch copies on 6 streams over 4
+    uneven steps (rows padded, a stream left out of a step, the window sliding): waveforms and the whole state
+    bitwise equal, fp32 and bf16."""
+    codes = torch.randint(0, 2048, (6, 47, 16), generator=torch.Generator().manual_seed(11)).to(device)
+    plan = [[1, 2, 4, 15, 15, 0], [15, 15, 15, 1, 0, 15], [15, 8, 15, 15, 15, 15], [16, 15, 13, 15, 15, 15]]
+    result = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        runs = []
+        for kernel in (False, True):
+            decoder = our_decoder(cfg, dtype, device)
+            decoder.window_kernel = kernel
+            state, done, wavs = decoder.new_state(7), [0] * 6, []
+            for sizes in plan:
+                active = [i for i, n in enumerate(sizes) if n]
+                chunks = [codes[i, done[i] : done[i] + sizes[i]] for i in active]
+                wavs += decoder.decode_streams(state, [i + 1 for i in active], chunks)
+                done = [d + n for d, n in zip(done, sizes, strict=True)]
+            runs.append((wavs, [state.positions, state.key, state.value, state.key_positions, *state.history]))
+            del decoder
+        (want, want_state), (got, got_state) = runs
+        result[f"{name}_wav_equal"] = all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+        result[f"{name}_state_equal"] = all(torch.equal(g, w) for g, w in zip(got_state, want_state, strict=True))
+    result["ok"] = all(result.values())
+    return result
+
+
 def check_channels_last_kernels(device: str, fast_sine: bool = False) -> dict:
     """The channels-last SnakeBeta (+ bias) and bias + residual kernels against their references, bf16 and fp32,
     on channels-last inputs sliced along T (as the vocoder feeds them) up to the 256x15 step's last block."""
@@ -394,6 +421,11 @@ def main() -> None:
     parser.add_argument(
         "--fast-sine", action="store_true", help="channels-last SnakeBeta with sin.approx (the codec's fast_sine)"
     )
+    parser.add_argument(
+        "--window-kernel",
+        action="store_true",
+        help="the transformer's K/V windows through kernels/codec_window.py in every mode (the codec's window_kernel)",
+    )
     parser.add_argument("--out", help="write all results as JSON here")
     args = parser.parse_args()
     modes = args.modes.split(",")
@@ -432,6 +464,7 @@ def main() -> None:
 
     decoder = our_decoder(cfg, dtype, device)
     official = official_decoder(decoder, dtype, device) if "official" in modes else None
+    decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
     if official is not None:
         import transformers
 
@@ -496,11 +529,15 @@ def main() -> None:
         print(json.dumps({"stages": name, **{k: round(v, 3) for k, v in split.items()}}), flush=True)
 
     def profile_ours(mode: str) -> None:
-        batch, chunk = max(args.batches), max(args.chunks)
-        state, chunks = decoder.new_state(batch), random_chunks(batch, chunk, device, seed=1)
-        table = top_kernels(lambda: decoder.decode_streams(state, list(range(batch)), chunks), device)
-        results["profiles"][f"{mode} b{batch} t{chunk}"] = table
-        print(f"top kernels, {mode} b{batch} t{chunk}:\n{table}", flush=True)
+        """Top kernels of one eager step at the largest batch, for each chunk length (a short chunk shows what a
+        step costs whatever its length)."""
+        batch = max(args.batches)
+        for chunk in args.chunks:
+            state, chunks = decoder.new_state(batch), random_chunks(batch, chunk, device, seed=1)
+            step = functools.partial(decoder.decode_streams, state, list(range(batch)), chunks)
+            table = top_kernels(step, device)
+            results["profiles"][f"{mode} b{batch} t{chunk}"] = table
+            print(f"top kernels, {mode} b{batch} t{chunk}:\n{table}", flush=True)
 
     def ours(mode: str) -> None:
         for chunk in args.chunks:
@@ -543,6 +580,8 @@ def main() -> None:
             guarded(mode, lambda m=mode: ours(m))
     if args.profile and "eager" in modes:
         guarded("profile eager", lambda: profile_ours("eager"))
+    if args.window_kernel:
+        check("window_kernel_vs_copies", lambda: check_window_kernel(cfg, device))
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
     if {"triton", "triton+graph", "fused", "fused+graph"} & set(modes):

@@ -60,6 +60,12 @@ class CodecConfig(ServiceConfig):
         "with fused_kernels channels_last, SnakeBeta's sine by sin.approx instead of libdevice's sinf (same bf16 "
         "error; one H200, 128x15 codec step 45.8 -> 39.9 ms; not yet measured in the stack)",
     )
+    window_kernel: bool = option(
+        False,
+        "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "
+        "by one Triton kernel each way instead of gathers, concatenations, a stack and an index put (the same bits; "
+        "off until measured on a GPU)",
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:

@@ -13,6 +13,7 @@ padded tail is only kept out of the state, by taking each row's new history just
 Module tree = the `decoder.` keys of the official `speech_tokenizer/model.safetensors`.
 """
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -113,18 +114,74 @@ class CodecState:
         self,
         rows: torch.Tensor,
         frames: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
+        windows: "StepWindows",
         key_positions: torch.Tensor,
         history: list[torch.Tensor],
     ) -> None:
         """Write one step's results back into rows `rows`: advance positions by `frames`, new window, conv history."""
         self.positions[rows] += frames
-        self.key[:, rows] = key
-        self.value[:, rows] = value
+        windows.store()
         self.key_positions[rows] = key_positions
         for h, new in zip(self.history, history, strict=True):
             h[rows] = new
+
+
+class StepWindows:
+    """The transformer's K/V windows of one step's rows (the PyTorch path): the rows' windows copied in, each layer's
+    [past ‖ new] keys built by concatenation, each row's new window gathered just behind its valid end."""
+
+    def __init__(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor):
+        self.state, self.rows, self.frames = state, rows, frames
+        self.window = state.key.shape[3]
+        self.past_key, self.past_value = state.key[:, rows], state.value[:, rows]
+        self.keep_index = frames[:, None] + torch.arange(self.window, device=frames.device)[None, :]  # [B, W]
+        self.new_key: list[torch.Tensor] = []
+        self.new_value: list[torch.Tensor] = []
+
+    def around(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """k, v [B, kv, T, D] -> this layer's keys and values [B, kv, window + T, D], the past window first."""
+        return torch.cat([self.past_key[layer], k], dim=2), torch.cat([self.past_value[layer], v], dim=2)
+
+    def keep(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Take each row's new window: the `window` entries just before its valid end in [past ‖ new]."""
+        idx = self.keep_index[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])
+        self.new_key.append(keys.gather(2, idx))
+        self.new_value.append(values.gather(2, idx))
+
+    def store(self) -> None:
+        self.state.key[:, self.rows] = torch.stack(self.new_key)
+        self.state.value[:, self.rows] = torch.stack(self.new_value)
+
+
+class StepWindowsInPlace(StepWindows):
+    """StepWindows by `kernels/codec_window.copy_windows` (CUDA, or the Triton interpreter): a layer's past window
+    goes from the state's rows straight into its [past ‖ new] buffer, and its new window straight back into the
+    state's rows once the layer has attended (no other layer reads it). Copies: the same bits as StepWindows."""
+
+    def __init__(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor):
+        self.state, self.rows, self.frames = state, rows, frames
+        self.window = state.key.shape[3]
+
+    def around(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        from omni.kernels.codec_window import copy_windows
+
+        out = []
+        for past, new in ((self.state.key[layer], k), (self.state.value[layer], v)):
+            b, heads, t, dim = new.shape
+            full = torch.empty(b, heads, self.window + t, dim, dtype=new.dtype, device=new.device)
+            copy_windows(past, full, self.window, src_rows=self.rows)
+            full[:, :, self.window :] = new
+            out.append(full)
+        return out[0], out[1]
+
+    def keep(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        from omni.kernels.codec_window import copy_windows
+
+        for full, state in ((keys, self.state.key[layer]), (values, self.state.value[layer])):
+            copy_windows(full, state, self.window, src_start=self.frames, dst_rows=self.rows)
+
+    def store(self) -> None:
+        pass  # each layer's window went back in `keep`
 
 
 class _Batch:
@@ -340,16 +397,16 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=bias)
 
-    def forward(self, x, cos, sin, past_key, past_value, mask):
-        """x [B,T,H]; past_* [B,kv,W,D]; mask [B,1,T,W+T] -> (out [B,T,H], keys [B,kv,W+T,D], values)."""
+    def forward(self, x, cos, sin, around, mask):
+        """x [B,T,H]; around(k, v) -> keys, values [B,kv,W+T,D] (the past window ahead of the new k, v [B,kv,T,D]);
+        mask [B,1,T,W+T] -> (out [B,T,H], keys, values)."""
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        keys = torch.cat([past_key, k], dim=2)
-        values = torch.cat([past_value, v], dim=2)
+        keys, values = around(k, v)
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=mask, enable_gqa=self.kv_heads != self.heads, scale=self.head_dim**-0.5
         )
@@ -377,8 +434,8 @@ class TransformerLayer(nn.Module):
         self.self_attn_layer_scale = LayerScale(cfg.hidden_size)
         self.mlp_layer_scale = LayerScale(cfg.hidden_size)
 
-    def forward(self, x, cos, sin, past_key, past_value, mask):
-        h, keys, values = self.self_attn(self.input_layernorm(x), cos, sin, past_key, past_value, mask)
+    def forward(self, x, cos, sin, around, mask):
+        h, keys, values = self.self_attn(self.input_layernorm(x), cos, sin, around, mask)
         x = x + self.self_attn_layer_scale(h)
         x = x + self.mlp_layer_scale(self.mlp(self.post_attention_layernorm(x)))
         return x, keys, values
@@ -397,11 +454,12 @@ class WindowTransformer(nn.Module):
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
-    def forward(self, x, positions, key, value, key_positions, frames):
-        """x [B,T,latent]; positions [B] of x[:,0]; key/value [L,B,kv,W,D]; key_positions [B,W]; frames [B] valid.
+    def forward(self, x, positions, windows: StepWindows, key_positions, frames):
+        """x [B,T,latent]; positions [B] of x[:,0]; windows: the rows' K/V windows; key_positions [B,W]; frames [B]
+        valid.
 
-        Returns (y [B,T,latent], new key, new value, new key_positions) with each row's window ending at its
-        last valid frame.
+        Returns (y [B,T,latent], new key_positions); `windows` holds each layer's new window, each row's ending at
+        its last valid frame.
         """
         b, t, _ = x.shape
         qpos = positions[:, None] + torch.arange(t, device=x.device)[None, :]  # [B, T]
@@ -414,14 +472,11 @@ class WindowTransformer(nn.Module):
         # New window = the `window` entries just before each row's valid end in [past ‖ new].
         keep = frames[:, None] + torch.arange(self.window, device=x.device)[None, :]  # [B, W]
         h = self.input_proj(x)
-        new_keys, new_values = [], []
         for i, layer in enumerate(self.layers):
-            h, keys, values = layer(h, cos, sin, key[i], value[i], mask)
-            idx = keep[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])
-            new_keys.append(keys.gather(2, idx))
-            new_values.append(values.gather(2, idx))
+            h, keys, values = layer(h, cos, sin, functools.partial(windows.around, i), mask)
+            windows.keep(i, keys, values)
         y = self.output_proj(self.norm(h))
-        return y, torch.stack(new_keys), torch.stack(new_values), kpos.gather(1, keep)
+        return y, kpos.gather(1, keep)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -456,6 +511,9 @@ class CodecDecoder(nn.Module):
             + [SnakeBeta(dims[-1]), CausalConv1d(dims[-1], 1, 7)]
         )
         self._assign_state_slots()
+        # The K/V windows through kernels/codec_window.py (CUDA, or the Triton interpreter): the codec's
+        # `window_kernel` setting. The same bits either way.
+        self.window_kernel = False
 
     def _assign_state_slots(self) -> None:
         """Give every stateful conv its index in CodecState.history and its input samples per frame."""
@@ -565,16 +623,14 @@ class CodecDecoder(nn.Module):
         rows = torch.tensor(slots, dtype=torch.long, device=device)
         batch = _Batch(frames, [h[rows] for h in state.history])
 
-        x, key, value, key_positions = self._front(
-            codes, batch, state.positions[rows], state.key[:, rows], state.value[:, rows], state.key_positions[rows]
-        )
+        x, windows, key_positions = self._front(codes, batch, state, rows)
         if not emit:  # priming: only the last prime_tail_frames frames of each row go through the conv stack
             tail = frames.clamp(max=self.prime_tail_frames)
             idx = (frames - tail)[:, None] + torch.arange(min(x.shape[-1], self.prime_tail_frames), device=device)
             x = x.gather(2, idx[:, None, :].expand(-1, x.shape[1], -1))
             batch.frames = tail
         wav = self._back(x, batch)
-        state.store(rows, frames, key, value, key_positions, batch.history)
+        state.store(rows, frames, windows, key_positions, batch.history)
         return [wav[i, : n * spf] for i, n in enumerate(lengths)] if emit else []
 
     @torch.no_grad()
@@ -592,12 +648,16 @@ class CodecDecoder(nn.Module):
             return torch.zeros(b, 0, dtype=state.key.dtype, device=state.key.device)
         return torch.cat(pieces, dim=1)
 
-    def _front(self, codes, batch, positions, key, value, key_positions):
-        """RVQ decode, pre_conv and the transformer: codes [B,T,16] -> [B, latent, T] (+ new K/V window)."""
+    def _front(self, codes, batch, state, rows, mark=lambda stage: None):
+        """RVQ decode, pre_conv and the transformer of state rows `rows`: codes [B,T,16] -> ([B, latent, T], the
+        step's K/V windows, new key positions); `mark("rvq")` after the RVQ decode (codec_step's stage marks)."""
         x = self.quantizer(codes)  # [B, codebook_dim, T]
+        mark("rvq")
         x = self.pre_conv(x, batch).transpose(1, 2)
-        x, key, value, key_positions = self.pre_transformer(x, positions, key, value, key_positions, batch.frames)
-        return x.transpose(1, 2), key, value, key_positions
+        windows = (StepWindowsInPlace if self.window_kernel else StepWindows)(state, rows, batch.frames)
+        positions, key_positions = state.positions[rows], state.key_positions[rows]
+        x, key_positions = self.pre_transformer(x, positions, windows, key_positions, batch.frames)
+        return x.transpose(1, 2), windows, key_positions
 
     def _back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """Upsamplers and vocoder: [B, latent, T] -> waveform [B, T*1920] in [-1, 1]."""

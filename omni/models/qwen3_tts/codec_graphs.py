@@ -54,13 +54,7 @@ def codec_step(
     mark = mark or (lambda stage: None)
     vocoder = getattr(decoder, "channels_last_vocoder", None)
     batch = _Batch(frames, [h[rows] for h in state.history])
-    x = decoder.quantizer(codes)  # [B, codebook_dim, T]
-    mark("rvq")
-    x = decoder.pre_conv(x, batch).transpose(1, 2)
-    x, key, value, key_positions = decoder.pre_transformer(
-        x, state.positions[rows], state.key[:, rows], state.value[:, rows], state.key_positions[rows], frames
-    )
-    x = x.transpose(1, 2)
+    x, windows, key_positions = decoder._front(codes, batch, state, rows, mark)
     mark("transformer")
     for transposed, convnext in decoder.upsample:
         x = convnext(transposed(x, batch), batch)
@@ -74,7 +68,7 @@ def codec_step(
             x = block(x, batch)
             mark(f"vocoder.block{i}")
         wav = decoder.decoder[-1](decoder.decoder[-2](x), batch).clamp(-1, 1)[:, 0]
-    state.store(rows, frames, key, value, key_positions, batch.history)
+    state.store(rows, frames, windows, key_positions, batch.history)
     mark("vocoder.out")
     return wav
 

@@ -1,0 +1,137 @@
+"""The codec transformer's K/V windows through kernels/codec_window.py against the PyTorch path: the copy kernel
+against indexing, and the decoder with `window_kernel` against without, bit for bit (waveforms and the whole
+streaming state), eagerly and through codec_step with padded scratch rows. On CPU through the Triton interpreter;
+tools/bench_codec.py --window-kernel checks the same on the GPU, under graph replay too."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+from omni.kernels.codec_window import copy_windows
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig, CodecState
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
+from omni.models.qwen3_tts.codec_graphs import codec_step
+from tests.kernel_runners import compile_for_sm90
+
+# Attention window of 4 (3 past frames), so a few frames already slide it; fp32 and bf16 decoders.
+CFG = CodecDecoderConfig(**{**TINY_DECODER, "decoder_dim": 32, "sliding_window": 4})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_copy_equals_indexing(dtype):
+    gen = torch.Generator().manual_seed(3)
+    src = torch.randn(5, 3, 9, 6, generator=gen).to(dtype)  # head dim 6: padded to 8 inside the kernel
+    length = 4
+    # state -> buffer: rows indirected on the source side
+    dst = torch.zeros(3, 3, 7, 6, dtype=dtype)
+    rows = torch.tensor([4, 0, 2])
+    copy_windows(src, dst, length, src_rows=rows)
+    assert torch.equal(dst[:, :, :length], src[rows, :, :length]) and not dst[:, :, length:].any()
+    # buffer -> state: each row from its own start, into its own row of the destination
+    state = torch.zeros(6, 3, length, 6, dtype=dtype)
+    start = torch.tensor([0, 5, 3, 1, 2])
+    out_rows = torch.tensor([5, 1, 0, 3, 2])
+    copy_windows(src, state, length, src_start=start, dst_rows=out_rows)
+    for b in range(5):
+        want = src[b, :, int(start[b]) : int(start[b]) + length]
+        assert torch.equal(state[int(out_rows[b])], want)
+    assert not state[4].any()  # a row nobody writes is left alone
+
+
+def test_bad_arguments_fail_clearly():
+    src = torch.zeros(2, 3, 5, 4)
+    with pytest.raises(ValueError, match="alike"):
+        copy_windows(src, torch.zeros(2, 2, 5, 4), 3)
+    with pytest.raises(ValueError, match="dtype"):
+        copy_windows(src, torch.zeros(2, 3, 5, 4, dtype=torch.float64), 3)
+    with pytest.raises(ValueError, match="length"):
+        copy_windows(src, torch.zeros(2, 3, 2, 4), 3)
+    with pytest.raises(ValueError, match="one length"):
+        copy_windows(src, src.clone(), 3, src_rows=torch.tensor([0, 1]), dst_rows=torch.tensor([1]))
+    with pytest.raises(ValueError, match="rows"):
+        copy_windows(src, torch.zeros(1, 3, 5, 4), 3)
+
+
+def _decoder(dtype: torch.dtype, window_kernel: bool) -> CodecDecoder:
+    model = CodecDecoder(CFG)
+    weights = tiny_decoder_state(CFG, torch.Generator().manual_seed(6))
+    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
+    model = model.to(dtype).eval()
+    model.window_kernel = window_kernel
+    return model
+
+
+def _state_tensors(state: CodecState) -> list[torch.Tensor]:
+    return [state.positions, state.key, state.value, state.key_positions, *state.history]
+
+
+UTTERANCES = torch.randint(0, 2048, (3, 9, 16), generator=torch.Generator().manual_seed(1))
+# frames of streams 0..2 per step (0 = not in that step): uneven chunks, so rows are right-padded, windows slide
+# past the state's 3 entries, and one step leaves a stream out
+PLAN = [[1, 2, 4], [4, 0, 1], [2, 5, 3], [2, 2, 1]]
+
+
+def _stream(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState]:
+    state = model.new_state(5)
+    slots, done, out = [3, 0, 4], [0, 0, 0], []
+    model.prime(state, 0, UTTERANCES[2, :5])  # a primed stream too: the reference's window in the state
+    for sizes in PLAN:
+        active = [i for i, n in enumerate(sizes) if n]
+        chunks = [UTTERANCES[i, done[i] : done[i] + sizes[i]] for i in active]
+        out += model.decode_streams(state, [slots[i] for i in active], chunks)
+        for i in active:
+            done[i] += sizes[i]
+    return out, state
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_decoder_with_the_window_kernel_equals_without(dtype):
+    (want, want_state), (got, got_state) = (_stream(_decoder(dtype, kernel)) for kernel in (False, True))
+    assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    assert all(torch.equal(g, w) for g, w in zip(_state_tensors(got_state), _state_tensors(want_state), strict=True))
+    assert bool(want_state.key[:, 3].any()) and bool(want_state.key[:, 0].any())  # the windows were written
+
+
+def test_codec_step_with_scratch_rows_equals_without():
+    """codec_step as a graph replays it: padded rows pointing at one scratch slot with 0 frames."""
+    results = []
+    for kernel in (False, True):
+        model = _decoder(torch.float32, kernel)
+        state = model.new_state(4)
+        for step, frames in enumerate(([3, 1], [2, 3])):
+            codes = UTTERANCES[:2, 3 * step : 3 * step + 3].clone()
+            rows = torch.tensor([1, 0, 3, 3])  # rows 2 and 3: scratch slot 3, 0 frames
+            padded = torch.cat([codes, torch.zeros(2, 3, 16, dtype=codes.dtype)])
+            wav = codec_step(model, state, padded, rows, torch.tensor([*frames, 0, 0]))
+        results.append((wav, _state_tensors(state)))
+    (want, want_state), (got, got_state) = results
+    assert torch.equal(got, want)
+    assert all(torch.equal(g, w) for g, w in zip(got_state, want_state, strict=True))
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.codec_window import _copy_windows_kernel
+
+pointers = {name: "*bf16" for name in ("src_ptr", "dst_ptr")} | {name: "*i64" for name in
+    ("src_rows_ptr", "src_start_ptr", "dst_rows_ptr")}
+strides = {name: "i32" for name in ("length", "src_stride_n", "src_stride_h", "src_stride_l", "dst_stride_n",
+    "dst_stride_h", "dst_stride_l")}
+flags = {"HAS_SRC_ROWS", "HAS_SRC_START", "HAS_DST_ROWS", "DIM", "DIM_PAD", "BLOCK_L"}
+for on in (True, False):  # the window state -> buffer copy, and buffer -> state (and both branches of each flag)
+    constexprs = {"HAS_SRC_ROWS": on, "HAS_SRC_START": not on, "HAS_DST_ROWS": not on, "DIM": 64, "DIM_PAD": 64,
+                  "BLOCK_L": 64}
+    signature = pointers | strides | {name: "constexpr" for name in flags}
+    ptx = compile(ASTSource(_copy_windows_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert "ld.global" in ptx and "st.global" in ptx
+print("compiled")
+"""
+
+
+def test_kernel_compiles_for_sm90(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
