@@ -78,7 +78,8 @@ def _decoder_forward_add_norm(
 def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
     """Rewire the talker and its code predictor in place (idempotent); returns the number of modules changed.
     `add_norm`: the decoders' forwards also fuse each residual add into the next RMSNorm (`_decoder_forward_add_norm`;
-    off by default until measured on a GPU); called again with False, they go back to the layer-by-layer forward."""
+    the talker service asks for it by default, its `fused_add_norm` setting); called again with False, they go back
+    to the layer-by-layer forward."""
     changed = 0
     for module in talker.modules():
         if isinstance(module, Decoder):
