@@ -1,13 +1,22 @@
-# One-GPU call (nvidia-h200, ~7 minutes), after next_one_gpu.sh on the same machine if the time allows: the codec's
-# fast sine on top of today's defaults (with the talker's shorter step from session 22), 512 and 800 streams.
-# Runs 78-79 (session 22): fast sine 1,136.7 against 1,120.1 audio-s/s at 512 (101.5%; its rule asked 102%), 800
-# 6% against 9% gapped; the codec ticked 13.7 -> 18.4 a second and the talker's step did not move. If the talker's
-# step is shorter (short_pass_kernel), the talker holds the GPU less and the codec's saving may reach throughput.
-# Prediction: 512 within +-2% of next_one_gpu.sh's default stack; no gap.
-# Rule, written before the runs: `fast_sine` turns on by default if at 512 it has no gap at >= 102% of
-# next_one_gpu.sh's default stack on the same machine and at 800 its gapped share is at most the default's + 3 points
-# (the same rule as session 22's, against a new default).
+# One-GPU call (nvidia-h200, ~5 minutes), any time: the codec transformer's K/V windows through kernels/codec_window.py
+# (`window_kernel`, built in session 23, off) in the codec step benchmark, with and without, and where a short step's
+# time goes (kernel profile at 2 and 15 frames).
+# Why: at 512 streams on one GPU the codec sets the pace again (runs 87-88), and a 128-row codec step is ~7.2 ms
+# whatever its length plus ~2.2 ms a frame (run 80's fit; 12.07 ms at 2 frames, 40.33 at 15, fast sine). The PyTorch
+# path moves each layer's windows (~19 MB per layer and tensor at 128 rows) in five passes: the rows' gather, the
+# concatenation, the new window's gather, a stack, the index put; the kernel does two (~3 GB -> ~1.2 GB a step).
+# Prediction: window_kernel_vs_copies bitwise equal in fp32 and bf16; graph = eager bitwise at a full bucket with it;
+# fused-cl+graph 128x2 12.1 -> 11.4-11.8 ms, 128x15 40.3 -> 39.6-40.1 (fast sine on both sides); in the eager
+# profile at 2 frames the gather / index / cat kernels of the windows gone.
+# Rule, written before the run: `window_kernel` turns on by default (the codec setting) if every check of the
+# --window-kernel run passes and its 128x2 fused-cl+graph step is >= 3% shorter than the run without.
 source tools/device/setup.sh
 stamp start
-OMNI_CODEC_FAST_SINE=1 $S --concurrency 512 800 --level-timeout 150 --out /tmp/FS; save FS
-[ -d /tmp/D ] && python3 tools/compare_runs.py default=/tmp/D fast_sin=/tmp/FS
+B="python3 tools/bench_codec.py --fast-sine --modes fused-cl,fused-cl+graph --batches 128 --chunks 2 4 15 \
+--cudnn-benchmark --min-seconds 0.3"
+$B --no-checks --profile --out $OUT/codec_copies.json 2>&1 | grep -E "^\{|^mode|^fused|top kernels|^ +[a-z_]|Self CUDA" \
+    | grep -v '"stages"' | head -150
+stamp copies
+$B --window-kernel --profile --out $OUT/codec_window_kernel.json 2>&1 \
+    | grep -E "^\{|^mode|^fused|top kernels|^ +[a-z_]|Self CUDA" | grep -v '"stages"' | head -150
+stamp window_kernel

@@ -1,24 +1,16 @@
-# One-GPU call (nvidia-h200, ~4 minutes), any time: two talker-step changes built in session 22 and off, in the
-# talker step benchmark against today's step (with its profile): the K/V cache write as one Triton copy per layer
-# (`kv_write_kernel`, kernels/kv_write.py) and each residual add fused into the RMSNorm after it (`fused_add_norm`,
-# kernels/transformer_fused.add_rms_norm), alone and together.
-# Run 80 (session 22): in an eager 512-row 1.7B step (17.57 ms of CUDA time) 207 `index_elementwise_kernel` calls took
-# 1.20 ms (6.9%): the K and V puts of the talker's 28 layers and the code predictor's 5 layers x 15 passes, ~5.8 us
-# each for ~1 MB. Run 82: graph step 13.596 ms at 512 rows, 8.375 at 128.
-# Prediction: kv write kernel vs index put equal bit for bit (codes, caches, hidden); graph = eager padded; the graph
-# step at 512 rows 13.6 -> 12.8-13.2 ms (103 copies of ~2 us instead of 206 puts of ~5.8), at 128 rows -0.2-0.5 ms;
-# in the new profile decode attention ~33% and no index_elementwise kernel among the top.
-# Run 80's profile also had 222 residual adds (0.51 ms) and 222 RMSNorms (0.47 ms); fused, the norms read the sum they
-# write: ~206 kernels fewer. Prediction for add-norm: bit-for-bit equal to the layer-by-layer forward (codes, caches,
-# hidden), graph = eager padded, 512 rows -0.3-0.5 ms; both together -1.0-1.4 ms.
-# Rule, written before the run: each of `kv_write_kernel` and `fused_add_norm` turns on by default (talker settings;
-# TalkerRunner and fuse_talker_kernels stay off unless asked) if every check of its mode passes and its 512-row graph
-# step is faster than fused+sampler's in this run by >= 3% (kv_write_kernel) or >= 2% (fused_add_norm: fewer
-# kernels, the same bits). Each is judged alone; the combined mode is for the record.
+# One-GPU call (nvidia-h200, ~4 minutes), right after next_one_gpu.sh on the same machine: steady chunks of 25 frames
+# instead of 15 (talker chunk_frames 25; codec graph chunk lengths 1, 4, 8, 15, 25 and merge_chunk_frames 25, so
+# they replay from graphs and merge), with the fast sine, against next_one_gpu.sh's FS stack.
+# Why: the codec sets the pace at 512 streams (runs 87-88) and a step pays ~7.2 ms at 128 rows whatever its length
+# (run 80's fit). A 125-frame request is 4 + 2 + 4 + 8 + 15 x 7 + 2: ~12 codec rows (11.9 measured); with 25-frame
+# steady chunks it is 4 + 2 + 4 + 8 + 25 x 4 + 7: 9 rows, so fewer ticks for the same frames.
+# Prediction: codec rows per request 11.9 -> 9.0-9.6, codec ticks per second -15-25%, audio-s/s at 512 +2-5% over FS,
+# no gap, TTFA p50 within 30 ms (first chunks unchanged); 800: gapped share within FS's + 3 points.
+# Rule, written before the runs, only if next_one_gpu.sh turned the fast sine on (otherwise for the record): 25-frame
+# steady chunks become the defaults (talker chunk_frames 25, codec graph_chunk_lengths + 25, merge_chunk_frames 25)
+# if at 512 there is no gap at >= 102% of FS's audio-s/s and at 800 the gapped share is at most FS's + 3 points.
 source tools/device/setup.sh
 stamp start
-python3 tools/bench_talker_step.py --models 1.7B \
-    --modes fused+sampler,fused+sampler+kv-write,fused+sampler+add-norm,fused+sampler+kv-write+add-norm --batches 128,512 \
-    --max-len 512 --check-steps 2 --iters 30 --profile --json $OUT/talker_step_changes.json 2>&1 \
-    | grep -E "graph vs eager|vs_sdpa|kv write|add.norm|batch [0-9]+:|runner|Error|error|^ +[0-9.]+ ms" | head -120
-stamp talker
+OMNI_CODEC_FAST_SINE=1 OMNI_TALKER_CHUNK_FRAMES=25 OMNI_CODEC_GRAPH_CHUNK_LENGTHS=1,4,8,15,25 \
+    OMNI_CODEC_MERGE_CHUNK_FRAMES=25 $S --concurrency 512 800 --level-timeout 150 --out /tmp/C25; save C25
+[ -d /tmp/FS ] && python3 tools/compare_runs.py fast_sine=/tmp/FS chunks25=/tmp/C25
