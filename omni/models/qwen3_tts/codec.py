@@ -133,8 +133,12 @@ class StepWindows:
     def __init__(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor):
         self.state, self.rows, self.frames = state, rows, frames
         self.window = state.key.shape[3]
-        self.past_key, self.past_value = state.key[:, rows], state.value[:, rows]
+        # Each row's new window: the `window` entries just before its valid end in [past ‖ new].
         self.keep_index = frames[:, None] + torch.arange(self.window, device=frames.device)[None, :]  # [B, W]
+        self.read()
+
+    def read(self) -> None:
+        self.past_key, self.past_value = self.state.key[:, self.rows], self.state.value[:, self.rows]
         self.new_key: list[torch.Tensor] = []
         self.new_value: list[torch.Tensor] = []
 
@@ -143,7 +147,7 @@ class StepWindows:
         return torch.cat([self.past_key[layer], k], dim=2), torch.cat([self.past_value[layer], v], dim=2)
 
     def keep(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Take each row's new window: the `window` entries just before its valid end in [past ‖ new]."""
+        """Take each row's new window out of this layer's keys and values."""
         idx = self.keep_index[:, None, :, None].expand(-1, keys.shape[1], -1, keys.shape[3])
         self.new_key.append(keys.gather(2, idx))
         self.new_value.append(values.gather(2, idx))
@@ -158,9 +162,8 @@ class StepWindowsInPlace(StepWindows):
     goes from the state's rows straight into its [past ‖ new] buffer, and its new window straight back into the
     state's rows once the layer has attended (no other layer reads it). Copies: the same bits as StepWindows."""
 
-    def __init__(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor):
-        self.state, self.rows, self.frames = state, rows, frames
-        self.window = state.key.shape[3]
+    def read(self) -> None:
+        pass  # each layer's window is read in `around`
 
     def around(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         from omni.kernels.codec_window import copy_windows
@@ -454,9 +457,9 @@ class WindowTransformer(nn.Module):
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
-    def forward(self, x, positions, windows: StepWindows, key_positions, frames):
-        """x [B,T,latent]; positions [B] of x[:,0]; windows: the rows' K/V windows; key_positions [B,W]; frames [B]
-        valid.
+    def forward(self, x, positions, windows: StepWindows, key_positions):
+        """x [B,T,latent]; positions [B] of x[:,0]; windows: the rows' K/V windows (and their valid frames);
+        key_positions [B,W].
 
         Returns (y [B,T,latent], new key_positions); `windows` holds each layer's new window, each row's ending at
         its last valid frame.
@@ -469,14 +472,12 @@ class WindowTransformer(nn.Module):
         kpos = torch.cat([key_positions, qpos], dim=1)  # [B, W+T]
         diff = qpos[:, :, None] - kpos[:, None, :]
         mask = ((diff >= 0) & (diff <= self.window) & (kpos[:, None, :] >= 0))[:, None]  # [B,1,T,W+T]
-        # New window = the `window` entries just before each row's valid end in [past ‖ new].
-        keep = frames[:, None] + torch.arange(self.window, device=x.device)[None, :]  # [B, W]
         h = self.input_proj(x)
         for i, layer in enumerate(self.layers):
             h, keys, values = layer(h, cos, sin, functools.partial(windows.around, i), mask)
             windows.keep(i, keys, values)
         y = self.output_proj(self.norm(h))
-        return y, kpos.gather(1, keep)
+        return y, kpos.gather(1, windows.keep_index)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -656,7 +657,7 @@ class CodecDecoder(nn.Module):
         x = self.pre_conv(x, batch).transpose(1, 2)
         windows = (StepWindowsInPlace if self.window_kernel else StepWindows)(state, rows, batch.frames)
         positions, key_positions = state.positions[rows], state.key_positions[rows]
-        x, key_positions = self.pre_transformer(x, positions, windows, key_positions, batch.frames)
+        x, key_positions = self.pre_transformer(x, positions, windows, key_positions)
         return x.transpose(1, 2), windows, key_positions
 
     def _back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
