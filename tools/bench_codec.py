@@ -417,7 +417,9 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="tiny widths (CPU smoke test)")
     parser.add_argument("--no-checks", action="store_true")
     parser.add_argument("--cudnn-benchmark", action="store_true", help="let cuDNN time its conv algorithms per shape")
-    parser.add_argument("--profile", action="store_true", help="top CUDA kernels of one step at the largest shape")
+    parser.add_argument(
+        "--profile", action="store_true", help="top CUDA kernels of an eager step, largest batch, per chunk length"
+    )
     parser.add_argument(
         "--fast-sine", action="store_true", help="channels-last SnakeBeta with sin.approx (the codec's fast_sine)"
     )
