@@ -1,5 +1,5 @@
 """Fused element-wise work of a Qwen3 decoder layer: RMSNorm (alone or with the residual add before it), per-head
-RMSNorm + RoPE, SiLU-gated product.
+RMSNorm + RoPE (or RoPE alone, as the codec's transformer has it), SiLU-gated product.
 
 Inside a CUDA graph the talker step is bound by its kernel count (about 60 kernels per layer, 28 talker layers
 plus 15 × 5 code-predictor layers per frame), not by bytes: PyTorch runs an RMSNorm as ~7 kernels (cast, square,
@@ -34,10 +34,14 @@ def rms_norm_rope_reference(
     x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor
 ) -> torch.Tensor:
     """Per-head RMSNorm then NeoX RoPE: x [B, T, heads, D], cos/sin [B, T, 1, D] in x's dtype."""
-    y = rms_norm_reference(x, weight, eps)
-    half = y.shape[-1] // 2
-    rotated = torch.cat((-y[..., half:], y[..., :half]), dim=-1)
-    return y * cos + rotated * sin
+    return rope_reference(rms_norm_reference(x, weight, eps), cos, sin)
+
+
+def rope_reference(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """NeoX RoPE as the eager modules write it: x * cos + rotate_half(x) * sin."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + rotated * sin
 
 
 def silu_mul_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
@@ -94,6 +98,7 @@ def _rms_norm_rope_kernel(
     HALF: tl.constexpr,
     HEADS_PAD: tl.constexpr,
     HALF_PAD: tl.constexpr,
+    NORM: tl.constexpr,
 ):
     # One program per token: all its heads, each head as two halves (RoPE pairs element i with i + HALF).
     row = tl.program_id(0).to(tl.int64)
@@ -102,13 +107,14 @@ def _rms_norm_rope_kernel(
     inside = (h < heads) & (i < HALF)
     lo_offs = h * (2 * HALF) + i
     dt = out_ptr.dtype.element_ty
-    x1 = tl.load(x_ptr + row * x_stride + lo_offs, mask=inside, other=0.0).to(tl.float32)
-    x2 = tl.load(x_ptr + row * x_stride + lo_offs + HALF, mask=inside, other=0.0).to(tl.float32)
-    r = 1.0 / tl.sqrt((tl.sum(x1 * x1, axis=1) + tl.sum(x2 * x2, axis=1)) / (2 * HALF) + eps)
-    w1 = tl.load(w_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
-    w2 = tl.load(w_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
-    y1 = (w1 * (x1 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
-    y2 = (w2 * (x2 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+    y1 = tl.load(x_ptr + row * x_stride + lo_offs, mask=inside, other=0.0).to(tl.float32)
+    y2 = tl.load(x_ptr + row * x_stride + lo_offs + HALF, mask=inside, other=0.0).to(tl.float32)
+    if NORM:  # per-head RMSNorm first (the talker's q/k norms); without it, RoPE alone (the codec's transformer)
+        r = 1.0 / tl.sqrt((tl.sum(y1 * y1, axis=1) + tl.sum(y2 * y2, axis=1)) / (2 * HALF) + eps)
+        w1 = tl.load(w_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
+        w2 = tl.load(w_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+        y1 = (w1 * (y1 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+        y2 = (w2 * (y2 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
     c1 = tl.load(cos_ptr + row * rope_stride + i, mask=i < HALF, other=0.0).to(tl.float32)
     c2 = tl.load(cos_ptr + row * rope_stride + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
     s1 = tl.load(sin_ptr + row * rope_stride + i, mask=i < HALF, other=0.0).to(tl.float32)
@@ -170,12 +176,15 @@ def add_rms_norm(
 
 
 def rms_norm_rope(
-    x: torch.Tensor, weight: torch.Tensor, eps: float, cos: torch.Tensor, sin: torch.Tensor
+    x: torch.Tensor, weight: torch.Tensor | None, eps: float, cos: torch.Tensor, sin: torch.Tensor
 ) -> torch.Tensor:
     """`rms_norm_rope_reference` in one kernel. x [B, T, heads*D] or [B, T, heads, D] (a column slice of a fused
-    QKV projection is fine: only the last dim must be contiguous); cos/sin [B, T, 1, D]. Returns [B, T, heads, D]."""
+    QKV projection is fine: only the last dim must be contiguous); cos/sin [B, T, 1, D]. Returns [B, T, heads, D].
+    `weight` None: no norm, RoPE alone (`rope_reference`; x must then be [B, T, heads, D])."""
+    if weight is None and x.dim() != 4:
+        raise ValueError("RoPE alone needs x as [B, T, heads, D]")
     b, t = x.shape[:2]
-    dim = weight.shape[0]
+    dim = weight.shape[0] if weight is not None else x.shape[3]
     width = x.shape[2] * x.shape[3] if x.dim() == 4 else x.shape[2]
     heads = width // dim
     if x.stride(-1) != 1 or (x.dim() == 4 and x.stride(2) != dim):
@@ -187,7 +196,7 @@ def rms_norm_rope(
     half = dim // 2
     _rms_norm_rope_kernel[(b * t,)](
         x,
-        weight,
+        x if weight is None else weight,  # an unused pointer without the norm
         cos2,
         sin2,
         out,
@@ -199,6 +208,7 @@ def rms_norm_rope(
         HALF=half,
         HEADS_PAD=triton.next_power_of_2(heads),
         HALF_PAD=triton.next_power_of_2(half),
+        NORM=weight is not None,
     )
     return out
 

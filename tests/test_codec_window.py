@@ -11,13 +11,10 @@ import pytest
 import torch
 from omni.kernels.codec_window import copy_windows
 
-from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig, CodecState
-from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
+from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_graphs import codec_step
+from tests.codec_streams import UTTERANCES, state_tensors, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
-
-# Attention window of 4 (3 past frames), so a few frames already slide it; fp32 and bf16 decoders.
-CFG = CodecDecoderConfig(**{**TINY_DECODER, "decoder_dim": 32, "sliding_window": 4})
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -56,42 +53,16 @@ def test_bad_arguments_fail_clearly():
 
 
 def _decoder(dtype: torch.dtype, window_kernel: bool) -> CodecDecoder:
-    model = CodecDecoder(CFG)
-    weights = tiny_decoder_state(CFG, torch.Generator().manual_seed(6))
-    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
-    model = model.to(dtype).eval()
+    model = tiny_codec_decoder(dtype)
     model.window_kernel = window_kernel
     return model
 
 
-def _state_tensors(state: CodecState) -> list[torch.Tensor]:
-    return [state.positions, state.key, state.value, state.key_positions, *state.history]
-
-
-UTTERANCES = torch.randint(0, 2048, (3, 9, 16), generator=torch.Generator().manual_seed(1))
-# frames of streams 0..2 per step (0 = not in that step): uneven chunks, so rows are right-padded, windows slide
-# past the state's 3 entries, and one step leaves a stream out
-PLAN = [[1, 2, 4], [4, 0, 1], [2, 5, 3], [2, 2, 1]]
-
-
-def _stream(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState]:
-    state = model.new_state(5)
-    slots, done, out = [3, 0, 4], [0, 0, 0], []
-    model.prime(state, 0, UTTERANCES[2, :5])  # a primed stream too: the reference's window in the state
-    for sizes in PLAN:
-        active = [i for i, n in enumerate(sizes) if n]
-        chunks = [UTTERANCES[i, done[i] : done[i] + sizes[i]] for i in active]
-        out += model.decode_streams(state, [slots[i] for i in active], chunks)
-        for i in active:
-            done[i] += sizes[i]
-    return out, state
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_decoder_with_the_window_kernel_equals_without(dtype):
-    (want, want_state), (got, got_state) = (_stream(_decoder(dtype, kernel)) for kernel in (False, True))
+    (want, want_state), (got, got_state) = (stream(_decoder(dtype, kernel)) for kernel in (False, True))
     assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
-    assert all(torch.equal(g, w) for g, w in zip(_state_tensors(got_state), _state_tensors(want_state), strict=True))
+    assert all(torch.equal(g, w) for g, w in zip(state_tensors(got_state), state_tensors(want_state), strict=True))
     assert bool(want_state.key[:, 3].any()) and bool(want_state.key[:, 0].any())  # the windows were written
 
 
@@ -106,7 +77,7 @@ def test_codec_step_with_scratch_rows_equals_without():
             rows = torch.tensor([1, 0, 3, 3])  # rows 2 and 3: scratch slot 3, 0 frames
             padded = torch.cat([codes, torch.zeros(2, 3, 16, dtype=codes.dtype)])
             wav = codec_step(model, state, padded, rows, torch.tensor([*frames, 0, 0]))
-        results.append((wav, _state_tensors(state)))
+        results.append((wav, state_tensors(state)))
     (want, want_state), (got, got_state) = results
     assert torch.equal(got, want)
     assert all(torch.equal(g, w) for g, w in zip(got_state, want_state, strict=True))

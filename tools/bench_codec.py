@@ -61,6 +61,7 @@ from omni.models.qwen3_tts.codec_graphs import (  # noqa: E402
     fuse_channels_last,
     fuse_residual_units,
     fuse_snakebeta,
+    fuse_transformer,
     plan_replays,
 )
 
@@ -344,30 +345,70 @@ def check_channels_last(cfg, device: str, fast_sine: bool = False, frames: int =
     return result
 
 
-def check_window_kernel(cfg, device: str) -> dict:
-    """The transformer's K/V windows through kernels/codec_window.py against the PyTorch copies on 6 streams over 4
-    uneven steps (rows padded, a stream left out of a step, the window sliding): waveforms and the whole state
-    bitwise equal, fp32 and bf16."""
+UNEVEN_PLAN = [[1, 2, 4, 15, 15, 0], [15, 15, 15, 1, 0, 15], [15, 8, 15, 15, 15, 15], [16, 15, 13, 15, 15, 15]]
+
+
+def decode_uneven(decoder: CodecDecoder, codes: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """codes [6, 47, 16] decoded by UNEVEN_PLAN (rows padded, a stream left out of a step, the window sliding) in
+    slots 1..6: the waveforms and every state tensor."""
+    state, done, wavs = decoder.new_state(7), [0] * 6, []
+    for sizes in UNEVEN_PLAN:
+        active = [i for i, n in enumerate(sizes) if n]
+        chunks = [codes[i, done[i] : done[i] + sizes[i]] for i in active]
+        wavs += decoder.decode_streams(state, [i + 1 for i in active], chunks)
+        done = [d + n for d, n in zip(done, sizes, strict=True)]
+    return wavs, [state.positions, state.key, state.value, state.key_positions, *state.history]
+
+
+def compare_builds(cfg, device: str, build) -> dict:
+    """The decoder as built by `build(decoder)` against the plain one on decode_uneven, fp32 (TF32 off) and bf16:
+    whether waveforms and state are bitwise equal, the largest waveform difference, and the bf16 decoder's own
+    error against fp32 (the scale a bf16 difference is judged by)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     codes = torch.randint(0, 2048, (6, 47, 16), generator=torch.Generator().manual_seed(11)).to(device)
-    plan = [[1, 2, 4, 15, 15, 0], [15, 15, 15, 1, 0, 15], [15, 8, 15, 15, 15, 15], [16, 15, 13, 15, 15, 15]]
-    result = {}
+
+    def max_abs(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+        return max(float((x.float() - y.float()).abs().max()) for x, y in zip(a, b, strict=True))
+
+    result, wavs = {}, {}
     for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
         runs = []
-        for kernel in (False, True):
+        for built in (False, True):
             decoder = our_decoder(cfg, dtype, device)
-            decoder.window_kernel = kernel
-            state, done, wavs = decoder.new_state(7), [0] * 6, []
-            for sizes in plan:
-                active = [i for i, n in enumerate(sizes) if n]
-                chunks = [codes[i, done[i] : done[i] + sizes[i]] for i in active]
-                wavs += decoder.decode_streams(state, [i + 1 for i in active], chunks)
-                done = [d + n for d, n in zip(done, sizes, strict=True)]
-            runs.append((wavs, [state.positions, state.key, state.value, state.key_positions, *state.history]))
+            if built:
+                build(decoder)
+            runs.append(decode_uneven(decoder, codes))
             del decoder
         (want, want_state), (got, got_state) = runs
+        wavs[name], wavs[f"{name}_built"] = want, got
         result[f"{name}_wav_equal"] = all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
         result[f"{name}_state_equal"] = all(torch.equal(g, w) for g, w in zip(got_state, want_state, strict=True))
-    result["ok"] = all(result.values())
+        result[f"{name}_wav_max_abs"] = max_abs(got, want)
+    result["bf16_plain_vs_fp32_max_abs"] = max_abs(wavs["bf16"], wavs["fp32"])
+    result["bf16_built_vs_fp32_max_abs"] = max_abs(wavs["bf16_built"], wavs["fp32"])
+    return result
+
+
+def check_window_kernel(cfg, device: str) -> dict:
+    """The transformer's K/V windows through kernels/codec_window.py against the PyTorch copies: waveforms and the
+    whole state bitwise equal, fp32 and bf16."""
+
+    def build(decoder: CodecDecoder) -> None:
+        decoder.window_kernel = True
+
+    result = compare_builds(cfg, device, build)
+    result["ok"] = all(result[f"{name}_{part}_equal"] for name in ("fp32", "bf16") for part in ("wav", "state"))
+    return result
+
+
+def check_transformer_kernels(cfg, device: str) -> dict:
+    """The transformer through the talker's fused kernels (fuse_transformer) against the eager one: fp32 within
+    1e-4 (as chunked against whole); in bf16 about as close to the fp32 decode as the eager bf16 one (as
+    check_channels_last: 1.5x leaves room for max-abs noise)."""
+    result = compare_builds(cfg, device, fuse_transformer)
+    bf16_error = max(result["bf16_plain_vs_fp32_max_abs"], 1e-2)
+    result["ok"] = result["fp32_wav_max_abs"] <= 1e-4 and result["bf16_built_vs_fp32_max_abs"] <= 1.5 * bf16_error
     return result
 
 
@@ -428,6 +469,11 @@ def main() -> None:
         action="store_true",
         help="the transformer's K/V windows through kernels/codec_window.py in every mode (the codec's window_kernel)",
     )
+    parser.add_argument(
+        "--transformer-kernels",
+        action="store_true",
+        help="the transformer through the talker's fused kernels in every mode (the codec's transformer_kernels)",
+    )
     parser.add_argument("--out", help="write all results as JSON here")
     args = parser.parse_args()
     modes = args.modes.split(",")
@@ -467,6 +513,8 @@ def main() -> None:
     decoder = our_decoder(cfg, dtype, device)
     official = official_decoder(decoder, dtype, device) if "official" in modes else None
     decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
+    if args.transformer_kernels:
+        print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
         import transformers
 
@@ -584,6 +632,8 @@ def main() -> None:
         guarded("profile eager", lambda: profile_ours("eager"))
     if args.window_kernel:
         check("window_kernel_vs_copies", lambda: check_window_kernel(cfg, device))
+    if args.transformer_kernels:
+        check("transformer_kernels_vs_eager", lambda: check_transformer_kernels(cfg, device))
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
     if {"triton", "triton+graph", "fused", "fused+graph"} & set(modes):

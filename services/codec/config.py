@@ -61,6 +61,12 @@ class CodecConfig(ServiceConfig):
         "error; one H200, 128x15 codec step 45.8 -> 39.9 ms; 512 streams +1.5% and +0.4% with the talker setting the "
         "pace, +7.2% once the talker's step was 10% shorter (one stack, not yet under a rule))",
     )
+    transformer_kernels: bool = option(
+        False,
+        "on CUDA: the transformer's RMSNorm, RoPE and SiLU-up as one Triton kernel each, q/k/v and gate/up as one GEMM "
+        "each (the talker's fused kernels; ~45 -> ~20 kernels a layer, roundings within the GEMM's; off until "
+        "measured on a GPU)",
+    )
     window_kernel: bool = option(
         False,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

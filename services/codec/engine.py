@@ -465,6 +465,10 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
             fused = fuse_snakebeta(decoder)
             units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
             log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
+    if on_cuda and config.transformer_kernels:
+        from omni.models.qwen3_tts.codec_graphs import fuse_transformer
+
+        log.info("codec: Triton kernels on: the transformer's (%d modules)", fuse_transformer(decoder))
     if on_cuda and config.window_kernel:
         decoder.window_kernel = True
         log.info("codec: Triton kernels on: the transformer's K/V window copies")

@@ -400,15 +400,20 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=bias)
 
-    def forward(self, x, cos, sin, around, mask):
-        """x [B,T,H]; around(k, v) -> keys, values [B,kv,W+T,D] (the past window ahead of the new k, v [B,kv,T,D]);
-        mask [B,1,T,W+T] -> (out [B,T,H], keys, values)."""
+    def project(self, x, cos, sin):
+        """x [B,T,H] -> q [B,heads,T,D], k, v [B,kv,T,D], RoPE on q and k (cos/sin [B,1,T,D]). The codec's
+        `transformer_kernels` replace it (codec_graphs.fuse_transformer)."""
         b, t, _ = x.shape
         q = self.q_proj(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
+        return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
+
+    def forward(self, x, cos, sin, around, mask):
+        """x [B,T,H]; around(k, v) -> keys, values [B,kv,W+T,D] (the past window ahead of the new k, v [B,kv,T,D]);
+        mask [B,1,T,W+T] -> (out [B,T,H], keys, values)."""
+        b, t, _ = x.shape
+        q, k, v = self.project(x, cos, sin)
         keys, values = around(k, v)
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=mask, enable_gqa=self.kv_heads != self.heads, scale=self.head_dim**-0.5

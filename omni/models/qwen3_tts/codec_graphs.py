@@ -18,6 +18,7 @@ streams: 256 + 16, not one 640-row replay). A replay's spare rows take shorter c
 
 import functools
 import math
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,11 +29,14 @@ from torch import nn
 
 from omni.device import to_device
 from omni.models.qwen3_tts.codec import (
+    MLP,
     NUM_CODEBOOKS,
+    Attention,
     CausalConv1d,
     CodecDecoder,
     CodecState,
     ResidualUnit,
+    RMSNorm,
     SnakeBeta,
     _Batch,
 )
@@ -83,6 +87,50 @@ def fuse_snakebeta(decoder: CodecDecoder) -> int:
             module.forward = lambda x, m=module: snakebeta(x, m.alpha, m.beta)
             count += 1
     return count
+
+
+def fuse_transformer(decoder: CodecDecoder) -> int:
+    """Run the codec's sliding-window transformer with the talker's fused kernels (CUDA, or the Triton interpreter),
+    in place and idempotent; returns how many modules changed. Each RMSNorm is one kernel, q/k/v one GEMM over
+    concatenated weights (the Linears' weights become views of it: `state_dict()` is unchanged) with RoPE one kernel
+    per tensor, gate/up one GEMM with SiLU·up one kernel: ~45 kernels a layer -> ~20 (docs/perf-notes.md, session
+    23). The kernels keep the eager roundings (RoPE to the bit; a norm's sum in another order), and the one GEMM
+    may round differently from three. Call after the decoder is on its device and dtype."""
+    from omni.models.qwen3_tts.talker_fused import concat_rows, fused_mlp, fused_rms_norm
+
+    changed = 0
+    for module in decoder.pre_transformer.modules():
+        if getattr(module, "fused", False):
+            continue
+        if isinstance(module, RMSNorm):
+            module.forward = types.MethodType(fused_rms_norm, module)
+        elif isinstance(module, Attention):
+            if any(m.bias is not None for m in (module.q_proj, module.k_proj, module.v_proj)):
+                raise ValueError("fuse_transformer: q/k/v projections with a bias are not supported")
+            module.qkv_weight = concat_rows([module.q_proj, module.k_proj, module.v_proj])
+            module.project = types.MethodType(_fused_codec_project, module)
+        elif isinstance(module, MLP):
+            module.gate_up_weight = concat_rows([module.gate_proj, module.up_proj])
+            module.forward = types.MethodType(fused_mlp, module)
+        else:
+            continue
+        module.fused = True
+        changed += 1
+    return changed
+
+
+def _fused_codec_project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:
+    """codec.Attention.project with one q/k/v GEMM and RoPE as one kernel per tensor (the same layouts out)."""
+    from omni.kernels.transformer_fused import rms_norm_rope
+
+    b, t, _ = x.shape
+    qkv = F.linear(x, self.qkv_weight)
+    nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
+    rope = cos.transpose(1, 2), sin.transpose(1, 2)  # [B, 1, T, D] -> [B, T, 1, D], the kernel's layout
+    q = rms_norm_rope(qkv[..., :nq].view(b, t, self.heads, self.head_dim), None, 0.0, *rope)
+    k = rms_norm_rope(qkv[..., nq : nq + nk].view(b, t, self.kv_heads, self.head_dim), None, 0.0, *rope)
+    v = qkv[..., nq + nk :].view(b, t, self.kv_heads, self.head_dim)
+    return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
 
 def fuse_residual_units(decoder: CodecDecoder) -> int:

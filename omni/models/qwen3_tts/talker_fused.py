@@ -21,7 +21,7 @@ from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope
 from omni.models.qwen3_tts.talker import MLP, Attention, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
 
-def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
+def concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
     """One weight [sum(out), in] holding the Linears' weights; each Linear's weight becomes a view into it."""
     fused = torch.cat([m.weight.detach() for m in linears], dim=0)
     start = 0
@@ -42,13 +42,15 @@ def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, t
     return q, k, v
 
 
-def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
+# fused_mlp and fused_rms_norm also serve the codec's transformer (codec_graphs.fuse_transformer): its MLP and
+# RMSNorm have the same parameters and the same eager arithmetic.
+def fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
     gate_up = F.linear(x, self.gate_up_weight)
     n = self.gate_proj.weight.shape[0]
     return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
 
-def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
+def fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
     return rms_norm(x, self.weight, self.eps)
 
 
@@ -91,13 +93,13 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
         if getattr(module, "fused", False):
             continue
         if isinstance(module, Attention):
-            module.qkv_weight = _concat_rows([module.q_proj, module.k_proj, module.v_proj])
+            module.qkv_weight = concat_rows([module.q_proj, module.k_proj, module.v_proj])
             module.project = types.MethodType(_fused_project, module)
         elif isinstance(module, MLP):
-            module.gate_up_weight = _concat_rows([module.gate_proj, module.up_proj])
-            module.forward = types.MethodType(_fused_mlp, module)
+            module.gate_up_weight = concat_rows([module.gate_proj, module.up_proj])
+            module.forward = types.MethodType(fused_mlp, module)
         elif isinstance(module, RMSNorm):
-            module.forward = types.MethodType(_fused_rms_norm, module)
+            module.forward = types.MethodType(fused_rms_norm, module)
         else:
             continue
         module.fused = True

@@ -1,0 +1,40 @@
+"""A tiny codec decoder and an uneven streaming run over it, for tests that compare two builds of the decoder
+(a kernel option on and off) on the same streams."""
+
+import torch
+
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig, CodecState
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
+
+# Attention window of 4 (3 past frames), so a few frames already slide it; a narrow vocoder for the interpreter.
+CFG = CodecDecoderConfig(**{**TINY_DECODER, "decoder_dim": 32, "sliding_window": 4})
+
+UTTERANCES = torch.randint(0, 2048, (3, 9, 16), generator=torch.Generator().manual_seed(1))
+# frames of streams 0..2 per step (0 = not in that step): uneven chunks, so rows are right-padded, windows slide
+# past the state's 3 entries, and one step leaves a stream out
+PLAN = [[1, 2, 4], [4, 0, 1], [2, 5, 3], [2, 2, 1]]
+
+
+def tiny_codec_decoder(dtype: torch.dtype) -> CodecDecoder:
+    model = CodecDecoder(CFG)
+    weights = tiny_decoder_state(CFG, torch.Generator().manual_seed(6))
+    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
+    return model.to(dtype).eval()
+
+
+def state_tensors(state: CodecState) -> list[torch.Tensor]:
+    return [state.positions, state.key, state.value, state.key_positions, *state.history]
+
+
+def stream(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState]:
+    """UTTERANCES decoded by PLAN in slots 3, 0, 4 of a 5-slot state, slot 0 primed with a reference first."""
+    state = model.new_state(5)
+    slots, done, out = [3, 0, 4], [0, 0, 0], []
+    model.prime(state, 0, UTTERANCES[2, :5])  # a primed stream too: the reference's window in the state
+    for sizes in PLAN:
+        active = [i for i, n in enumerate(sizes) if n]
+        chunks = [UTTERANCES[i, done[i] : done[i] + sizes[i]] for i in active]
+        out += model.decode_streams(state, [slots[i] for i in active], chunks)
+        for i in active:
+            done[i] += sizes[i]
+    return out, state

@@ -1,0 +1,103 @@
+"""The codec transformer with the talker's fused kernels (codec_graphs.fuse_transformer, the codec's
+`transformer_kernels`) against the eager one, and the RoPE-only kernel against the eager RoPE. On CPU through the
+Triton interpreter; tools/bench_codec.py --transformer-kernels checks it on the GPU, under graph replay too."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+from omni.kernels import transformer_fused
+from omni.kernels.transformer_fused import rms_norm_rope, rope_reference
+
+from omni.models.qwen3_tts import talker_fused
+from omni.models.qwen3_tts.codec_graphs import fuse_transformer
+from tests.codec_streams import CFG, PLAN, state_tensors, stream, tiny_codec_decoder
+from tests.kernel_runners import compile_for_sm90
+
+
+def _cos_sin(b: int, t: int, dim: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """As the codec's WindowTransformer: [B, 1, T, D] from absolute positions, in the activations' dtype."""
+    positions = torch.arange(t)[None, :] + torch.tensor([[0], [37]])[:b]
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    freqs = positions[:, :, None].float() * inv_freq
+    emb = torch.cat([freqs, freqs], dim=-1)[:, None]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_alone_equals_the_eager_rope(dtype):
+    b, t, heads, dim = 2, 3, 4, 16
+    qkv = torch.randn(b, t, 3 * heads * dim, generator=torch.Generator().manual_seed(4)).to(dtype)
+    x = qkv[..., heads * dim : 2 * heads * dim].view(b, t, heads, dim)  # a column slice, as the fused projection's
+    cos, sin = _cos_sin(b, t, dim, dtype)
+    want = rope_reference(x.transpose(1, 2), cos, sin)  # the codec's layout: [B, heads, T, D], cos [B, 1, T, D]
+    got = rms_norm_rope(x, None, 0.0, cos.transpose(1, 2), sin.transpose(1, 2)).transpose(1, 2)
+    if dtype == torch.float32:
+        assert torch.equal(got, want)  # every rounding where the eager ops round
+    else:  # the interpreter truncates its bf16 conversions: two roundings and a sum, bounded by an ulp of the max
+        torch.testing.assert_close(got, want, rtol=0, atol=float(want.abs().max()) * 2**-7)
+    with pytest.raises(ValueError, match="heads, D"):
+        rms_norm_rope(qkv, None, 0.0, cos, sin)
+
+
+def test_fusing_keeps_the_weights_and_is_idempotent():
+    model = tiny_codec_decoder(torch.float32)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    layers = CFG.num_hidden_layers
+    assert fuse_transformer(model) == layers * 4 + 1  # per layer 2 norms, attention, MLP; the final norm
+    after = model.state_dict()
+    assert after.keys() == before.keys() and all(torch.equal(after[k], v) for k, v in before.items())
+    assert fuse_transformer(model) == 0
+
+
+def test_decoder_with_the_fused_transformer_equals_the_eager_one(monkeypatch):
+    """fp32: the norms' sums in another order and one GEMM for three; everything else as eager."""
+    eager = tiny_codec_decoder(torch.float32)
+    fused = tiny_codec_decoder(torch.float32)
+    fuse_transformer(fused)
+    calls = {"rms_norm": 0, "silu_mul": 0, "rms_norm_rope": 0}
+
+    def counted(module, name):
+        real = getattr(module, name)
+
+        def kernel(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, kernel)
+
+    for module, name in ((talker_fused, "rms_norm"), (talker_fused, "silu_mul"), (transformer_fused, "rms_norm_rope")):
+        counted(module, name)
+    (want, want_state), (got, got_state) = stream(eager), stream(fused)
+    steps = 1 + len(PLAN)  # the priming step and the plan's
+    layers = CFG.num_hidden_layers
+    want_calls = {"rms_norm": 2 * layers + 1, "silu_mul": layers, "rms_norm_rope": 2 * layers}  # a step's
+    assert calls == {name: steps * n for name, n in want_calls.items()}
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
+    for g, w in zip(state_tensors(got_state), state_tensors(want_state), strict=True):
+        torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.transformer_fused import _rms_norm_rope_kernel
+
+signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "cos_ptr": "*bf16", "sin_ptr": "*bf16", "out_ptr": "*bf16",
+             "heads": "i32", "x_stride": "i32", "out_stride": "i32", "rope_stride": "i32", "eps": "fp32",
+             "HALF": "constexpr", "HEADS_PAD": "constexpr", "HALF_PAD": "constexpr", "NORM": "constexpr"}
+for norm in (True, False):  # the talker's q/k norm + RoPE, and RoPE alone (the codec's)
+    constexprs = {"HALF": 32, "HEADS_PAD": 16, "HALF_PAD": 32, "NORM": norm}
+    ptx = compile(ASTSource(_rms_norm_rope_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert ("sqrt" in ptx) == norm, "the norm's square root only where asked for"
+print("compiled")
+"""
+
+
+def test_rope_kernel_compiles_for_sm90(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
