@@ -18,7 +18,6 @@ streams: 256 + 16, not one 640-row replay). A replay's spare rows take shorter c
 
 import functools
 import math
-import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -96,27 +95,14 @@ def fuse_transformer(decoder: CodecDecoder) -> int:
     per tensor, gate/up one GEMM with SiLU·up one kernel: ~45 kernels a layer -> ~20 (docs/perf-notes.md, session
     23). The kernels keep the eager roundings (RoPE to the bit; a norm's sum in another order), and the one GEMM
     may round differently from three. Call after the decoder is on its device and dtype."""
-    from omni.models.qwen3_tts.talker_fused import concat_rows, fused_mlp, fused_rms_norm
+    from omni.models.qwen3_tts.talker_fused import fuse_modules
 
-    changed = 0
     for module in decoder.pre_transformer.modules():
-        if getattr(module, "fused", False):
-            continue
-        if isinstance(module, RMSNorm):
-            module.forward = types.MethodType(fused_rms_norm, module)
-        elif isinstance(module, Attention):
-            if any(m.bias is not None for m in (module.q_proj, module.k_proj, module.v_proj)):
-                raise ValueError("fuse_transformer: q/k/v projections with a bias are not supported")
-            module.qkv_weight = concat_rows([module.q_proj, module.k_proj, module.v_proj])
-            module.project = types.MethodType(_fused_codec_project, module)
-        elif isinstance(module, MLP):
-            module.gate_up_weight = concat_rows([module.gate_proj, module.up_proj])
-            module.forward = types.MethodType(fused_mlp, module)
-        else:
-            continue
-        module.fused = True
-        changed += 1
-    return changed
+        if isinstance(module, Attention) and any(
+            m.bias is not None for m in (module.q_proj, module.k_proj, module.v_proj)
+        ):
+            raise ValueError("fuse_transformer: q/k/v projections with a bias are not supported")
+    return fuse_modules(decoder.pre_transformer.modules(), (Attention, MLP, RMSNorm), _fused_codec_project)
 
 
 def _fused_codec_project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:

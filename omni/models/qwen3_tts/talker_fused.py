@@ -21,7 +21,7 @@ from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope
 from omni.models.qwen3_tts.talker import MLP, Attention, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
 
-def concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
+def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
     """One weight [sum(out), in] holding the Linears' weights; each Linear's weight becomes a view into it."""
     fused = torch.cat([m.weight.detach() for m in linears], dim=0)
     start = 0
@@ -42,15 +42,13 @@ def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, t
     return q, k, v
 
 
-# fused_mlp and fused_rms_norm also serve the codec's transformer (codec_graphs.fuse_transformer): its MLP and
-# RMSNorm have the same parameters and the same eager arithmetic.
-def fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
+def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
     gate_up = F.linear(x, self.gate_up_weight)
     n = self.gate_proj.weight.shape[0]
     return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
 
-def fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
+def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
     return rms_norm(x, self.weight, self.eps)
 
 
@@ -82,24 +80,33 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
     `add_norm`: the decoders' forwards also fuse each residual add into the next RMSNorm (`_decoder_forward_add_norm`;
     the talker service asks for it by default, its `fused_add_norm` setting); called again with False, they go back
     to the layer-by-layer forward."""
-    changed = 0
     for module in talker.modules():
         if isinstance(module, Decoder):
             if add_norm:
                 module.forward = types.MethodType(_decoder_forward_add_norm, module)
             else:
                 module.__dict__.pop("forward", None)  # the class's forward again
-            continue
+    return fuse_modules(talker.modules(), (Attention, MLP, RMSNorm), _fused_project)
+
+
+def fuse_modules(modules, classes: tuple[type, type, type], fused_project) -> int:
+    """Rewire each module not fused yet that is one of `classes` (attention, MLP, RMSNorm): the attention's q/k/v as
+    one GEMM over concatenated weights and its `project` replaced by `fused_project`, the MLP's gate/up as one GEMM
+    with SiLU·up one kernel, the norm one kernel. Returns how many changed. Also the codec transformer's
+    (codec_graphs.fuse_transformer): its modules have the same parameter names."""
+    attention, mlp, norm = classes
+    changed = 0
+    for module in modules:
         if getattr(module, "fused", False):
             continue
-        if isinstance(module, Attention):
-            module.qkv_weight = concat_rows([module.q_proj, module.k_proj, module.v_proj])
-            module.project = types.MethodType(_fused_project, module)
-        elif isinstance(module, MLP):
-            module.gate_up_weight = concat_rows([module.gate_proj, module.up_proj])
-            module.forward = types.MethodType(fused_mlp, module)
-        elif isinstance(module, RMSNorm):
-            module.forward = types.MethodType(fused_rms_norm, module)
+        if isinstance(module, attention):
+            module.qkv_weight = _concat_rows([module.q_proj, module.k_proj, module.v_proj])
+            module.project = types.MethodType(fused_project, module)
+        elif isinstance(module, mlp):
+            module.gate_up_weight = _concat_rows([module.gate_proj, module.up_proj])
+            module.forward = types.MethodType(_fused_mlp, module)
+        elif isinstance(module, norm):
+            module.forward = types.MethodType(_fused_rms_norm, module)
         else:
             continue
         module.fused = True
