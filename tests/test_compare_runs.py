@@ -22,14 +22,18 @@ def level_row(
     early=None,
     to_handler=None,
     silence=None,
+    engines=None,
 ) -> dict:
     """A results.json row; `early` (chunks sent early per request), `to_handler` (the first wave's way to the
-    gateway's handler, p99 ms) and `silence` (the gapped requests' silence p90, s) only where given, as runs before
-    sessions 17, 20 and 21."""
+    gateway's handler, p99 ms), `silence` (the gapped requests' silence p90, s) and `engines` (talker step ms,
+    talker busy, codec tick ms, codec busy) only where given, as runs before sessions 17, 20 and 21, or without
+    the engines' metrics."""
     since_17 = {"talker_early_chunks_per_request": early} if early is not None else {}
     since_20 = {"first_wave_before_handler_p99_ms": to_handler} if to_handler is not None else {}
     since_21 = {"gap_silence_p90_s": silence} if silence is not None else {}
-    return since_17 | since_20 | since_21 | {
+    keys = ("talker_step_ms", "talker_busy", "codec_tick_ms", "codec_busy")
+    measured = dict(zip(keys, engines, strict=True)) if engines is not None else {}
+    return since_17 | since_20 | since_21 | measured | {
         "model": "1.7b", "gpus": "1", "concurrency": concurrency, "rate": rate, "audio_s_per_s": audio,
         "ttfa_p50_s": 0.1, "ttfa_p99_s": p99_ms / 1000, "underrun_pct": gap, "underrun_buffered_pct": NAN,
         "underrun_after_first_wave_pct": NAN if rate else gap / 2,  # an open loop has no first wave
@@ -53,11 +57,15 @@ def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
         tmp_path / "A1",
         [
             level_row(128, 600.0, 240, 0, to_handler=103.2),
-            level_row(512, 1100.0, 900, 20, failures=1, early=1.0, silence=0.12),
+            level_row(512, 1100.0, 900, 20, failures=1, early=1.0, silence=0.12, engines=(27.16, 0.88, 69.35, 0.94)),
         ],
     )
     a2 = write_run(
-        tmp_path / "A2", [level_row(128, 640.0, 220, 0), level_row(512, 1150.0, 1000, 10, early=2.0, silence=0.08)]
+        tmp_path / "A2",
+        [
+            level_row(128, 640.0, 220, 0),
+            level_row(512, 1150.0, 1000, 10, early=2.0, silence=0.08, engines=(24.16, 0.87, 69.29, 0.96)),
+        ],
     )
     a3 = write_run(tmp_path / "A3", [level_row(128, 620.0, 250, 0)])
     # The other configuration comes as the .tgz that the device's `save` writes, with an open-loop level.
@@ -67,13 +75,15 @@ def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
     result = compare_runs(f"A={a1},{a2}", f"A={a3}", f"B={tmp_path / 'B.tgz'}")
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith("| A") or line.startswith("| B")]
+    none = "| - | - | - | - "  # runs without the engines' metrics
     assert rows == [
         "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0 (0–0) | - | 0 (0–0) | - "
-        "| 103 | - | 0 |",
-        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 | - | - | - | 0 |",
+        "| 103 | - " + none + "| 0 |",
+        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 | - | - | - " + none + "| 0 |",
         "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15 (10–20) | - "
-        "| 8 (5–10) | 1.5 (1.0–2.0) | - | 100 (80–120) | 1 |",
-        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | - | - | - | - | 0 |",
+        "| 8 (5–10) | 1.5 (1.0–2.0) | - | 100 (80–120) | 25.66 (24.16–27.16) | 0.88 (0.87–0.88) "
+        "| 69.32 (69.29–69.35) | 0.95 (0.94–0.96) | 1 |",
+        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | - | - | - | - " + none + "| 0 |",
     ]
 
 

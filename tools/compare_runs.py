@@ -7,7 +7,8 @@ tools/device/setup.sh's `save` makes of one. One markdown row per (label, model,
 then audio-s/s, TTFA p50 and p99, the share of requests with a gap played from the first byte, with a 100 ms
 buffer, and (a closed loop) among the requests started after the first wave, the chunks per request the talker sent
 early (min_lead_ms), the opening wave's way to the gateway's handler (p99), how long the gapped requests were silent
-(p90 over them), each as "median (min–max)" when there are several runs, and the failures summed over the runs.
+(p90 over them), the talker's step and the codec's tick with each engine's busy share, each as "median (min–max)"
+when there are several runs, and the failures summed over the runs.
 
 Why: one run says little on these machines (docs/benchmarks.md keeps what is known of the spread), so an A/B is
 several interleaved stacks of each side, and this reads them the same way every time instead of by hand.
@@ -33,6 +34,11 @@ FIGURES = [
     ("talker_early_chunks_per_request", "early chunks per request", 1.0, ".1f"),  # min_lead_ms, since session 17
     ("first_wave_before_handler_p99_ms", "first wave to handler p99 ms", 1.0, ".0f"),  # closed loops, since session 20
     ("gap_silence_p90_s", "gapped requests' silence p90 ms", 1000.0, ".0f"),  # since session 21
+    # which of the two engines sharing a GPU sets the pace (session 23: it moved with each step's speed-up)
+    ("talker_step_ms", "talker step ms", 1.0, ".2f"),
+    ("talker_busy", "talker busy", 1.0, ".2f"),
+    ("codec_tick_ms", "codec tick ms", 1.0, ".2f"),
+    ("codec_busy", "codec busy", 1.0, ".2f"),
 ]
 
 
