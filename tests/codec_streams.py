@@ -22,10 +22,6 @@ def tiny_codec_decoder(dtype: torch.dtype) -> CodecDecoder:
     return model.to(dtype).eval()
 
 
-def state_tensors(state: CodecState) -> list[torch.Tensor]:
-    return [state.positions, state.key, state.value, state.key_positions, *state.history]
-
-
 def stream(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState]:
     """UTTERANCES decoded by PLAN in slots 3, 0, 4 of a 5-slot state, slot 0 primed with a reference first."""
     state = model.new_state(5)

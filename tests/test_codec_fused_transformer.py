@@ -13,7 +13,7 @@ from omni.kernels.transformer_fused import rms_norm_rope, rope_reference
 
 from omni.models.qwen3_tts import talker_fused
 from omni.models.qwen3_tts.codec_graphs import fuse_transformer
-from tests.codec_streams import CFG, PLAN, state_tensors, stream, tiny_codec_decoder
+from tests.codec_streams import CFG, PLAN, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 
@@ -78,7 +78,7 @@ def test_decoder_with_the_fused_transformer_equals_the_eager_one(monkeypatch):
     assert len(got) == len(want)
     for g, w in zip(got, want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
-    for g, w in zip(state_tensors(got_state), state_tensors(want_state), strict=True):
+    for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
 
 

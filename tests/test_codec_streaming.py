@@ -184,10 +184,10 @@ def test_prime_emits_nothing_and_empty_chunks_touch_nothing(window8):
     state = decoder.new_state(2)
     decoder.prime(state, 1, random_codes(9, seed=1))
     assert int(state.positions[1]) == 9 and int(state.positions[0]) == 0
-    before = [t.clone() for t in (state.positions, state.key, state.value, state.key_positions, *state.history)]
+    before = [t.clone() for t in state.tensors()]
     out = decoder.decode_streams(state, [0, 1], [random_codes(0, seed=0), random_codes(0, seed=0)])
     assert [o.numel() for o in out] == [0, 0]
-    after = (state.positions, state.key, state.value, state.key_positions, *state.history)
+    after = state.tensors()
     assert all(torch.equal(x, y) for x, y in zip(before, after, strict=True))
     # A zero-length row next to a real one: the empty stream's state stays as it was.
     decoder.decode_streams(state, [0, 1], [random_codes(4, seed=2), random_codes(0, seed=0)])

@@ -13,7 +13,7 @@ from omni.kernels.codec_window import copy_windows
 
 from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_graphs import codec_step
-from tests.codec_streams import UTTERANCES, state_tensors, stream, tiny_codec_decoder
+from tests.codec_streams import UTTERANCES, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 
@@ -62,7 +62,7 @@ def _decoder(dtype: torch.dtype, window_kernel: bool) -> CodecDecoder:
 def test_decoder_with_the_window_kernel_equals_without(dtype):
     (want, want_state), (got, got_state) = (stream(_decoder(dtype, kernel)) for kernel in (False, True))
     assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
-    assert all(torch.equal(g, w) for g, w in zip(state_tensors(got_state), state_tensors(want_state), strict=True))
+    assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
     assert bool(want_state.key[:, 3].any()) and bool(want_state.key[:, 0].any())  # the windows were written
 
 
@@ -77,7 +77,7 @@ def test_codec_step_with_scratch_rows_equals_without():
             rows = torch.tensor([1, 0, 3, 3])  # rows 2 and 3: scratch slot 3, 0 frames
             padded = torch.cat([codes, torch.zeros(2, 3, 16, dtype=codes.dtype)])
             wav = codec_step(model, state, padded, rows, torch.tensor([*frames, 0, 0]))
-        results.append((wav, state_tensors(state)))
+        results.append((wav, state.tensors()))
     (want, want_state), (got, got_state) = results
     assert torch.equal(got, want)
     assert all(torch.equal(g, w) for g, w in zip(got_state, want_state, strict=True))

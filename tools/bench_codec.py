@@ -357,7 +357,7 @@ def decode_uneven(decoder: CodecDecoder, codes: torch.Tensor) -> tuple[list[torc
         chunks = [codes[i, done[i] : done[i] + sizes[i]] for i in active]
         wavs += decoder.decode_streams(state, [i + 1 for i in active], chunks)
         done = [d + n for d, n in zip(done, sizes, strict=True)]
-    return wavs, [state.positions, state.key, state.value, state.key_positions, *state.history]
+    return wavs, state.tensors()
 
 
 def compare_builds(cfg, device: str, build) -> dict:

@@ -106,9 +106,12 @@ class CodecState:
     def num_slots(self) -> int:
         return self.positions.shape[0]
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor of the state (row = slot in each)."""
+        return [self.positions, self.key, self.value, self.key_positions, *self.history]
+
     def nbytes_per_slot(self) -> int:
-        tensors = [self.positions, self.key, self.value, self.key_positions, *self.history]
-        return sum(t.numel() * t.element_size() for t in tensors) // self.num_slots
+        return sum(t.numel() * t.element_size() for t in self.tensors()) // self.num_slots
 
     def store(
         self,
