@@ -9,23 +9,19 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
-from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
+from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, fuse_channels_last
+from tests.codec_streams import tiny_codec_decoder
 
-# Narrow vocoder (the interpreter runs each Triton program as numpy calls), short attention window so a few frames
-# already slide it. fp32 everywhere; 1e-5 as in test_codec_graphs.py (the convs' summation order differs between
-# layouts and batch shapes).
-CFG = CodecDecoderConfig(**{**TINY_DECODER, "decoder_dim": 32, "sliding_window": 4})
+# tests/codec_streams.py's decoder: a narrow vocoder (the interpreter runs each Triton program as numpy calls), a
+# short attention window so a few frames already slide it. fp32 everywhere; 1e-5 as in test_codec_graphs.py (the
+# convs' summation order differs between layouts and batch shapes).
 ATOL = 1e-5
 CONVS = 1 + 4 * (1 + 3 * 2) + 1  # in-conv, per block a transposed conv and 3 residual units of 2 convs, out-conv
 
 
 def _decoder(channels_last: bool) -> CodecDecoder:
-    model = CodecDecoder(CFG)
-    weights = tiny_decoder_state(CFG, torch.Generator().manual_seed(6))
-    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
-    model.eval()
+    model = tiny_codec_decoder(torch.float32)
     if channels_last:
         assert fuse_channels_last(model) == CONVS
     return model
