@@ -402,6 +402,18 @@ def check_window_kernel(cfg, device: str) -> dict:
     return result
 
 
+def check_rvq_kernel(cfg, device: str) -> dict:
+    """The RVQ decode through kernels/rvq_lookup.py against the per-codebook lookups: waveforms and the whole state
+    bitwise equal, fp32 and bf16."""
+
+    def build(decoder: CodecDecoder) -> None:
+        decoder.rvq_kernel = True
+
+    result = compare_builds(cfg, device, build)
+    result["ok"] = all(result[f"{name}_{part}_equal"] for name in ("fp32", "bf16") for part in ("wav", "state"))
+    return result
+
+
 def check_transformer_kernels(cfg, device: str) -> dict:
     """The transformer through the talker's fused kernels (fuse_transformer) against the eager one: fp32 within
     1e-4 (as chunked against whole); in bf16 about as close to the fp32 decode as the eager bf16 one (as
@@ -470,6 +482,11 @@ def main() -> None:
         help="the transformer's K/V windows through kernels/codec_window.py in every mode (the codec's window_kernel)",
     )
     parser.add_argument(
+        "--rvq-kernel",
+        action="store_true",
+        help="the RVQ decode through kernels/rvq_lookup.py in every mode (the codec's rvq_kernel)",
+    )
+    parser.add_argument(
         "--transformer-kernels",
         action="store_true",
         help="the transformer through the talker's fused kernels in every mode (the codec's transformer_kernels)",
@@ -513,6 +530,7 @@ def main() -> None:
     decoder = our_decoder(cfg, dtype, device)
     official = official_decoder(decoder, dtype, device) if "official" in modes else None
     decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
+    decoder.rvq_kernel = args.rvq_kernel
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -632,6 +650,8 @@ def main() -> None:
         guarded("profile eager", lambda: profile_ours("eager"))
     if args.window_kernel:
         check("window_kernel_vs_copies", lambda: check_window_kernel(cfg, device))
+    if args.rvq_kernel:
+        check("rvq_kernel_vs_lookups", lambda: check_rvq_kernel(cfg, device))
     if args.transformer_kernels:
         check("transformer_kernels_vs_eager", lambda: check_transformer_kernels(cfg, device))
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))

@@ -67,6 +67,11 @@ class CodecConfig(ServiceConfig):
         "each (the talker's fused kernels; ~45 -> ~20 kernels a layer, roundings within the GEMM's; off until "
         "measured on a GPU)",
     )
+    rvq_kernel: bool = option(
+        False,
+        "on CUDA: the RVQ decode as one Triton lookup-and-sum kernel per codebook group over the codebooks divided "
+        "once, instead of ~5 kernels per codebook (the same bits; off until measured on a GPU)",
+    )
     window_kernel: bool = option(
         False,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

@@ -341,15 +341,36 @@ class ResidualVQ(nn.Module):
         self.input_proj = nn.Conv1d(io_dim, dim, 1, bias=False)  # encoder side; stored, unused here
         self.output_proj = nn.Conv1d(dim, io_dim, 1, bias=False)
         self.vq = _VQLayers(n, size, dim)
+        # The codebooks looked up and summed by kernels/rvq_lookup.py (CUDA, or the Triton interpreter): the codec's
+        # `rvq_kernel` setting. The same bits either way.
+        self.lookup_kernel = False
+        self._divided: tuple[tuple, torch.Tensor] | None = None
 
     def forward(self, codes: torch.Tensor) -> torch.Tensor:
         """codes [B, T, n] -> [B, io_dim, T]."""
-        total = 0
-        for i, vq in enumerate(self.vq.layers):
-            book = vq._codebook
-            usage = book.cluster_usage.clamp(min=1e-5)[codes[..., i]]
-            total = total + F.embedding(codes[..., i], book.embedding_sum) / usage[..., None]
+        if self.lookup_kernel:
+            from omni.kernels.rvq_lookup import lookup_sum
+
+            total = lookup_sum(self.divided_codebooks(), codes)
+        else:
+            total = 0
+            for i, vq in enumerate(self.vq.layers):
+                book = vq._codebook
+                usage = book.cluster_usage.clamp(min=1e-5)[codes[..., i]]
+                total = total + F.embedding(codes[..., i], book.embedding_sum) / usage[..., None]
         return self.output_proj(total.transpose(1, 2))
+
+    def divided_codebooks(self) -> torch.Tensor:
+        """[n, size, dim]: each codebook's embedding_sum / clamped usage, the rows forward's eager path divides per
+        token (the same division, so the same bits). Computed again only when a codebook tensor changed: a weight
+        load (in place: its version), a cast or a move (its storage or dtype)."""
+        params = [t for vq in self.vq.layers for t in (vq._codebook.embedding_sum, vq._codebook.cluster_usage)]
+        key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
+        if self._divided is None or self._divided[0] != key:
+            books = [vq._codebook for vq in self.vq.layers]
+            tables = torch.stack([b.embedding_sum / b.cluster_usage.clamp(min=1e-5)[:, None] for b in books])
+            self._divided = (key, tables.detach())
+        return self._divided[1]
 
 
 class SplitRVQ(nn.Module):
@@ -523,6 +544,16 @@ class CodecDecoder(nn.Module):
         # The K/V windows through kernels/codec_window.py (CUDA, or the Triton interpreter): the codec's
         # `window_kernel` setting. The same bits either way.
         self.window_kernel = False
+
+    @property
+    def rvq_kernel(self) -> bool:
+        """The RVQ decode through kernels/rvq_lookup.py (the codec's `rvq_kernel` setting; the same bits)."""
+        return self.quantizer.rvq_first.lookup_kernel
+
+    @rvq_kernel.setter
+    def rvq_kernel(self, on: bool) -> None:
+        for group in (self.quantizer.rvq_first, self.quantizer.rvq_rest):
+            group.lookup_kernel = on
 
     def _assign_state_slots(self) -> None:
         """Give every stateful conv its index in CodecState.history and its input samples per frame."""
