@@ -189,19 +189,20 @@ def rms_norm_rope(
     heads = width // dim
     if x.stride(-1) != 1 or (x.dim() == 4 and x.stride(2) != dim):
         raise ValueError("heads must be packed along a contiguous last dim")
-    if x.stride(0) != t * x.stride(1):
-        raise ValueError("tokens must be evenly strided")
+    # Tokens as rows at one stride: a view where they are (a size-1 dim's stride can be anything: a GEMM's [B, 1, N]
+    # output may say 32 there), else a copy.
+    rows = x.reshape(b * t, *x.shape[2:])
     out = torch.empty(b, t, heads, dim, dtype=x.dtype, device=x.device)
     cos2, sin2 = cos.reshape(b * t, dim), sin.reshape(b * t, dim)
     half = dim // 2
     _rms_norm_rope_kernel[(b * t,)](
-        x,
-        x if weight is None else weight,  # an unused pointer without the norm
+        rows,
+        rows if weight is None else weight,  # an unused pointer without the norm
         cos2,
         sin2,
         out,
         heads,
-        x.stride(1),
+        rows.stride(0),
         heads * dim,
         cos2.stride(0),
         eps,
