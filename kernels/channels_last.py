@@ -10,7 +10,7 @@ of a transposed conv's output); the channel stride must be 1.
 PyTorch references: `snakebeta_reference` and `bias_residual_reference` in kernels/snakebeta.py, which take the same
 logical [B, C, T] tensors whatever their memory layout.
 
-Fast sine (`fast_sin`, off by default; the codec's `fast_sine` setting): `tl.sin` is libdevice's `sinf`, ~20
+Fast sine (`fast_sin`; the codec's `fast_sine` setting, on by default since run 89): `tl.sin` is libdevice's `sinf`, ~20
 instructions of range reduction and polynomial per element, and in the 128x15 codec step the SnakeBeta kernel was
 27% of the CUDA time (run 75) for a read and a write of each element. `sin.approx.f32` is one special-function
 instruction with an absolute error of ~1e-6, far below a bf16 store's rounding, so it is used only for 16-bit

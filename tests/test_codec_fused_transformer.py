@@ -84,7 +84,7 @@ def test_decoder_with_the_fused_transformer_equals_the_eager_one(monkeypatch):
 
 def test_one_frame_steps_equal_the_eager_ones():
     """Every row one frame (T = 1, as the service's 1-frame graphs): the fused GEMM's [B, 1, N] output may carry any
-    stride on its size-1 dim (run 90's graph check failed there: "tokens must be evenly strided")."""
+    stride on its size-1 dim (run 91's graph checks failed there: "tokens must be evenly strided")."""
     outs = []
     for fused in (False, True):
         model = tiny_codec_decoder(torch.float32)

@@ -56,27 +56,28 @@ class CodecConfig(ServiceConfig):
         "(all, with the vocoder's activations channels-last: no layout conversions around the convs)",
     )
     fast_sine: bool = option(
-        False,
+        True,
         "with fused_kernels channels_last, SnakeBeta's sine by sin.approx instead of libdevice's sinf (same bf16 "
-        "error; one H200, 128x15 codec step 45.8 -> 39.9 ms; 512 streams +1.5% and +0.4% with the talker setting the "
-        "pace, +7.2% once the talker's step was 10% shorter (one stack, not yet under a rule))",
+        "error; one H200, 128x15 codec step 45.8 -> 39.9 ms; 512 streams 1,228.7 -> 1,259.0 audio-s/s (+2.5%), no "
+        "gap either way, and 800 requests opened at once 4.2% -> 0.2% with a gap (run 89))",
     )
     transformer_kernels: bool = option(
         False,
         "on CUDA: the transformer's RMSNorm, RoPE and SiLU-up as one Triton kernel each, q/k/v and gate/up as one GEMM "
-        "each (the talker's fused kernels; ~45 -> ~20 kernels a layer, roundings within the GEMM's; off until "
-        "measured on a GPU)",
+        "each (the talker's fused kernels; ~45 -> ~20 kernels a layer, roundings within the GEMM's; one H200, 128x2 "
+        "graph step 8.91 -> 8.28 ms (run 91), but 1-frame steps failed there, since fixed: off until measured again)",
     )
     rvq_kernel: bool = option(
         False,
         "on CUDA: the RVQ decode as one Triton lookup-and-sum kernel per codebook group over the codebooks divided "
-        "once, instead of ~5 kernels per codebook (the same bits; off until measured on a GPU)",
+        "once, instead of ~5 kernels per codebook (the same bits, checked on an H200 (run 92); off until measured in "
+        "a run whose other checks pass)",
     )
     window_kernel: bool = option(
-        False,
+        True,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "
         "by one Triton kernel each way instead of gathers, concatenations, a stack and an index put (the same bits; "
-        "off until measured on a GPU)",
+        "one H200, 128-row graph step at 2 frames 11.38 -> 8.91 ms, at 15 frames 40.30 -> 37.58 (run 91))",
     )
 
     def validate(self) -> "CodecConfig":
