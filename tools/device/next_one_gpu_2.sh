@@ -1,30 +1,14 @@
-# One-GPU call (nvidia-h200, ~7 minutes), any time: two codec-step changes built in session 23 and off, in the codec
-# step benchmark against the step without them, and where a short step's time goes (kernel profiles at 2, 4 and 15
-# frames): the transformer's K/V windows through kernels/codec_window.py (`window_kernel`), and the transformer
-# through the talker's fused kernels (`transformer_kernels`).
-# Why: at 512 streams on one GPU the codec sets the pace again (runs 87-88), and a 128-row codec step is ~7.2 ms
-# whatever its length plus ~2.2 ms a frame (run 80's fit; 12.07 ms at 2 frames, 40.33 at 15, fast sine).
-# - window_kernel: the PyTorch path moves each layer's windows (~19 MB per layer and tensor at 128 rows) in five
-#   passes (the rows' gather, the concatenation, the new window's gather, a stack, the index put); the kernel in two
-#   (~3 GB -> ~1.2 GB a step). Same bits.
-# - transformer_kernels: the transformer is ~381 ATen ops a step (~45 a layer; counted on CPU, perf-notes session 23
-#   section 7); fused ~20 a layer. RoPE to the bit, the norms' sums and the one q/k/v GEMM round differently.
-# Predictions (fused-cl+graph, fast sine on every side, 128 rows): window kernel 2 frames 12.1 -> 11.4-11.8 ms, 15
-# frames 40.3 -> 39.6-40.1; both 2 frames -> 10.8-11.4 ms, 15 frames -> 39.0-39.8; window_kernel_vs_copies bitwise
-# equal; transformer_kernels_vs_eager ok (fp32 within 1e-4, bf16 as close to fp32 as eager bf16); graph = eager
-# bitwise at a full bucket in each run.
-# Rules, written before the run: `window_kernel` turns on by default (the codec setting) if every check of the second
-# run passes and its 128x2 graph step is >= 3% shorter than the first run's; `transformer_kernels` turns on if every
-# check of the third run passes and its 128x2 graph step is >= 3% shorter than the second run's.
+# One-GPU call (nvidia-h200, ~8 minutes), any time: today's defaults in the stack (the codec's fast sine and K/V
+# window kernel on since session 24) at 128, 512 and 800 streams, and the window kernel off at 512 and 800, for the
+# record: the window kernel was adopted on the codec step benchmark (run 91), not yet measured in a stack.
+# Runs 89 (session 24): session 23's defaults plus the fast sine: 512 streams 1,259.0 audio-s/s with no gap, codec
+# busy 0.93 with 60.4 ms ticks; 800 0.2% of requests gapped. Run 91: the 128-row 2-frame graph step 11.38 -> 8.91 ms
+# with the window kernel, 15 frames 40.30 -> 37.58.
+# Prediction: W (today's default) 512 1,290-1,380 audio-s/s with no gap, codec tick 50-57 ms, the talker's step back
+# to setting the pace (codec busy < 0.90); 800 at most 1% gapped; 128 TTFA p99 215-250 ms. NW (window kernel off):
+# 512 within 2% of run 89's FS (1,259.0).
 source tools/device/setup.sh
 stamp start
-B="python3 tools/bench_codec.py --fast-sine --modes fused-cl,fused-cl+graph --batches 128 --chunks 2 4 15 \
---cudnn-benchmark --min-seconds 0.3"
-# Tables and checks print as they come; the profiles (eager, 128 rows, each chunk length) are in the JSON files.
-$B --no-checks --profile --out $OUT/codec_plain.json 2>&1 | grep -v '"stages"' | tail -30
-stamp plain
-$B --window-kernel --out $OUT/codec_window.json 2>&1 | grep -v '"stages"' | tail -30
-stamp window_kernel
-$B --window-kernel --transformer-kernels --profile --out $OUT/codec_window_transformer.json 2>&1 \
-    | grep -v '"stages"' | tail -30
-stamp transformer_kernels
+$S --concurrency 128 512 800 --level-timeout 150 --out /tmp/W; save W
+OMNI_CODEC_WINDOW_KERNEL=0 $S --concurrency 512 800 --level-timeout 150 --out /tmp/NW; save NW
+python3 tools/compare_runs.py window_kernel=/tmp/W no_window_kernel=/tmp/NW
