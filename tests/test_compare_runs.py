@@ -37,6 +37,7 @@ def level_row(
         "model": "1.7b", "gpus": "1", "concurrency": concurrency, "rate": rate, "audio_s_per_s": audio,
         "ttfa_p50_s": 0.1, "ttfa_p99_s": p99_ms / 1000, "underrun_pct": gap, "underrun_buffered_pct": NAN,
         "underrun_after_first_wave_pct": NAN if rate else gap / 2,  # an open loop has no first wave
+        "requests_with_underrun": round(gap * 10),  # 1,000 requests a level
         "failures": {"http 500": failures} if failures else {}, "wrong_length_requests": [],
     }  # fmt: skip
 
@@ -69,7 +70,7 @@ def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
     )
     a3 = write_run(tmp_path / "A3", [level_row(128, 620.0, 250, 0)])
     # The other configuration comes as the .tgz that the device's `save` writes, with an open-loop level.
-    b = write_run(tmp_path / "B", [level_row(128, 700.0, 200, 0), level_row(0, 880.0, 290, 1, rate=96)])
+    b = write_run(tmp_path / "B", [level_row(128, 700.0, 200, 0), level_row(0, 880.0, 290, 0.1, rate=96)])
     with tarfile.open(tmp_path / "B.tgz", "w:gz") as tar:
         tar.add(b, arcname="B")
     result = compare_runs(f"A={a1},{a2}", f"A={a3}", f"B={tmp_path / 'B.tgz'}")
@@ -77,13 +78,13 @@ def test_runs_of_each_configuration_are_read_as_median_and_range(tmp_path):
     rows = [line for line in result.stdout.splitlines() if line.startswith("| A") or line.startswith("| B")]
     none = "| - | - | - | - "  # runs without the engines' metrics
     assert rows == [
-        "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0 (0–0) | - | 0 (0–0) | - "
-        "| 103 | - " + none + "| 0 |",
-        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0 | - | 0 | - | - | - " + none + "| 0 |",
-        "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15 (10–20) | - "
-        "| 8 (5–10) | 1.5 (1.0–2.0) | - | 100 (80–120) | 25.66 (24.16–27.16) | 0.88 (0.87–0.88) "
-        "| 69.32 (69.29–69.35) | 0.95 (0.94–0.96) | 1 |",
-        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 1 | - | - | - | - | - " + none + "| 0 |",
+        "| A | 1.7b | 1 | 128 | 3 | 620.0 (600.0–640.0) | 100 (100–100) | 240 (220–250) | 0.0 (0.0–0.0) | 0 (0–0) | - "
+        "| 0.0 (0.0–0.0) | - | 103 | - " + none + "| 0 |",
+        "| B | 1.7b | 1 | 128 | 1 | 700.0 | 100 | 200 | 0.0 | 0 | - | 0.0 | - | - | - " + none + "| 0 |",
+        "| A | 1.7b | 1 | 512 | 2 | 1125.0 (1100.0–1150.0) | 100 (100–100) | 950 (900–1000) | 15.0 (10.0–20.0) "
+        "| 150 (100–200) | - | 7.5 (5.0–10.0) | 1.5 (1.0–2.0) | - | 100 (80–120) | 25.66 (24.16–27.16) "
+        "| 0.88 (0.87–0.88) | 69.32 (69.29–69.35) | 0.95 (0.94–0.96) | 1 |",
+        "| B | 1.7b | 1 | 96/s | 1 | 880.0 | 100 | 290 | 0.1 | 1 | - | - | - | - | - " + none + "| 0 |",
     ]
 
 
