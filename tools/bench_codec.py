@@ -414,6 +414,20 @@ def check_rvq_kernel(cfg, device: str) -> dict:
     return result
 
 
+def check_attention_kernel(cfg, device: str) -> dict:
+    """The transformer's attention through kernels/codec_attention.py against SDPA over the mask: fp32 within 1e-4
+    (as chunked against whole); bf16 about as close to the fp32 decode as the SDPA bf16 one (1.5x, as
+    check_transformer_kernels)."""
+
+    def build(decoder: CodecDecoder) -> None:
+        decoder.attention_kernel = True
+
+    result = compare_builds(cfg, device, build)
+    bf16_error = max(result["bf16_plain_vs_fp32_max_abs"], 1e-2)
+    result["ok"] = result["fp32_wav_max_abs"] <= 1e-4 and result["bf16_built_vs_fp32_max_abs"] <= 1.5 * bf16_error
+    return result
+
+
 def check_transformer_kernels(cfg, device: str) -> dict:
     """The transformer through the talker's fused kernels (fuse_transformer) against the eager one: fp32 within
     1e-4 (as chunked against whole); in bf16 about as close to the fp32 decode as the eager bf16 one (as
@@ -482,6 +496,12 @@ def main() -> None:
         help="the transformer's K/V windows through kernels/codec_window.py in every mode (the codec's window_kernel)",
     )
     parser.add_argument(
+        "--attention-kernel",
+        action="store_true",
+        help="the transformer's attention through kernels/codec_attention.py in every mode (the codec's "
+        "attention_kernel)",
+    )
+    parser.add_argument(
         "--rvq-kernel",
         action="store_true",
         help="the RVQ decode through kernels/rvq_lookup.py in every mode (the codec's rvq_kernel)",
@@ -531,6 +551,7 @@ def main() -> None:
     official = official_decoder(decoder, dtype, device) if "official" in modes else None
     decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
     decoder.rvq_kernel = args.rvq_kernel
+    decoder.attention_kernel = args.attention_kernel
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -650,6 +671,8 @@ def main() -> None:
         guarded("profile eager", lambda: profile_ours("eager"))
     if args.window_kernel:
         check("window_kernel_vs_copies", lambda: check_window_kernel(cfg, device))
+    if args.attention_kernel:
+        check("attention_kernel_vs_sdpa", lambda: check_attention_kernel(cfg, device))
     if args.rvq_kernel:
         check("rvq_kernel_vs_lookups", lambda: check_rvq_kernel(cfg, device))
     if args.transformer_kernels:

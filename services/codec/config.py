@@ -67,6 +67,12 @@ class CodecConfig(ServiceConfig):
         "each (the talker's fused kernels; ~45 -> ~20 kernels a layer, roundings within the GEMM's; one H200, 128x2 "
         "graph step 8.91 -> 8.28 ms (run 91), but 1-frame steps failed there, since fixed: off until measured again)",
     )
+    attention_kernel: bool = option(
+        False,
+        "on CUDA: the transformer's sliding-window attention as one Triton kernel computing its mask from the "
+        "positions, instead of SDPA over a mask tensor (cuDNN's flash tiles sized for long sequences: 0.87 ms of a "
+        "128-row 2-frame step, run 91; sums in another order; off until measured on a GPU)",
+    )
     rvq_kernel: bool = option(
         False,
         "on CUDA: the RVQ decode as one Triton lookup-and-sum kernel per codebook group over the codebooks divided "

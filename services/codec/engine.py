@@ -469,6 +469,9 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         from omni.models.qwen3_tts.codec_graphs import fuse_transformer
 
         log.info("codec: Triton kernels on: the transformer's (%d modules)", fuse_transformer(decoder))
+    if on_cuda and config.attention_kernel:
+        decoder.attention_kernel = True
+        log.info("codec: Triton kernels on: the transformer's window attention")
     if on_cuda and config.rvq_kernel:
         decoder.rvq_kernel = True
         log.info("codec: Triton kernels on: the RVQ decode's lookup and sum")

@@ -433,16 +433,14 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim).transpose(1, 2)
         return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin, v
 
-    def forward(self, x, cos, sin, around, mask):
+    def forward(self, x, cos, sin, around, attend):
         """x [B,T,H]; around(k, v) -> keys, values [B,kv,W+T,D] (the past window ahead of the new k, v [B,kv,T,D]);
-        mask [B,1,T,W+T] -> (out [B,T,H], keys, values)."""
+        attend(q, keys, values) -> [B,T,heads,D] (WindowTransformer's masked attention) -> (out [B,T,H], keys,
+        values)."""
         b, t, _ = x.shape
         q, k, v = self.project(x, cos, sin)
         keys, values = around(k, v)
-        out = F.scaled_dot_product_attention(
-            q, keys, values, attn_mask=mask, enable_gqa=self.kv_heads != self.heads, scale=self.head_dim**-0.5
-        )
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, -1)), keys, values
+        return self.o_proj(attend(q, keys, values).reshape(b, t, -1)), keys, values
 
 
 class MLP(nn.Module):
@@ -466,11 +464,18 @@ class TransformerLayer(nn.Module):
         self.self_attn_layer_scale = LayerScale(cfg.hidden_size)
         self.mlp_layer_scale = LayerScale(cfg.hidden_size)
 
-    def forward(self, x, cos, sin, around, mask):
-        h, keys, values = self.self_attn(self.input_layernorm(x), cos, sin, around, mask)
+    def forward(self, x, cos, sin, around, attend):
+        h, keys, values = self.self_attn(self.input_layernorm(x), cos, sin, around, attend)
         x = x + self.self_attn_layer_scale(h)
         x = x + self.mlp_layer_scale(self.mlp(self.post_attention_layernorm(x)))
         return x, keys, values
+
+
+def _masked_attention(q, keys, values, mask):
+    """SDPA of q [B,heads,T,D] over keys, values [B,kv,W+T,D] under mask [B,1,T,W+T] -> [B,T,heads,D]."""
+    gqa = keys.shape[1] != q.shape[1]
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=gqa, scale=q.shape[-1] ** -0.5)
+    return out.transpose(1, 2)
 
 
 class WindowTransformer(nn.Module):
@@ -485,6 +490,9 @@ class WindowTransformer(nn.Module):
         self.output_proj = nn.Linear(cfg.hidden_size, cfg.latent_dim)
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
+        # Attention by kernels/codec_attention.py (CUDA, or the Triton interpreter) instead of SDPA over a mask: the
+        # codec's `attention_kernel` setting. Not bitwise: the sums run in another order.
+        self.attention_kernel = False
 
     def forward(self, x, positions, windows: StepWindows, key_positions):
         """x [B,T,latent]; positions [B] of x[:,0]; windows: the rows' K/V windows (and their valid frames);
@@ -499,11 +507,17 @@ class WindowTransformer(nn.Module):
         emb = torch.cat([freqs, freqs], dim=-1)[:, None]  # [B, 1, T, D]
         cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
         kpos = torch.cat([key_positions, qpos], dim=1)  # [B, W+T]
-        diff = qpos[:, :, None] - kpos[:, None, :]
-        mask = ((diff >= 0) & (diff <= self.window) & (kpos[:, None, :] >= 0))[:, None]  # [B,1,T,W+T]
+        if self.attention_kernel:
+            from omni.kernels.codec_attention import window_attention
+
+            attend = functools.partial(window_attention, qpos=qpos, kpos=kpos, window=self.window)
+        else:
+            diff = qpos[:, :, None] - kpos[:, None, :]
+            mask = ((diff >= 0) & (diff <= self.window) & (kpos[:, None, :] >= 0))[:, None]  # [B,1,T,W+T]
+            attend = functools.partial(_masked_attention, mask=mask)
         h = self.input_proj(x)
         for i, layer in enumerate(self.layers):
-            h, keys, values = layer(h, cos, sin, functools.partial(windows.around, i), mask)
+            h, keys, values = layer(h, cos, sin, functools.partial(windows.around, i), attend)
             windows.keep(i, keys, values)
         y = self.output_proj(self.norm(h))
         return y, kpos.gather(1, windows.keep_index)
@@ -544,6 +558,15 @@ class CodecDecoder(nn.Module):
         # The K/V windows through kernels/codec_window.py (CUDA, or the Triton interpreter): the codec's
         # `window_kernel` setting. The same bits either way.
         self.window_kernel = False
+
+    @property
+    def attention_kernel(self) -> bool:
+        """The transformer's attention through kernels/codec_attention.py (the codec's `attention_kernel`)."""
+        return self.pre_transformer.attention_kernel
+
+    @attention_kernel.setter
+    def attention_kernel(self, on: bool) -> None:
+        self.pre_transformer.attention_kernel = on
 
     @property
     def rvq_kernel(self) -> bool:
