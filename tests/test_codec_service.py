@@ -680,8 +680,9 @@ def test_max_tick_rows_is_a_validated_setting():
 
 
 def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
-    """fast_sine (run 89) and window_kernel (run 91) won their GPU A/Bs; transformer_kernels and rvq_kernel have not
-    yet (docs/benchmarks.md, session 24). On CPU none of them applies: the decoder stays PyTorch's."""
+    """fast_sine (run 89) and window_kernel (run 91) won their GPU A/Bs; transformer_kernels, rvq_kernel and
+    attention_kernel have not yet (docs/benchmarks.md, session 24). On CPU none of them applies: the decoder stays
+    PyTorch's."""
     from omni.services.codec.engine import engine_from_config
     from omni.services.common.config import load_config
 
@@ -689,10 +690,10 @@ def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
 
     config = CodecConfig()
     assert (config.fast_sine, config.window_kernel) == (True, True)
-    assert (config.transformer_kernels, config.rvq_kernel) == (False, False)
+    assert (config.transformer_kernels, config.rvq_kernel, config.attention_kernel) == (False, False, False)
     env = {"OMNI_CODEC_FAST_SINE": "0", "OMNI_CODEC_WINDOW_KERNEL": "false"}
     off = load_config(CodecConfig, "codec", env=env)
     assert (off.fast_sine, off.window_kernel) == (False, False)
     decoder = tiny_codec_decoder(torch.float32)
     engine_from_config(decoder, CodecConfig(device="cpu", max_streams=2, min_batch=1), None, sample_rate=24000)
-    assert not decoder.window_kernel and not decoder.rvq_kernel
+    assert not decoder.window_kernel and not decoder.rvq_kernel and not decoder.attention_kernel
