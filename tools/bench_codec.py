@@ -390,49 +390,28 @@ def compare_builds(cfg, device: str, build) -> dict:
     return result
 
 
-def check_window_kernel(cfg, device: str) -> dict:
-    """The transformer's K/V windows through kernels/codec_window.py against the PyTorch copies: waveforms and the
-    whole state bitwise equal, fp32 and bf16."""
+def switched_on(setting: str):
+    """A compare_builds `build` that turns one decoder kernel setting on (window_kernel, rvq_kernel, ...)."""
 
     def build(decoder: CodecDecoder) -> None:
-        decoder.window_kernel = True
+        setattr(decoder, setting, True)
 
+    return build
+
+
+def check_bitwise(cfg, device: str, build) -> dict:
+    """A build that must not change a bit (the window and RVQ kernels: copies, and the same additions in the same
+    order): waveforms and the whole state equal, fp32 and bf16."""
     result = compare_builds(cfg, device, build)
     result["ok"] = all(result[f"{name}_{part}_equal"] for name in ("fp32", "bf16") for part in ("wav", "state"))
     return result
 
 
-def check_rvq_kernel(cfg, device: str) -> dict:
-    """The RVQ decode through kernels/rvq_lookup.py against the per-codebook lookups: waveforms and the whole state
-    bitwise equal, fp32 and bf16."""
-
-    def build(decoder: CodecDecoder) -> None:
-        decoder.rvq_kernel = True
-
-    result = compare_builds(cfg, device, build)
-    result["ok"] = all(result[f"{name}_{part}_equal"] for name in ("fp32", "bf16") for part in ("wav", "state"))
-    return result
-
-
-def check_attention_kernel(cfg, device: str) -> dict:
-    """The transformer's attention through kernels/codec_attention.py against SDPA over the mask: fp32 within 1e-4
-    (as chunked against whole); bf16 about as close to the fp32 decode as the SDPA bf16 one (1.5x, as
-    check_transformer_kernels)."""
-
-    def build(decoder: CodecDecoder) -> None:
-        decoder.attention_kernel = True
-
-    result = compare_builds(cfg, device, build)
-    bf16_error = max(result["bf16_plain_vs_fp32_max_abs"], 1e-2)
-    result["ok"] = result["fp32_wav_max_abs"] <= 1e-4 and result["bf16_built_vs_fp32_max_abs"] <= 1.5 * bf16_error
-    return result
-
-
-def check_transformer_kernels(cfg, device: str) -> dict:
-    """The transformer through the talker's fused kernels (fuse_transformer) against the eager one: fp32 within
-    1e-4 (as chunked against whole); in bf16 about as close to the fp32 decode as the eager bf16 one (as
+def check_close(cfg, device: str, build) -> dict:
+    """A build whose sums run in another order (the transformer's fused kernels, the attention kernel): fp32 within
+    1e-4 (as chunked against whole); in bf16 about as close to the fp32 decode as the plain bf16 one (as
     check_channels_last: 1.5x leaves room for max-abs noise)."""
-    result = compare_builds(cfg, device, fuse_transformer)
+    result = compare_builds(cfg, device, build)
     bf16_error = max(result["bf16_plain_vs_fp32_max_abs"], 1e-2)
     result["ok"] = result["fp32_wav_max_abs"] <= 1e-4 and result["bf16_built_vs_fp32_max_abs"] <= 1.5 * bf16_error
     return result
@@ -670,13 +649,13 @@ def main() -> None:
     if args.profile and "eager" in modes:
         guarded("profile eager", lambda: profile_ours("eager"))
     if args.window_kernel:
-        check("window_kernel_vs_copies", lambda: check_window_kernel(cfg, device))
+        check("window_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("window_kernel")))
     if args.attention_kernel:
-        check("attention_kernel_vs_sdpa", lambda: check_attention_kernel(cfg, device))
+        check("attention_kernel_vs_sdpa", lambda: check_close(cfg, device, switched_on("attention_kernel")))
     if args.rvq_kernel:
-        check("rvq_kernel_vs_lookups", lambda: check_rvq_kernel(cfg, device))
+        check("rvq_kernel_vs_lookups", lambda: check_bitwise(cfg, device, switched_on("rvq_kernel")))
     if args.transformer_kernels:
-        check("transformer_kernels_vs_eager", lambda: check_transformer_kernels(cfg, device))
+        check("transformer_kernels_vs_eager", lambda: check_close(cfg, device, fuse_transformer))
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
     if {"triton", "triton+graph", "fused", "fused+graph"} & set(modes):
