@@ -34,3 +34,13 @@ def stream(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState]:
         for i in active:
             done[i] += sizes[i]
     return out, state
+
+
+def one_frame_steps(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState]:
+    """Three steps in which every row has one frame (T = 1, as the service's 1-frame graphs replay them: a size-1
+    dim whose strides can be anything), streams 0..2 of UTTERANCES in slots 2, 0, 1 of a 4-slot state."""
+    state = model.new_state(4)
+    out = []
+    for step in range(3):
+        out += model.decode_streams(state, [2, 0, 1], [UTTERANCES[i, step : step + 1] for i in range(3)])
+    return out, state

@@ -10,7 +10,7 @@ import pytest
 import torch
 from omni.kernels.codec_attention import window_attention, window_attention_reference
 
-from tests.codec_streams import stream, tiny_codec_decoder
+from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 
@@ -69,10 +69,14 @@ def test_bad_arguments_fail_clearly():
         window_attention(q, column_major, column_major, qpos, kpos, 7)
 
 
-def _stream(dtype: torch.dtype, kernel: bool):
+def _decoder(kernel: bool, dtype: torch.dtype = torch.float32):
     model = tiny_codec_decoder(dtype)
     model.attention_kernel = kernel
-    return stream(model)
+    return model
+
+
+def _stream(dtype: torch.dtype, kernel: bool):
+    return stream(_decoder(kernel, dtype))
 
 
 def test_decoder_with_the_attention_kernel_equals_without():
@@ -88,6 +92,12 @@ def test_decoder_with_the_attention_kernel_equals_without():
 
     sdpa_bf16, kernel_bf16 = (_stream(torch.bfloat16, kernel)[0] for kernel in (False, True))
     assert distance(kernel_bf16) <= 1.5 * max(distance(sdpa_bf16), 1e-2)
+
+
+def test_one_frame_steps_with_the_attention_kernel_equal_without():
+    (want, want_state), (got, got_state) = (one_frame_steps(_decoder(k)) for k in (False, True))
+    for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
 
 
 COMPILE = """

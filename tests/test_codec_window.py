@@ -13,7 +13,7 @@ from omni.kernels.codec_window import copy_windows
 
 from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_graphs import codec_step
-from tests.codec_streams import UTTERANCES, stream, tiny_codec_decoder
+from tests.codec_streams import UTTERANCES, one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 
@@ -64,6 +64,11 @@ def test_decoder_with_the_window_kernel_equals_without(dtype):
     assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
     assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
     assert bool(want_state.key[:, 3].any()) and bool(want_state.key[:, 0].any())  # the windows were written
+
+
+def test_one_frame_steps_with_the_window_kernel_equal_without():
+    (want, want_state), (got, got_state) = (one_frame_steps(_decoder(torch.bfloat16, k)) for k in (False, True))
+    assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
 
 
 def test_codec_step_with_scratch_rows_equals_without():
