@@ -25,6 +25,11 @@ stage (CUDA events between stages of one eager step). On CUDA it also checks tha
 whole-utterance decode (fp32 and bf16), that graph replay equals eager, and the Triton kernel against its
 reference. The official module is imported from the qwen-tts wheel without running the package's __init__ (which
 pulls in librosa and the whole inference stack); it needs transformers 4.57.x first on the path.
+
+`--ab window_kernel,rvq_kernel,...` then times the fused-cl+graph step with each of those decoder settings on
+against the build with none of them, alternating in this one process (`--ab-rounds`): two processes of one build
+autotune their own cuDNN algorithms and differed by 7% (runs 91-92), which a few-percent change cannot be read
+against.
 """
 
 import argparse
@@ -33,6 +38,7 @@ import importlib
 import importlib.util
 import json
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -65,6 +71,8 @@ from omni.models.qwen3_tts.codec_graphs import (  # noqa: E402
     plan_replays,
 )
 
+# Decoder settings that are plain switches, so one process can time the step with and without each (--ab).
+AB_SETTINGS = ("window_kernel", "rvq_kernel", "attention_kernel")
 MODES = ["eager", "graph", "triton", "triton+graph", "fused", "fused+graph", "fused-cl", "fused-cl+graph", "official"]
 
 
@@ -490,11 +498,23 @@ def main() -> None:
         action="store_true",
         help="the transformer through the talker's fused kernels in every mode (the codec's transformer_kernels)",
     )
+    parser.add_argument(
+        "--ab",
+        default="",
+        help=f"comma-separated decoder settings of {AB_SETTINGS}: after the modes, the fused-cl+graph step with each "
+        "on against the build without any of them, alternating in this process (same cuDNN algorithms each side)",
+    )
+    parser.add_argument("--ab-rounds", type=int, default=3, help="rounds of --ab (each times every side once)")
     parser.add_argument("--out", help="write all results as JSON here")
     args = parser.parse_args()
     modes = args.modes.split(",")
     if unknown := set(modes) - set(MODES):
         parser.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
+    ab_settings = [name for name in args.ab.split(",") if name]
+    if unknown := set(ab_settings) - set(AB_SETTINGS):
+        parser.error(f"unknown --ab settings {sorted(unknown)}; choose from {AB_SETTINGS}")
+    if ab_settings and not {"fused-cl", "fused-cl+graph"} & set(modes):
+        parser.error("--ab times the fused-cl+graph step: it needs fused-cl or fused-cl+graph in --modes")
     device, dtype = args.device, getattr(torch, args.dtype)
     if device == "cpu" and any("graph" in m for m in modes):
         modes = [m for m in modes if "graph" not in m]
@@ -554,21 +574,27 @@ def main() -> None:
         results["rows"].append(row)
         print(json.dumps(row), flush=True)
 
+    def time_graph(batch: int, chunk: int, channels_last: bool) -> float:
+        """Seconds of one graph-replayed step of `batch` rows of `chunk` frames, the decoder as it is now (on CPU,
+        --ab's smoke test, CodecGraphs runs the same step eagerly)."""
+        chunks = random_chunks(batch, chunk, device, seed=batch + chunk)
+        host_chunks = [c.cpu() for c in chunks]  # as the service hands them over (staged, one copy a replay)
+        graphs = CodecGraphs(
+            decoder,
+            decoder.new_state(batch + 1),
+            buckets=(batch,),
+            chunk_lengths=(chunk,),
+            channels_last=channels_last,
+            capture=device == "cuda",
+        )
+        step = functools.partial(graphs.decode_streams, list(range(batch)), host_chunks)
+        return time_step(step, device, args.min_seconds, args.max_iters)
+
     def measure(mode: str, batch: int, chunk: int) -> None:
         slots = list(range(batch))
         chunks = random_chunks(batch, chunk, device, seed=batch + chunk)
         if mode.endswith("graph"):
-            host_chunks = [c.cpu() for c in chunks]  # as the service hands them over (staged, one copy a replay)
-            graphs = CodecGraphs(
-                decoder,
-                decoder.new_state(batch + 1),
-                buckets=(batch,),
-                chunk_lengths=(chunk,),
-                channels_last=mode.startswith("fused-cl"),
-            )
-            step = functools.partial(graphs.decode_streams, slots, host_chunks)
-            seconds = time_step(step, device, args.min_seconds, args.max_iters)
-            del graphs
+            seconds = time_graph(batch, chunk, channels_last=mode.startswith("fused-cl"))
         else:
             state = decoder.new_state(batch)
             seconds = time_step(
@@ -606,6 +632,28 @@ def main() -> None:
             table = top_kernels(step, device)
             results["profiles"][f"{mode} b{batch} t{chunk}"] = table
             print(f"top kernels, {mode} b{batch} t{chunk}:\n{table}", flush=True)
+
+    def ab(settings: list[str]) -> None:
+        """Each decoder setting against the build without it (the listed settings off, the rest as configured), in
+        this one process, rounds alternating: the same cuDNN algorithms on every side, where two processes of one
+        build differed by 7% (runs 91-92). The fused-cl+graph step at the largest batch, each chunk length."""
+        before = {name: getattr(decoder, name) for name in settings}
+        times: dict = {}
+        for _ in range(args.ab_rounds):
+            for variant in ("base", *settings):
+                for name in settings:
+                    setattr(decoder, name, name == variant)
+                for chunk in args.chunks:
+                    ms = time_graph(max(args.batches), chunk, channels_last=True) * 1e3
+                    times.setdefault(variant, {}).setdefault(str(chunk), []).append(round(ms, 3))
+        for name, value in before.items():
+            setattr(decoder, name, value)
+        results["ab"] = times
+        for variant, by_chunk in times.items():
+            for chunk, values in by_chunk.items():
+                mid, base = statistics.median(values), statistics.median(times["base"][chunk])
+                line = {"ab": variant, "batch": max(args.batches), "chunk": int(chunk), "step_ms": values}
+                print(json.dumps(line | {"median_ms": mid, "vs_base_pct": round(100 * (mid / base - 1), 2)}))
 
     def ours(mode: str) -> None:
         for chunk in args.chunks:
@@ -694,6 +742,9 @@ def main() -> None:
     }
     fuse_cl = functools.partial(fuse_channels_last, fast_sine=args.fast_sine)
     build("fused-cl", "channels_last", fuse_cl, "channels_last_graph_vs_eager", cl_checks)
+
+    if ab_settings:
+        guarded("ab", lambda: ab(ab_settings))
 
     print("\nmode          batch chunk   step ms   new frames/s  audio-s/s  GFLOP/frame  TFLOP/s   TB/s")
     for r in results["rows"]:

@@ -1,0 +1,46 @@
+"""tools/bench_codec.py --ab: each decoder kernel setting against the build without it, in one process, rounds
+alternating. On CPU (the Triton interpreter; CodecGraphs runs its steps eagerly) as a smoke test of the bookkeeping:
+the timings themselves mean something only on the GPU."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_codec(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "tools" / "bench_codec.py"), "--device", "cpu", "--dtype", "float32"]
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    return subprocess.run([*command, *args], capture_output=True, text=True, timeout=300, env=env)
+
+
+def test_each_setting_is_timed_against_the_build_without_it(tmp_path):
+    out = tmp_path / "ab.json"
+    done = bench_codec(
+        "--tiny", "--modes", "fused-cl", "--batches", "2", "--chunks", "1", "2", "--min-seconds", "0.01",
+        "--max-iters", "1", "--ab", "rvq_kernel", "--ab-rounds", "2", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert not results["errors"]
+    ab = results["ab"]
+    assert set(ab) == {"base", "rvq_kernel"}
+    assert all(set(by_chunk) == {"1", "2"} and all(len(v) == 2 for v in by_chunk.values()) for by_chunk in ab.values())
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"ab"')]
+    assert [(line["ab"], line["chunk"]) for line in lines] == [
+        ("base", 1),
+        ("base", 2),
+        ("rvq_kernel", 1),
+        ("rvq_kernel", 2),
+    ]
+    assert all(line["vs_base_pct"] == 0.0 for line in lines if line["ab"] == "base")
+
+
+def test_bad_ab_arguments_are_refused():
+    done = bench_codec("--tiny", "--ab", "fast_sine")
+    assert done.returncode == 2 and "unknown --ab settings ['fast_sine']" in done.stderr
+    done = bench_codec("--tiny", "--modes", "eager", "--ab", "rvq_kernel")
+    assert done.returncode == 2 and "needs fused-cl" in done.stderr
