@@ -12,7 +12,7 @@ from omni.kernels import transformer_fused
 from omni.kernels.transformer_fused import rms_norm_rope, rope_reference
 
 from omni.models.qwen3_tts import talker_fused
-from omni.models.qwen3_tts.codec_graphs import fuse_transformer
+from omni.models.qwen3_tts.codec_graphs import fuse_transformer, unfuse_transformer
 from tests.codec_streams import CFG, PLAN, one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
@@ -50,6 +50,16 @@ def test_fusing_keeps_the_weights_and_is_idempotent():
     after = model.state_dict()
     assert after.keys() == before.keys() and all(torch.equal(after[k], v) for k, v in before.items())
     assert fuse_transformer(model) == 0
+
+
+def test_unfusing_gives_back_the_eager_decoder_to_the_bit():
+    plain = stream(tiny_codec_decoder(torch.float32))
+    model = tiny_codec_decoder(torch.float32)
+    fuse_transformer(model)
+    assert unfuse_transformer(model) == CFG.num_hidden_layers * 4 + 1 and unfuse_transformer(model) == 0
+    (want, want_state), (got, got_state) = plain, stream(model)
+    assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
+    assert fuse_transformer(model) == CFG.num_hidden_layers * 4 + 1  # and it fuses again
 
 
 def test_decoder_with_the_fused_transformer_equals_the_eager_one(monkeypatch):

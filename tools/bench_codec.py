@@ -69,10 +69,26 @@ from omni.models.qwen3_tts.codec_graphs import (  # noqa: E402
     fuse_snakebeta,
     fuse_transformer,
     plan_replays,
+    unfuse_transformer,
 )
 
-# Decoder settings that are plain switches, so one process can time the step with and without each (--ab).
-AB_SETTINGS = ("window_kernel", "rvq_kernel", "attention_kernel")
+# Decoder settings that one process can switch on and off, so it can time the step with and without each (--ab).
+AB_SETTINGS = ("window_kernel", "rvq_kernel", "attention_kernel", "transformer_kernels")
+
+
+def setting_of(decoder: CodecDecoder, name: str) -> bool:
+    if name == "transformer_kernels":  # fused in place: on while any transformer module is
+        return any(getattr(m, "fused", False) for m in decoder.pre_transformer.modules())
+    return getattr(decoder, name)
+
+
+def switch(decoder: CodecDecoder, name: str, on: bool) -> None:
+    if name == "transformer_kernels":
+        (fuse_transformer if on else unfuse_transformer)(decoder)
+    else:
+        setattr(decoder, name, on)
+
+
 MODES = ["eager", "graph", "triton", "triton+graph", "fused", "fused+graph", "fused-cl", "fused-cl+graph", "official"]
 
 
@@ -399,12 +415,8 @@ def compare_builds(cfg, device: str, build) -> dict:
 
 
 def switched_on(setting: str):
-    """A compare_builds `build` that turns one decoder kernel setting on (window_kernel, rvq_kernel, ...)."""
-
-    def build(decoder: CodecDecoder) -> None:
-        setattr(decoder, setting, True)
-
-    return build
+    """A compare_builds `build` that turns one decoder kernel setting of AB_SETTINGS on."""
+    return functools.partial(switch, name=setting, on=True)
 
 
 def check_bitwise(cfg, device: str, build) -> dict:
@@ -637,17 +649,19 @@ def main() -> None:
         """Each decoder setting against the build without it (the listed settings off, the rest as configured), in
         this one process, rounds alternating: the same cuDNN algorithms on every side, where two processes of one
         build differed by 7% (runs 91-92). The fused-cl+graph step at the largest batch, each chunk length."""
-        before = {name: getattr(decoder, name) for name in settings}
+        before = {name: setting_of(decoder, name) for name in settings}
+        results["ab_settings"] = {}  # each side's settings as timed
         times: dict = {}
         for _ in range(args.ab_rounds):
             for variant in ("base", *settings):
                 for name in settings:
-                    setattr(decoder, name, name == variant)
+                    switch(decoder, name, name == variant)
+                results["ab_settings"][variant] = {name: setting_of(decoder, name) for name in AB_SETTINGS}
                 for chunk in args.chunks:
                     ms = time_graph(max(args.batches), chunk, channels_last=True) * 1e3
                     times.setdefault(variant, {}).setdefault(str(chunk), []).append(round(ms, 3))
         for name, value in before.items():
-            setattr(decoder, name, value)
+            switch(decoder, name, value)
         results["ab"] = times
         for variant, by_chunk in times.items():
             for chunk, values in by_chunk.items():
@@ -703,7 +717,7 @@ def main() -> None:
     if args.rvq_kernel:
         check("rvq_kernel_vs_lookups", lambda: check_bitwise(cfg, device, switched_on("rvq_kernel")))
     if args.transformer_kernels:
-        check("transformer_kernels_vs_eager", lambda: check_close(cfg, device, fuse_transformer))
+        check("transformer_kernels_vs_eager", lambda: check_close(cfg, device, switched_on("transformer_kernels")))
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
     if {"triton", "triton+graph", "fused", "fused+graph"} & set(modes):

@@ -105,6 +105,20 @@ def fuse_transformer(decoder: CodecDecoder) -> int:
     return fuse_modules(decoder.pre_transformer.modules(), (Attention, MLP, RMSNorm), _fused_codec_project)
 
 
+def unfuse_transformer(decoder: CodecDecoder) -> int:
+    """Undo fuse_transformer: each fused module's eager forward (or project) again, the same bits as never fused;
+    returns how many changed. The q/k/v and gate/up weights stay views of their concatenations (the same values).
+    For bench_codec's in-process A/B."""
+    changed = 0
+    for module in decoder.pre_transformer.modules():
+        if getattr(module, "fused", False):
+            for name in ("project", "forward"):  # the instance methods fuse_modules bound over the class's
+                module.__dict__.pop(name, None)
+            module.fused = False
+            changed += 1
+    return changed
+
+
 def _fused_codec_project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:
     """codec.Attention.project with one q/k/v GEMM and RoPE as one kernel per tensor (the same layouts out)."""
     from omni.kernels.transformer_fused import rms_norm_rope
