@@ -320,6 +320,10 @@ class _Codebook(nn.Module):
         self.cluster_usage = nn.Parameter(torch.ones(size))
         self.embedding_sum = nn.Parameter(torch.zeros(size, dim))
 
+    def usage(self) -> torch.Tensor:
+        """Each code's usage count, floored as the official decoder floors it before dividing by it."""
+        return self.cluster_usage.clamp(min=1e-5)
+
 
 class _VQ(nn.Module):
     def __init__(self, size: int, dim: int):
@@ -356,7 +360,7 @@ class ResidualVQ(nn.Module):
             total = 0
             for i, vq in enumerate(self.vq.layers):
                 book = vq._codebook
-                usage = book.cluster_usage.clamp(min=1e-5)[codes[..., i]]
+                usage = book.usage()[codes[..., i]]
                 total = total + F.embedding(codes[..., i], book.embedding_sum) / usage[..., None]
         return self.output_proj(total.transpose(1, 2))
 
@@ -368,7 +372,7 @@ class ResidualVQ(nn.Module):
         key = tuple((t.data_ptr(), t._version, t.dtype) for t in params)
         if self._divided is None or self._divided[0] != key:
             books = [vq._codebook for vq in self.vq.layers]
-            tables = torch.stack([b.embedding_sum / b.cluster_usage.clamp(min=1e-5)[:, None] for b in books])
+            tables = torch.stack([b.embedding_sum / b.usage()[:, None] for b in books])
             self._divided = (key, tables.detach())
         return self._divided[1]
 
