@@ -69,24 +69,10 @@ from omni.models.qwen3_tts.codec_graphs import (  # noqa: E402
     fuse_snakebeta,
     fuse_transformer,
     plan_replays,
-    unfuse_transformer,
 )
 
-# Decoder settings that one process can switch on and off, so it can time the step with and without each (--ab).
+# CodecDecoder's kernel switches, so one process can time the step with and without each (--ab).
 AB_SETTINGS = ("window_kernel", "rvq_kernel", "attention_kernel", "transformer_kernels")
-
-
-def setting_of(decoder: CodecDecoder, name: str) -> bool:
-    if name == "transformer_kernels":  # fused in place: on while any transformer module is
-        return any(getattr(m, "fused", False) for m in decoder.pre_transformer.modules())
-    return getattr(decoder, name)
-
-
-def switch(decoder: CodecDecoder, name: str, on: bool) -> None:
-    if name == "transformer_kernels":
-        (fuse_transformer if on else unfuse_transformer)(decoder)
-    else:
-        setattr(decoder, name, on)
 
 
 MODES = ["eager", "graph", "triton", "triton+graph", "fused", "fused+graph", "fused-cl", "fused-cl+graph", "official"]
@@ -416,7 +402,11 @@ def compare_builds(cfg, device: str, build) -> dict:
 
 def switched_on(setting: str):
     """A compare_builds `build` that turns one decoder kernel setting of AB_SETTINGS on."""
-    return functools.partial(switch, name=setting, on=True)
+
+    def build(decoder: CodecDecoder) -> None:
+        setattr(decoder, setting, True)
+
+    return build
 
 
 def check_bitwise(cfg, device: str, build) -> dict:
@@ -649,19 +639,19 @@ def main() -> None:
         """Each decoder setting against the build without it (the listed settings off, the rest as configured), in
         this one process, rounds alternating: the same cuDNN algorithms on every side, where two processes of one
         build differed by 7% (runs 91-92). The fused-cl+graph step at the largest batch, each chunk length."""
-        before = {name: setting_of(decoder, name) for name in settings}
+        before = {name: getattr(decoder, name) for name in settings}
         results["ab_settings"] = {}  # each side's settings as timed
         times: dict = {}
         for _ in range(args.ab_rounds):
             for variant in ("base", *settings):
                 for name in settings:
-                    switch(decoder, name, name == variant)
-                results["ab_settings"][variant] = {name: setting_of(decoder, name) for name in AB_SETTINGS}
+                    setattr(decoder, name, name == variant)
+                results["ab_settings"][variant] = {name: getattr(decoder, name) for name in AB_SETTINGS}
                 for chunk in args.chunks:
                     ms = time_graph(max(args.batches), chunk, channels_last=True) * 1e3
                     times.setdefault(variant, {}).setdefault(str(chunk), []).append(round(ms, 3))
         for name, value in before.items():
-            switch(decoder, name, value)
+            setattr(decoder, name, value)
         results["ab"] = times
         for variant, by_chunk in times.items():
             for chunk, values in by_chunk.items():

@@ -465,19 +465,11 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
             fused = fuse_snakebeta(decoder)
             units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
             log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
-    if on_cuda and config.transformer_kernels:
-        from omni.models.qwen3_tts.codec_graphs import fuse_transformer
-
-        log.info("codec: Triton kernels on: the transformer's (%d modules)", fuse_transformer(decoder))
-    if on_cuda and config.attention_kernel:
-        decoder.attention_kernel = True
-        log.info("codec: Triton kernels on: the transformer's window attention")
-    if on_cuda and config.rvq_kernel:
-        decoder.rvq_kernel = True
-        log.info("codec: Triton kernels on: the RVQ decode's lookup and sum")
-    if on_cuda and config.window_kernel:
-        decoder.window_kernel = True
-        log.info("codec: Triton kernels on: the transformer's K/V window copies")
+    # The decoder's kernel switches, each a codec setting of the same name.
+    for setting in ("transformer_kernels", "attention_kernel", "rvq_kernel", "window_kernel"):
+        if on_cuda and getattr(config, setting):
+            setattr(decoder, setting, True)
+            log.info("codec: Triton kernels on: %s", setting)
     buckets: list[int] = []
     lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
     if on_cuda and config.cuda_graphs:

@@ -564,6 +564,18 @@ class CodecDecoder(nn.Module):
         self.window_kernel = False
 
     @property
+    def transformer_kernels(self) -> bool:
+        """The transformer through the talker's fused kernels (the codec's `transformer_kernels`): on while any of
+        its modules is fused (codec_graphs.fuse_transformer / unfuse_transformer, in place)."""
+        return any(getattr(m, "fused", False) for m in self.pre_transformer.modules())
+
+    @transformer_kernels.setter
+    def transformer_kernels(self, on: bool) -> None:
+        from omni.models.qwen3_tts.codec_graphs import fuse_transformer, unfuse_transformer
+
+        (fuse_transformer if on else unfuse_transformer)(self)
+
+    @property
     def attention_kernel(self) -> bool:
         """The transformer's attention through kernels/codec_attention.py (the codec's `attention_kernel`)."""
         return self.pre_transformer.attention_kernel
