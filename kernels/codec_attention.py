@@ -19,22 +19,6 @@ import triton.language as tl
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 
 
-def window_attention_reference(
-    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, qpos: torch.Tensor, kpos: torch.Tensor, window: int
-) -> torch.Tensor:
-    """The definition, as codec.WindowTransformer does it through SDPA: query t of row b sees key l where
-    0 <= qpos[b, t] - kpos[b, l] <= window and kpos[b, l] >= 0. q [B, H, T, D], keys/values [B, KV, L, D] ->
-    [B, T, H, D]."""
-    import torch.nn.functional as F
-
-    diff = qpos[:, :, None] - kpos[:, None, :]
-    mask = ((diff >= 0) & (diff <= window) & (kpos[:, None, :] >= 0))[:, None]
-    out = F.scaled_dot_product_attention(
-        q, keys, values, attn_mask=mask, enable_gqa=keys.shape[1] != q.shape[1], scale=q.shape[-1] ** -0.5
-    )
-    return out.transpose(1, 2)
-
-
 @triton.jit
 def _window_attention_kernel(
     q_ptr,
@@ -116,9 +100,10 @@ def _window_attention_kernel(
 def window_attention(
     q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, qpos: torch.Tensor, kpos: torch.Tensor, window: int
 ) -> torch.Tensor:
-    """`window_attention_reference` in one kernel: q [B, H, T, D]; keys, values [B, KV, L, D] (H a multiple of KV;
-    last dims contiguous, keys and values strided alike); qpos [B, T] and kpos [B, L] integer positions. Every query
-    must see at least one key (in the codec each sees its own). Returns [B, T, H, D] in q's dtype."""
+    """The codec's `masked_attention` under `window_mask(qpos, kpos, window)` (omni/models/qwen3_tts/codec.py) in one
+    kernel: q [B, H, T, D]; keys, values [B, KV, L, D] (H a multiple of KV; last dims contiguous, keys and values
+    strided alike); qpos [B, T] and kpos [B, L] integer positions. Every query must see at least one key (in the
+    codec each sees its own). Returns [B, T, H, D] in q's dtype."""
     b, heads, t, dim = q.shape
     kv_heads, length = keys.shape[1], keys.shape[2]
     if heads % kv_heads or keys.shape != values.shape or keys.shape[0] != b or keys.shape[3] != dim:

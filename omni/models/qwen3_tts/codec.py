@@ -475,8 +475,16 @@ class TransformerLayer(nn.Module):
         return x, keys, values
 
 
-def _masked_attention(q, keys, values, mask):
-    """SDPA of q [B,heads,T,D] over keys, values [B,kv,W+T,D] under mask [B,1,T,W+T] -> [B,T,heads,D]."""
+def window_mask(qpos: torch.Tensor, kpos: torch.Tensor, window: int) -> torch.Tensor:
+    """[B,1,T,L]: query t of row b sees key l where 0 <= qpos[b,t] - kpos[b,l] <= window and kpos[b,l] >= 0 (a fresh
+    stream's past entries are at -1)."""
+    diff = qpos[:, :, None] - kpos[:, None, :]
+    return ((diff >= 0) & (diff <= window) & (kpos[:, None, :] >= 0))[:, None]
+
+
+def masked_attention(q, keys, values, mask):
+    """SDPA of q [B,heads,T,D] over keys, values [B,kv,W+T,D] under mask [B,1,T,W+T] -> [B,T,heads,D]; the eager
+    path `kernels/codec_attention.window_attention` replaces (the codec's `attention_kernel`)."""
     gqa = keys.shape[1] != q.shape[1]
     out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=gqa, scale=q.shape[-1] ** -0.5)
     return out.transpose(1, 2)
@@ -516,9 +524,7 @@ class WindowTransformer(nn.Module):
 
             attend = functools.partial(window_attention, qpos=qpos, kpos=kpos, window=self.window)
         else:
-            diff = qpos[:, :, None] - kpos[:, None, :]
-            mask = ((diff >= 0) & (diff <= self.window) & (kpos[:, None, :] >= 0))[:, None]  # [B,1,T,W+T]
-            attend = functools.partial(_masked_attention, mask=mask)
+            attend = functools.partial(masked_attention, mask=window_mask(qpos, kpos, self.window))  # one mask a step
         h = self.input_proj(x)
         for i, layer in enumerate(self.layers):
             h, keys, values = layer(h, cos, sin, functools.partial(windows.around, i), attend)
