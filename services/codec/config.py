@@ -62,22 +62,23 @@ class CodecConfig(ServiceConfig):
         "gap either way, and 800 requests opened at once 4.2% -> 0.2% with a gap (run 89))",
     )
     transformer_kernels: bool = option(
-        False,
+        True,
         "on CUDA: the transformer's RMSNorm, RoPE and SiLU-up as one Triton kernel each, q/k/v and gate/up as one GEMM "
         "each (the talker's fused kernels; ~45 -> ~20 kernels a layer, roundings within the GEMM's; one H200, 128x2 "
-        "graph step 8.91 -> 8.28 ms (run 91), but 1-frame steps failed there, since fixed: off until measured again)",
+        "graph step -6.9% in one process (run 93); with the RVQ and attention kernels, 512 streams 1,354.6 -> "
+        "1,411.4 audio-s/s and 800 opened at once with no gap, twice (runs 94, 95, 97))",
     )
     attention_kernel: bool = option(
-        False,
+        True,
         "on CUDA: the transformer's sliding-window attention as one Triton kernel computing its mask from the "
-        "positions, instead of SDPA over a mask tensor (cuDNN's flash tiles sized for long sequences: 0.87 ms of a "
-        "128-row 2-frame step, run 91; sums in another order; off until measured on a GPU)",
+        "positions, instead of SDPA over a mask tensor (cuDNN's flash tiles sized for long sequences; sums in "
+        "another order, fp32 within 6e-6; one H200, 128x2 graph step -9.1% in one process (run 93))",
     )
     rvq_kernel: bool = option(
-        False,
+        True,
         "on CUDA: the RVQ decode as one Triton lookup-and-sum kernel per codebook group over the codebooks divided "
-        "once, instead of ~5 kernels per codebook (the same bits, checked on an H200 (run 92); off until measured in "
-        "a run whose other checks pass)",
+        "once, instead of ~5 kernels per codebook (the same bits; one H200, 128x2 graph step -2.4% in one process "
+        "(run 93))",
     )
     window_kernel: bool = option(
         True,
