@@ -1,14 +1,9 @@
-# One-GPU call (nvidia-h200, ~8 minutes), any time: today's defaults in the stack (the codec's fast sine and K/V
-# window kernel on since session 24) at 128, 512 and 800 streams, and the window kernel off at 512 and 800, for the
-# record: the window kernel was adopted on the codec step benchmark (run 91), not yet measured in a stack.
-# Runs 89 (session 24): session 23's defaults plus the fast sine: 512 streams 1,259.0 audio-s/s with no gap, codec
-# busy 0.93 with 60.4 ms ticks; 800 0.2% of requests gapped. Run 91: the 128-row 2-frame graph step 11.38 -> 8.91 ms
-# with the window kernel, 15 frames 40.30 -> 37.58.
-# Prediction: W (today's default) 512 1,290-1,380 audio-s/s with no gap, codec tick 50-57 ms, the talker's step back
-# to setting the pace (codec busy < 0.90); 800 at most 1% gapped; 128 TTFA p99 215-250 ms. NW (window kernel off):
-# 512 within 2% of run 89's FS (1,259.0).
+# One-GPU call (nvidia-h200, ~7 minutes), any time: today's defaults (every codec kernel on since session 25) in the
+# stack at 128, 512, 800 and 1,024 streams opened at once, for the record: where the 800-at-once row's margin ends.
+# Runs 95 and 97 (session 25): 512 streams 1,411.4 and 1,407.4 audio-s/s with no gap; 800 1,466.6 twice with no
+# gapped request; 128 TTFA p99 190 ms.
+# Prediction: 128 TTFA p99 180-230 ms; 512 1,380-1,440 with no gap; 800 at most 0.5% gapped; 1,024 1,450-1,520
+# audio-s/s with 1-20% of requests gapped (0% with a 100 ms buffer), the gaps in the opening wave.
 source tools/device/setup.sh
 stamp start
-$S --concurrency 128 512 800 --level-timeout 150 --out /tmp/W; save W
-OMNI_CODEC_WINDOW_KERNEL=0 $S --concurrency 512 800 --level-timeout 150 --out /tmp/NW; save NW
-python3 tools/compare_runs.py window_kernel=/tmp/W no_window_kernel=/tmp/NW
+$S --concurrency 128 512 800 1024 --level-timeout 170 --out /tmp/T; save T
