@@ -30,6 +30,9 @@ pulls in librosa and the whole inference stack); it needs transformers 4.57.x fi
 against the build with none of them, alternating in this one process (`--ab-rounds`): two processes of one build
 autotune their own cuDNN algorithms and differed by 7% (runs 91-92), which a few-percent change cannot be read
 against.
+
+Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with all of them:
+`--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels` (session 25).
 """
 
 import argparse
