@@ -75,7 +75,7 @@ from omni.models.qwen3_tts.codec_graphs import (  # noqa: E402
 )
 
 # CodecDecoder's kernel switches, so one process can time the step with and without each (--ab).
-AB_SETTINGS = ("window_kernel", "rvq_kernel", "attention_kernel", "transformer_kernels")
+AB_SETTINGS = CodecDecoder.KERNEL_SWITCHES
 
 
 MODES = ["eager", "graph", "triton", "triton+graph", "fused", "fused+graph", "fused-cl", "fused-cl+graph", "official"]

@@ -466,7 +466,7 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
             units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
             log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
     # The decoder's kernel switches, each a codec setting of the same name.
-    for setting in ("transformer_kernels", "attention_kernel", "rvq_kernel", "window_kernel"):
+    for setting in decoder.KERNEL_SWITCHES:
         if on_cuda and getattr(config, setting):
             setattr(decoder, setting, True)
             log.info("codec: Triton kernels on: %s", setting)

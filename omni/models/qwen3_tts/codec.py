@@ -569,6 +569,10 @@ class CodecDecoder(nn.Module):
         # `window_kernel` setting. The same bits either way.
         self.window_kernel = False
 
+    # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
+    # one another (engine_from_config and bench_codec --ab set them by these names).
+    KERNEL_SWITCHES = ("window_kernel", "rvq_kernel", "attention_kernel", "transformer_kernels")
+
     @property
     def transformer_kernels(self) -> bool:
         """The transformer through the talker's fused kernels (the codec's `transformer_kernels`): on while any of
