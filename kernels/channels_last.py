@@ -47,6 +47,19 @@ def _blocks(channels: int, length: int, tile: int, block_c: int | None = None) -
 
 
 @triton.jit
+def _snake(x, alpha_ptr, beta_ptr, c, in_c, FAST_SIN: tl.constexpr):
+    """SnakeBeta of an fp32 [BLOCK_T, BLOCK_C] tile x over channels c: x + sin(x e^alpha)^2 / (e^beta + 1e-9).
+    One function for both kernels, so a fused SnakeBeta has the bits of a separate one."""
+    a = tl.exp(tl.load(alpha_ptr + c, mask=in_c, other=0.0).to(tl.float32))[None, :]
+    inv_b = (1.0 / (tl.exp(tl.load(beta_ptr + c, mask=in_c, other=0.0).to(tl.float32)) + 1e-9))[None, :]
+    if FAST_SIN:
+        s = libdevice.fast_sinf(x * a)  # sin.approx.f32 (see the module docstring)
+    else:
+        s = tl.sin(x * a)
+    return x + inv_b * s * s
+
+
+@triton.jit
 def _snakebeta_cl_kernel(
     x_ptr,
     out_ptr,
@@ -74,13 +87,7 @@ def _snakebeta_cl_kernel(
     x = x.to(tl.float32)
     if HAS_BIAS:  # the preceding conv's bias, added here instead of in a pass of its own
         x += tl.load(bias_ptr + c, mask=in_c, other=0.0).to(tl.float32)[None, :]
-    a = tl.exp(tl.load(alpha_ptr + c, mask=in_c, other=0.0).to(tl.float32))[None, :]
-    inv_b = (1.0 / (tl.exp(tl.load(beta_ptr + c, mask=in_c, other=0.0).to(tl.float32)) + 1e-9))[None, :]
-    if FAST_SIN:
-        s = libdevice.fast_sinf(x * a)  # sin.approx.f32 (see the module docstring)
-    else:
-        s = tl.sin(x * a)
-    y = x + inv_b * s * s
+    y = _snake(x, alpha_ptr, beta_ptr, c, in_c, FAST_SIN)
     out = out_ptr + b * out_stride_b + t[:, None] * out_stride_t + c[None, :]
     tl.store(out, y.to(out_ptr.dtype.element_ty), mask=inside)
 
@@ -121,12 +128,19 @@ def _bias_residual_cl_kernel(
     y_ptr,
     bias_ptr,
     out_ptr,
+    alpha_ptr,
+    beta_ptr,
+    snake_ptr,
     channels,
     length,
     x_stride_b,
     x_stride_t,
     y_stride_b,
     y_stride_t,
+    snake_stride_b,
+    snake_stride_t,
+    SNAKE: tl.constexpr,
+    FAST_SIN: tl.constexpr,
     BLOCK_T: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
@@ -139,13 +153,29 @@ def _bias_residual_cl_kernel(
     x = tl.load(x_ptr + b * x_stride_b + t[:, None] * x_stride_t + c[None, :], mask=inside, other=0.0)
     y = tl.load(y_ptr + b * y_stride_b + t[:, None] * y_stride_t + c[None, :], mask=inside, other=0.0)
     bias = tl.load(bias_ptr + c, mask=in_c, other=0.0).to(tl.float32)[None, :]
-    out = x.to(tl.float32) + y.to(tl.float32) + bias
+    out = (x.to(tl.float32) + y.to(tl.float32) + bias).to(out_ptr.dtype.element_ty)
     # out is a fresh dense [B, T, C] tensor
-    tl.store(out_ptr + (b * length + t[:, None]) * channels + c[None, :], out.to(out_ptr.dtype.element_ty), mask=inside)
+    tl.store(out_ptr + (b * length + t[:, None]) * channels + c[None, :], out, mask=inside)
+    if SNAKE:  # the next SnakeBeta, on the rounded sum as a separate kernel would read it back
+        snake = _snake(out.to(tl.float32), alpha_ptr, beta_ptr, c, in_c, FAST_SIN)
+        to = snake_ptr + b * snake_stride_b + t[:, None] * snake_stride_t + c[None, :]
+        tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
-def bias_residual_cl(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, tile: int = TILE) -> torch.Tensor:
-    """x + y + bias[c] in one pass over channels-last x, y [B, C, T] (fp32 compute); returns dense channels-last."""
+def bias_residual_cl(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    bias: torch.Tensor,
+    tile: int = TILE,
+    snake: tuple[torch.Tensor, torch.Tensor] | None = None,
+    snake_out: torch.Tensor | None = None,
+    fast_sin: bool = False,
+) -> torch.Tensor:
+    """x + y + bias[c] in one pass over channels-last x, y [B, C, T] (fp32 compute); returns dense channels-last.
+
+    With `snake` (alpha, beta [C]) the same pass also writes SnakeBeta of that (rounded) sum into `snake_out`, a
+    channels-last [B, C, T] view (the next conv's input buffer): the bits of `snakebeta_cl` on the returned tensor,
+    without reading it back. `fast_sin` as in `snakebeta_cl`."""
     if x.dim() != 3 or y.shape != x.shape or bias.shape != (x.shape[1],):
         raise ValueError(
             f"bias_residual_cl: x and y must be one [B, C, T] shape and bias [C], got {list(x.shape)}, "
@@ -155,6 +185,17 @@ def bias_residual_cl(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, tile:
         raise ValueError(f"bias_residual_cl: x and y must be channels-last, got strides {x.stride()}, {y.stride()}")
     batch, channels, length = x.shape
     out = channels_last_empty(batch, channels, length, x)
+    if snake is None:
+        if snake_out is not None:
+            raise ValueError("bias_residual_cl: snake_out without snake (alpha, beta)")
+        alpha = beta = snake_out = out  # never read: the kernel's SNAKE branch is compiled out
+    else:
+        alpha, beta = (p.contiguous() for p in snake)
+        check_snakebeta_args("bias_residual_cl", x, alpha, beta, None)
+        if snake_out is None or snake_out.shape != x.shape or not is_channels_last(snake_out):
+            raise ValueError(f"bias_residual_cl: snake_out must be a channels-last {list(x.shape)} view")
+        if snake_out.dtype != x.dtype or snake_out.device != x.device:
+            raise ValueError(f"bias_residual_cl: snake_out must be {x.dtype} on {x.device}")
     if x.numel() == 0:
         return out
     block_t, block_c = _blocks(channels, length, tile)
@@ -164,12 +205,19 @@ def bias_residual_cl(x: torch.Tensor, y: torch.Tensor, bias: torch.Tensor, tile:
         y,
         bias.contiguous(),
         out,
+        alpha,
+        beta,
+        snake_out,
         channels,
         length,
         x.stride(0),
         x.stride(2),
         y.stride(0),
         y.stride(2),
+        snake_out.stride(0),
+        snake_out.stride(2),
+        SNAKE=snake is not None,
+        FAST_SIN=fast_sin and x.element_size() == 2 and not INTERPRETED,
         BLOCK_T=block_t,
         BLOCK_C=block_c,
     )

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from omni.models.qwen3_tts.codec import CodecDecoder
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,20 +23,21 @@ def test_each_setting_is_timed_against_the_build_without_it(tmp_path):
     out = tmp_path / "ab.json"
     done = bench_codec(
         "--tiny", "--modes", "fused-cl", "--batches", "2", "--chunks", "1", "2", "--min-seconds", "0.01",
-        "--max-iters", "1", "--ab", "rvq_kernel,transformer_kernels", "--ab-rounds", "2", "--out", str(out),
+        "--max-iters", "1", "--ab", "rvq_kernel,transformer_kernels,residual_snake_kernel", "--ab-rounds", "2",
+        "--out", str(out),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads(out.read_text())
     assert not results["errors"]
     ab = results["ab"]
-    assert set(ab) == {"base", "rvq_kernel", "transformer_kernels"}
+    sides = ["base", "rvq_kernel", "transformer_kernels", "residual_snake_kernel"]
+    assert set(ab) == set(sides)
     assert all(set(by_chunk) == {"1", "2"} and all(len(v) == 2 for v in by_chunk.values()) for by_chunk in ab.values())
     lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"ab"')]
-    sides = ["base", "rvq_kernel", "transformer_kernels"]
     assert [(line["ab"], line["chunk"]) for line in lines] == [(side, chunk) for side in sides for chunk in (1, 2)]
     assert all(line["vs_base_pct"] == 0.0 for line in lines if line["ab"] == "base")
     # each side switched on its own setting alone (window_kernel was never asked for: off on every side)
-    off = {"window_kernel": False, "rvq_kernel": False, "attention_kernel": False, "transformer_kernels": False}
+    off = dict.fromkeys(CodecDecoder.KERNEL_SWITCHES, False)
     assert results["ab_settings"] == {side: off | ({side: True} if side != "base" else {}) for side in sides}
 
 

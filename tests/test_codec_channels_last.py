@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, fuse_channels_last
-from tests.codec_streams import tiny_codec_decoder
+from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
 
 # tests/codec_streams.py's decoder: a narrow vocoder (the interpreter runs each Triton program as numpy calls), a
 # short attention window so a few frames already slide it. fp32 everywhere; 1e-5 as in test_codec_graphs.py (the
@@ -162,3 +162,45 @@ def test_fast_sine_reaches_every_snakebeta(monkeypatch, fused):
     assert len(seen) == 29 and all(seen)
     monkeypatch.setattr(kernels, "snakebeta_cl", real)
     torch.testing.assert_close(got, fused.decode(UTTERANCES[:1]), atol=0.0, rtol=0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_residual_snake_kernel_changes_no_bit(dtype):
+    """The decoder's `residual_snake_kernel` (each residual add also writes the next SnakeBeta): uneven primed
+    streams and one-frame steps give the same waveforms and state, bit for bit, as the separate kernels."""
+    runs = []
+    for fused_snake in (False, True):
+        model = tiny_codec_decoder(dtype)
+        fuse_channels_last(model)
+        model.residual_snake_kernel = fused_snake
+        runs.append([stream(model), one_frame_steps(model)])
+    for (want, want_state), (got, got_state) in zip(*runs, strict=True):
+        assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+        assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
+
+
+def test_residual_snake_kernel_moves_every_unit_outputs_snakebeta_into_its_add(monkeypatch):
+    """With `residual_snake_kernel`, the 12 SnakeBetas that read a residual unit's output (the next unit's first, the
+    next block's, the final one) run inside the 12 residual adds, with the `fast_sine` setting; 17 stay separate."""
+    import omni.kernels.channels_last as kernels
+
+    model = _decoder(channels_last=False)
+    fuse_channels_last(model, fast_sine=True)
+    model.residual_snake_kernel = True
+    snakes: list[bool] = []
+    adds: list[tuple[bool, bool]] = []
+    real_snake, real_add = kernels.snakebeta_cl, kernels.bias_residual_cl
+
+    def snake(*args, **kwargs):
+        snakes.append(kwargs.get("fast_sin", False))
+        return real_snake(*args, **kwargs)
+
+    def add(*args, **kwargs):
+        adds.append((kwargs.get("snake") is not None, kwargs.get("fast_sin", False)))
+        return real_add(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, "snakebeta_cl", snake)
+    monkeypatch.setattr(kernels, "bias_residual_cl", add)
+    model.decode(UTTERANCES[:1])
+    assert len(snakes) == 17 and all(snakes)
+    assert adds == [(True, True)] * 12

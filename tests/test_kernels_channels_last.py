@@ -85,6 +85,25 @@ def test_bias_residual_cl(shape, dtype, tile):
     torch.testing.assert_close(got.float(), want, rtol=rtol, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(("dtype", "tile"), [(torch.float32, 32), (torch.bfloat16, None), (torch.float16, 32)])
+def test_bias_residual_cl_with_snake_equals_the_two_kernels(shape, dtype, tile):
+    # The vocoder's residual_snake_kernel: the sum as bias_residual_cl alone returns it, and in the tail of the next
+    # conv's [history ‖ new] buffer (history untouched) the bits snakebeta_cl gives on that sum.
+    b, c, t = shape
+    x = _channels_last((b, c, t + 3), dtype, seed=14)[..., 1 : t + 1]
+    y = _channels_last(shape, dtype, seed=15)
+    alpha, beta, bias = _params(c, seed=16)
+    kwargs = {} if tile is None else {"tile": tile}
+    buffer = channels_last_empty(b, c, 4 + t, x).fill_(7.0)
+    got = bias_residual_cl(x, y, bias, snake=(alpha, beta), snake_out=buffer[..., 4:], **kwargs)
+    want = bias_residual_cl(x, y, bias, **kwargs)
+    assert torch.equal(got, want)
+    assert torch.equal(buffer[..., 4:], snakebeta_cl(want, alpha, beta, **kwargs))
+    assert torch.all(buffer[..., :4] == 7.0)
+    assert not torch.equal(buffer[..., 4:], want)  # the SnakeBeta ran: it adds sin^2 / e^beta
+
+
 def test_bad_input_is_a_clear_error():
     x = _channels_last((2, 3, 8), torch.float32, seed=9)
     alpha, beta, bias = _params(3, seed=10)
@@ -102,6 +121,17 @@ def test_bad_input_is_a_clear_error():
         bias_residual_cl(x, x.contiguous(), bias)
     with pytest.raises(ValueError, match="bias_residual_cl"):
         bias_residual_cl(x, x[..., :4], bias)
+    tail = channels_last_empty(2, 3, 8, x)
+    with pytest.raises(ValueError, match="snake_out without snake"):
+        bias_residual_cl(x, x, bias, snake_out=tail)
+    with pytest.raises(ValueError, match="alpha/beta"):
+        bias_residual_cl(x, x, bias, snake=(alpha[:2], beta), snake_out=tail)
+    with pytest.raises(ValueError, match="snake_out must be a channels-last"):
+        bias_residual_cl(x, x, bias, snake=(alpha, beta), snake_out=tail[..., :4])
+    with pytest.raises(ValueError, match="snake_out must be a channels-last"):
+        bias_residual_cl(x, x, bias, snake=(alpha, beta), snake_out=tail.contiguous())
+    with pytest.raises(ValueError, match="snake_out must be torch.float32"):
+        bias_residual_cl(x, x, bias, snake=(alpha, beta), snake_out=tail.bfloat16())
 
 
 @pytest.mark.parametrize("block_c", [1, 2, 4])

@@ -31,8 +31,9 @@ against the build with none of them, alternating in this one process (`--ab-roun
 autotune their own cuDNN algorithms and differed by 7% (runs 91-92), which a few-percent change cannot be read
 against.
 
-Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with all of them:
-`--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels` (session 25).
+Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with
+`--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels` (session 25);
+`--residual-snake-kernel` is not in it yet (off until its GPU A/B).
 """
 
 import argparse
@@ -373,10 +374,10 @@ def decode_uneven(decoder: CodecDecoder, codes: torch.Tensor) -> tuple[list[torc
     return wavs, state.tensors()
 
 
-def compare_builds(cfg, device: str, build) -> dict:
-    """The decoder as built by `build(decoder)` against the plain one on decode_uneven, fp32 (TF32 off) and bf16:
-    whether waveforms and state are bitwise equal, the largest waveform difference, and the bf16 decoder's own
-    error against fp32 (the scale a bf16 difference is judged by)."""
+def compare_builds(cfg, device: str, build, base=None) -> dict:
+    """The decoder as built by `build(decoder)` against the plain one (both first built by `base`, if given) on
+    decode_uneven, fp32 (TF32 off) and bf16: whether waveforms and state are bitwise equal, the largest waveform
+    difference, and the bf16 decoder's own error against fp32 (the scale a bf16 difference is judged by)."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     codes = torch.randint(0, 2048, (6, 47, 16), generator=torch.Generator().manual_seed(11)).to(device)
@@ -389,6 +390,8 @@ def compare_builds(cfg, device: str, build) -> dict:
         runs = []
         for built in (False, True):
             decoder = our_decoder(cfg, dtype, device)
+            if base is not None:
+                base(decoder)
             if built:
                 build(decoder)
             runs.append(decode_uneven(decoder, codes))
@@ -412,10 +415,11 @@ def switched_on(setting: str):
     return build
 
 
-def check_bitwise(cfg, device: str, build) -> dict:
+def check_bitwise(cfg, device: str, build, base=None) -> dict:
     """A build that must not change a bit (the window and RVQ kernels: copies, and the same additions in the same
-    order): waveforms and the whole state equal, fp32 and bf16."""
-    result = compare_builds(cfg, device, build)
+    order; the residual SnakeBeta kernel over the channels-last `base`): waveforms and the whole state equal, fp32
+    and bf16."""
+    result = compare_builds(cfg, device, build, base)
     result["ok"] = all(result[f"{name}_{part}_equal"] for name in ("fp32", "bf16") for part in ("wav", "state"))
     return result
 
@@ -504,6 +508,12 @@ def main() -> None:
         help="the transformer through the talker's fused kernels in every mode (the codec's transformer_kernels)",
     )
     parser.add_argument(
+        "--residual-snake-kernel",
+        action="store_true",
+        help="each residual add also writes the next SnakeBeta, in the fused-cl modes (the codec's "
+        "residual_snake_kernel)",
+    )
+    parser.add_argument(
         "--ab",
         default="",
         help=f"comma-separated decoder settings of {AB_SETTINGS}: after the modes, the fused-cl+graph step with each "
@@ -556,6 +566,7 @@ def main() -> None:
     decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
     decoder.rvq_kernel = args.rvq_kernel
     decoder.attention_kernel = args.attention_kernel
+    decoder.residual_snake_kernel = args.residual_snake_kernel  # used by the channels-last vocoder only
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -711,6 +722,12 @@ def main() -> None:
         check("rvq_kernel_vs_lookups", lambda: check_bitwise(cfg, device, switched_on("rvq_kernel")))
     if args.transformer_kernels:
         check("transformer_kernels_vs_eager", lambda: check_close(cfg, device, switched_on("transformer_kernels")))
+    fuse_cl = functools.partial(fuse_channels_last, fast_sine=args.fast_sine)
+    if args.residual_snake_kernel:
+        check(
+            "residual_snake_kernel_vs_separate",
+            lambda: check_bitwise(cfg, device, switched_on("residual_snake_kernel"), base=fuse_cl),
+        )
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))
     if {"triton", "triton+graph", "fused", "fused+graph"} & set(modes):
@@ -747,7 +764,6 @@ def main() -> None:
         "channels_last_kernels": lambda: check_channels_last_kernels(device, args.fast_sine),
         "channels_last_decoder": lambda: check_channels_last(cfg, device, args.fast_sine),
     }
-    fuse_cl = functools.partial(fuse_channels_last, fast_sine=args.fast_sine)
     build("fused-cl", "channels_last", fuse_cl, "channels_last_graph_vs_eager", cl_checks)
 
     if ab_settings:

@@ -80,6 +80,12 @@ class CodecConfig(ServiceConfig):
         "once, instead of ~5 kernels per codebook (the same bits; one H200, 128x2 graph step -2.4% in one process "
         "(run 93))",
     )
+    residual_snake_kernel: bool = option(
+        False,
+        "on CUDA, with fused_kernels channels_last: each residual unit's closing add (x + conv2 + bias) also writes "
+        "the SnakeBeta that reads its output into the next conv's input buffer, so 12 of the vocoder's 29 SnakeBetas "
+        "need no read of their own (the same bits; off until a GPU A/B)",
+    )
     window_kernel: bool = option(
         True,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

@@ -568,10 +568,19 @@ class CodecDecoder(nn.Module):
         # The K/V windows through kernels/codec_window.py (CUDA, or the Triton interpreter): the codec's
         # `window_kernel` setting. The same bits either way.
         self.window_kernel = False
+        # With the channels-last vocoder, each residual unit's closing add (x + conv2 + bias) also writes the next
+        # SnakeBeta, saving that SnakeBeta's read: the codec's `residual_snake_kernel`. The same bits either way.
+        self.residual_snake_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
-    KERNEL_SWITCHES = ("window_kernel", "rvq_kernel", "attention_kernel", "transformer_kernels")
+    KERNEL_SWITCHES = (
+        "window_kernel",
+        "rvq_kernel",
+        "attention_kernel",
+        "transformer_kernels",
+        "residual_snake_kernel",
+    )
 
     @property
     def transformer_kernels(self) -> bool:

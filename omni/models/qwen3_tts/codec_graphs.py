@@ -176,8 +176,10 @@ class ChannelsLastVocoder:
     channels-last Triton kernels (kernels/channels_last.py); conv histories are [history ‖ new] buffers along T.
     Every conv bias is folded into the next kernel: the in-conv's and each transposed conv's into the following
     SnakeBeta (and, for the transposed conv, into the first residual unit's residual add), conv1's into the second
-    SnakeBeta, conv2's into the residual add. The state layout (CodecState) is the default one, so a state can be
-    shared with the default path; its rows are converted on the way in and out (a few samples per conv).
+    SnakeBeta, conv2's into the residual add. With the decoder's `residual_snake_kernel` that residual add also
+    writes the SnakeBeta that follows it into the next conv's buffer (`next_snake`), the same bits. The state layout
+    (CodecState) is the default one, so a state can be shared with the default path; its rows are converted on the
+    way in and out (a few samples per conv).
     `fast_sine`: SnakeBeta with sin.approx instead of libdevice's sinf (bf16/fp16 only; kernels/channels_last.py).
     """
 
@@ -196,6 +198,16 @@ class ChannelsLastVocoder:
         for block in decoder.decoder[1:-2]:
             up, unit = block.block[1], block.block[2]
             self.first_unit_bias[unit] = up.conv.bias.detach().float() + unit.conv2.conv.bias.detach().float()
+        # What each residual unit's output feeds (the decoder's `residual_snake_kernel`): the vocoder's convs that
+        # follow a SnakeBeta of a block's or unit's input, in order, each with its SnakeBeta and the unit it starts.
+        chain: list[tuple[ResidualUnit | None, nn.Module, nn.Module]] = []
+        for block in decoder.decoder[1:-2]:
+            snake, up, *units = block.block
+            chain += [(None, up, snake)] + [(unit, unit.conv1, unit.act1) for unit in units]
+        chain.append((None, decoder.decoder[-1], decoder.decoder[-2]))
+        self.next_snake: dict[ResidualUnit, tuple[nn.Module, nn.Module]] = {
+            unit: chain[k + 1][1:] for k, (unit, _, _) in enumerate(chain) if unit is not None
+        }
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """CodecDecoder._back with this vocoder: upsamplers (default layout), then `run`."""
@@ -205,8 +217,6 @@ class ChannelsLastVocoder:
 
     def run(self, x: torch.Tensor, batch: _Batch, mark: Callable[[str], None]) -> torch.Tensor:
         """Vocoder: x [B, latent, T] (any layout) -> waveform [B, T*1920] in [-1, 1]; marks as codec_step."""
-        from omni.kernels.channels_last import snakebeta_cl
-
         blocks = self.decoder.decoder
         in_conv = blocks[0]
         full, tail = self._buffer(in_conv, batch, x)
@@ -214,38 +224,57 @@ class ChannelsLastVocoder:
         self._keep(in_conv, batch, full)
         x, bias = self._conv(in_conv, full), in_conv.conv.bias  # bias pending: added by the next SnakeBeta
         mark("vocoder.in_conv")
+        snaked = None  # the next conv's input buffer when the last residual add already wrote its SnakeBeta there
         for i, block in enumerate(blocks[1:-2]):
             snake, up, *units = block.block
-            full, tail = self._buffer(up, batch, x)
-            snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias, fast_sin=self.fast_sine)
-            self._keep(up, batch, full)
+            full = snaked if snaked is not None else self._snake_into(up, snake, x, bias, batch)
             y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
             # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
-            x, bias = self._channels_last(y)[..., up.stride : up.stride * (tail.shape[-1] + 1)], up.conv.bias
+            length = full.shape[-1] - batch.history[up.state_index].shape[-1]
+            x, bias = self._channels_last(y)[..., up.stride : up.stride * (length + 1)], up.conv.bias
+            snaked = None  # the first unit's SnakeBeta adds the transposed conv's bias: a kernel of its own
             for unit in units:
-                x, bias = self._residual_unit(unit, x, bias, batch), None
+                x, snaked = self._residual_unit(unit, x, bias, batch, snaked)
+                bias = None
             mark(f"vocoder.block{i}")
         snake, out_conv = blocks[-2], blocks[-1]
-        full, tail = self._buffer(out_conv, batch, x)
-        snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias, fast_sin=self.fast_sine)
-        self._keep(out_conv, batch, full)
+        full = snaked if snaked is not None else self._snake_into(out_conv, snake, x, bias, batch)
         return self._conv(out_conv, full, out_conv.conv.bias).clamp(-1, 1)[:, 0]
 
-    def _residual_unit(
-        self, unit: ResidualUnit, x: torch.Tensor, x_bias: torch.Tensor | None, batch: _Batch
+    def _snake_into(
+        self, conv: nn.Module, snake: nn.Module, x: torch.Tensor, bias: torch.Tensor | None, batch: _Batch
     ) -> torch.Tensor:
-        """ResidualUnit.forward on x + x_bias (x_bias: its conv's bias, not yet added; None if it was)."""
+        """SnakeBeta(x + bias) into `conv`'s [history ‖ new] input buffer, its new history kept; returns the buffer."""
+        from omni.kernels.channels_last import snakebeta_cl
+
+        full, tail = self._buffer(conv, batch, x)
+        snakebeta_cl(x, snake.alpha, snake.beta, out=tail, bias=bias, fast_sin=self.fast_sine)
+        self._keep(conv, batch, full)
+        return full
+
+    def _residual_unit(
+        self, unit: ResidualUnit, x: torch.Tensor, x_bias: torch.Tensor | None, batch: _Batch, snaked=None
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """ResidualUnit.forward on x + x_bias (x_bias: its conv's bias, not yet added; None if it was), conv1's input
+        buffer given as `snaked` when the previous residual add wrote it. Returns the unit's output and, with the
+        decoder's `residual_snake_kernel`, the next conv's input buffer holding the next SnakeBeta of that output."""
         from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
 
         conv1, conv2 = unit.conv1, unit.conv2
-        full, tail = self._buffer(conv1, batch, x)
-        snakebeta_cl(x, unit.act1.alpha, unit.act1.beta, out=tail, bias=x_bias, fast_sin=self.fast_sine)
-        self._keep(conv1, batch, full)
+        full = snaked if snaked is not None else self._snake_into(conv1, unit.act1, x, x_bias, batch)
         h = snakebeta_cl(
             self._conv(conv1, full), unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias, fast_sin=self.fast_sine
         )
         bias = conv2.conv.bias if x_bias is None else self.first_unit_bias[unit]
-        return bias_residual_cl(x, self._conv(conv2, h), bias)
+        if not self.decoder.residual_snake_kernel:
+            return bias_residual_cl(x, self._conv(conv2, h), bias), None
+        conv, snake = self.next_snake[unit]
+        full, tail = self._buffer(conv, batch, x)
+        out = bias_residual_cl(
+            x, self._conv(conv2, h), bias, snake=(snake.alpha, snake.beta), snake_out=tail, fast_sin=self.fast_sine
+        )
+        self._keep(conv, batch, full)
+        return out, full
 
     def _conv(self, conv: CausalConv1d, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         y = F.conv2d(x.unsqueeze(2), self.weights[conv.conv], bias, dilation=(1, conv.conv.dilation[0]))
