@@ -680,24 +680,31 @@ def test_max_tick_rows_is_a_validated_setting():
 
 
 def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
-    """Every codec kernel setting won its GPU A/B: fast_sine (run 89), window_kernel (run 91), and rvq_kernel,
-    attention_kernel and transformer_kernels (run 93, then in the stack: runs 95 and 97; docs/benchmarks.md). Each
-    can be turned off from the environment. On CPU none of them applies: the decoder stays PyTorch's."""
+    """Every codec kernel setting won its GPU A/B: fast_sine (run 89), window_kernel (run 91), rvq_kernel,
+    attention_kernel and transformer_kernels (run 93, then in the stack: runs 95 and 97), and residual_snake_kernel
+    (run 101; docs/benchmarks.md). Each can be turned off from the environment. On CPU none of them applies: the
+    decoder stays PyTorch's."""
     from omni.services.codec.engine import engine_from_config
     from omni.services.common.config import load_config
 
     from tests.codec_streams import tiny_codec_decoder
 
-    settings = ("fast_sine", "window_kernel", "rvq_kernel", "attention_kernel", "transformer_kernels")
+    settings = (
+        "fast_sine",
+        "window_kernel",
+        "rvq_kernel",
+        "attention_kernel",
+        "transformer_kernels",
+        "residual_snake_kernel",
+    )
     config = CodecConfig()
     assert all(getattr(config, name) for name in settings)
     env = {
         f"OMNI_CODEC_{name.upper()}": value
-        for name, value in zip(settings, ("0", "false", "no", "0", "off"), strict=True)
+        for name, value in zip(settings, ("0", "false", "no", "0", "off", "False"), strict=True)
     }
     off = load_config(CodecConfig, "codec", env=env)
     assert not any(getattr(off, name) for name in settings)
     decoder = tiny_codec_decoder(torch.float32)
     engine_from_config(decoder, CodecConfig(device="cpu", max_streams=2, min_batch=1), None, sample_rate=24000)
     assert not any(getattr(decoder, name) for name in decoder.KERNEL_SWITCHES)
-    assert not config.residual_snake_kernel  # not yet timed on a GPU (docs/perf-notes.md, session 26)

@@ -31,9 +31,9 @@ against the build with none of them, alternating in this one process (`--ab-roun
 autotune their own cuDNN algorithms and differed by 7% (runs 91-92), which a few-percent change cannot be read
 against.
 
-Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with
-`--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels` (session 25);
-`--residual-snake-kernel` is not in it yet (off until its GPU A/B).
+Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with all of them:
+`--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel`
+(session 26).
 """
 
 import argparse

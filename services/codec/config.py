@@ -81,10 +81,11 @@ class CodecConfig(ServiceConfig):
         "(run 93))",
     )
     residual_snake_kernel: bool = option(
-        False,
+        True,
         "on CUDA, with fused_kernels channels_last: each residual unit's closing add (x + conv2 + bias) also writes "
         "the SnakeBeta that reads its output into the next conv's input buffer, so 12 of the vocoder's 29 SnakeBetas "
-        "need no read of their own (the same bits; off until a GPU A/B)",
+        "need no read of their own (the same bits; one H200, 128x15 graph step -2.3%, 128x2 -2.2% in one process "
+        "(run 101))",
     )
     window_kernel: bool = option(
         True,
