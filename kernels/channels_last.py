@@ -47,6 +47,18 @@ def _blocks(channels: int, length: int, tile: int, block_c: int | None = None) -
 
 
 @triton.jit
+def _tile(channels, length, BLOCK_T: tl.constexpr, BLOCK_C: tl.constexpr):
+    """This program's [BLOCK_T, BLOCK_C] tile of a [B, T, C] grid (axis 0: batch x T tiles, axis 1: C tiles): its
+    row b, times t, channels c, the channel mask and the tile's mask."""
+    tiles_t = tl.cdiv(length, BLOCK_T)
+    b = (tl.program_id(0) // tiles_t).to(tl.int64)  # large batches overflow int32 offsets
+    t = ((tl.program_id(0) % tiles_t) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    in_c = c < channels
+    return b, t, c, in_c, (t < length)[:, None] & in_c[None, :]
+
+
+@triton.jit
 def _snake(x, alpha_ptr, beta_ptr, c, in_c, FAST_SIN: tl.constexpr):
     """SnakeBeta of an fp32 [BLOCK_T, BLOCK_C] tile x over channels c: x + sin(x e^alpha)^2 / (e^beta + 1e-9).
     One function for both kernels, so a fused SnakeBeta has the bits of a separate one."""
@@ -77,12 +89,7 @@ def _snakebeta_cl_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
-    tiles_t = tl.cdiv(length, BLOCK_T)
-    b = (tl.program_id(0) // tiles_t).to(tl.int64)  # large batches overflow int32 offsets
-    t = ((tl.program_id(0) % tiles_t) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
-    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    in_c = c < channels
-    inside = (t < length)[:, None] & in_c[None, :]
+    b, t, c, in_c, inside = _tile(channels, length, BLOCK_T, BLOCK_C)
     x = tl.load(x_ptr + b * x_stride_b + t[:, None] * x_stride_t + c[None, :], mask=inside, other=0.0)
     x = x.to(tl.float32)
     if HAS_BIAS:  # the preceding conv's bias, added here instead of in a pass of its own
@@ -144,12 +151,7 @@ def _bias_residual_cl_kernel(
     BLOCK_T: tl.constexpr,
     BLOCK_C: tl.constexpr,
 ):
-    tiles_t = tl.cdiv(length, BLOCK_T)
-    b = (tl.program_id(0) // tiles_t).to(tl.int64)
-    t = ((tl.program_id(0) % tiles_t) * BLOCK_T + tl.arange(0, BLOCK_T)).to(tl.int64)
-    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    in_c = c < channels
-    inside = (t < length)[:, None] & in_c[None, :]
+    b, t, c, in_c, inside = _tile(channels, length, BLOCK_T, BLOCK_C)
     x = tl.load(x_ptr + b * x_stride_b + t[:, None] * x_stride_t + c[None, :], mask=inside, other=0.0)
     y = tl.load(y_ptr + b * y_stride_b + t[:, None] * y_stride_t + c[None, :], mask=inside, other=0.0)
     bias = tl.load(bias_ptr + c, mask=in_c, other=0.0).to(tl.float32)[None, :]

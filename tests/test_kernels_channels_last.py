@@ -9,6 +9,8 @@ import torch
 from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, is_channels_last, snakebeta_cl
 from omni.kernels.snakebeta import bias_residual_reference, snakebeta_reference
 
+from tests.kernel_runners import compile_for_sm90
+
 DEVICE = "cuda" if torch.cuda.is_available() and os.environ["TRITON_INTERPRET"] != "1" else "cpu"
 
 
@@ -171,3 +173,38 @@ def test_bench_snakebeta_shapes_are_the_decoders_snakebetas():
     assert sum(n for _, _, n in shapes) == len(snakes) == 29
     assert shapes[0] == (1536, 60, 1) and shapes[-1] == (96, 15 * 1920, 7)
     assert [bench.dividing_block_c(c) for c, _, _ in shapes] == [128, 128, 128, 64, 32]
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.channels_last import _bias_residual_cl_kernel, _snakebeta_cl_kernel
+
+target = GPUTarget("cuda", 90, 32)
+sizes = {name: "i32" for name in ("channels", "length")}
+params = {name: "*fp32" for name in ("alpha_ptr", "beta_ptr", "bias_ptr")}
+for fast in (False, True):
+    signature = {name: "*bf16" for name in ("x_ptr", "out_ptr")} | params | sizes
+    signature |= {name: "i32" for name in ("x_stride_b", "x_stride_t", "out_stride_b", "out_stride_t")}
+    signature |= {name: "constexpr" for name in ("HAS_BIAS", "FAST_SIN", "BLOCK_T", "BLOCK_C")}
+    constexprs = {"HAS_BIAS": True, "FAST_SIN": fast, "BLOCK_T": 32, "BLOCK_C": 128}
+    ptx = compile(ASTSource(_snakebeta_cl_kernel, signature, constexprs), target=target).asm["ptx"]
+    assert ("sin.approx" in ptx) == fast, ("snakebeta_cl", fast)
+    stores = {}
+    for snake in (False, True):
+        signature = {name: "*bf16" for name in ("x_ptr", "y_ptr", "out_ptr", "snake_ptr")} | params | sizes
+        strides = ("x_stride_b", "x_stride_t", "y_stride_b", "y_stride_t", "snake_stride_b", "snake_stride_t")
+        signature |= {name: "i32" for name in strides}
+        signature |= {name: "constexpr" for name in ("SNAKE", "FAST_SIN", "BLOCK_T", "BLOCK_C")}
+        constexprs = {"SNAKE": snake, "FAST_SIN": fast, "BLOCK_T": 32, "BLOCK_C": 128}
+        ptx = compile(ASTSource(_bias_residual_cl_kernel, signature, constexprs), target=target).asm["ptx"]
+        assert ("sin.approx" in ptx) == (snake and fast), ("bias_residual_cl", snake, fast)
+        stores[snake] = ptx.count("st.global")
+    assert stores[True] == 2 * stores[False], ("bias_residual_cl stores: the sum, and with SNAKE its SnakeBeta", stores)
+print("compiled")
+"""
+
+
+def test_kernels_compile_for_sm90(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
