@@ -31,9 +31,9 @@ against the build with none of them, alternating in this one process (`--ab-roun
 autotune their own cuDNN algorithms and differed by 7% (runs 91-92), which a few-percent change cannot be read
 against.
 
-Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with all of them:
+Every kernel flag here is opt-in. The codec service's default build is fused-cl(+graph) with
 `--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel`
-(session 26).
+(session 26); `--unit-tail-kernel` is not in it yet (off until its GPU A/B).
 """
 
 import argparse
@@ -424,11 +424,11 @@ def check_bitwise(cfg, device: str, build, base=None) -> dict:
     return result
 
 
-def check_close(cfg, device: str, build) -> dict:
-    """A build whose sums run in another order (the transformer's fused kernels, the attention kernel): fp32 within
-    1e-4 (as chunked against whole); in bf16 about as close to the fp32 decode as the plain bf16 one (as
-    check_channels_last: 1.5x leaves room for max-abs noise)."""
-    result = compare_builds(cfg, device, build)
+def check_close(cfg, device: str, build, base=None) -> dict:
+    """A build whose sums run in another order (the transformer's fused kernels, the attention kernel, the unit-tail
+    GEMM over the channels-last `base`): fp32 within 1e-4 (as chunked against whole); in bf16 about as close to the
+    fp32 decode as the plain bf16 one (as check_channels_last: 1.5x leaves room for max-abs noise)."""
+    result = compare_builds(cfg, device, build, base)
     bf16_error = max(result["bf16_plain_vs_fp32_max_abs"], 1e-2)
     result["ok"] = result["fp32_wav_max_abs"] <= 1e-4 and result["bf16_built_vs_fp32_max_abs"] <= 1.5 * bf16_error
     return result
@@ -514,6 +514,12 @@ def main() -> None:
         "residual_snake_kernel)",
     )
     parser.add_argument(
+        "--unit-tail-kernel",
+        action="store_true",
+        help="each residual unit's tail (SnakeBeta, conv2, add) as one Triton GEMM, in the fused-cl modes (the "
+        "codec's unit_tail_kernel)",
+    )
+    parser.add_argument(
         "--ab",
         default="",
         help=f"comma-separated decoder settings of {AB_SETTINGS}: after the modes, the fused-cl+graph step with each "
@@ -566,7 +572,8 @@ def main() -> None:
     decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
     decoder.rvq_kernel = args.rvq_kernel
     decoder.attention_kernel = args.attention_kernel
-    decoder.residual_snake_kernel = args.residual_snake_kernel  # used by the channels-last vocoder only
+    decoder.residual_snake_kernel = args.residual_snake_kernel  # these two: the channels-last vocoder only
+    decoder.unit_tail_kernel = args.unit_tail_kernel
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -727,6 +734,11 @@ def main() -> None:
         check(
             "residual_snake_kernel_vs_separate",
             lambda: check_bitwise(cfg, device, switched_on("residual_snake_kernel"), base=fuse_cl),
+        )
+    if args.unit_tail_kernel:
+        check(
+            "unit_tail_kernel_vs_separate",
+            lambda: check_close(cfg, device, switched_on("unit_tail_kernel"), base=fuse_cl),
         )
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))

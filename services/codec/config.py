@@ -87,6 +87,12 @@ class CodecConfig(ServiceConfig):
         "need no read of their own (the same bits; one H200, 128x15 graph step -2.3%, 128x2 -2.2% in one process "
         "(run 101))",
     )
+    unit_tail_kernel: bool = option(
+        False,
+        "on CUDA, with fused_kernels channels_last: each residual unit's second SnakeBeta, its 1x1 conv2 and the "
+        "closing add (and, with residual_snake_kernel, the next SnakeBeta) as one Triton GEMM, two reads and two "
+        "writes instead of eight passes (sums in another order than cuDNN's; off until its GPU A/B)",
+    )
     window_kernel: bool = option(
         True,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

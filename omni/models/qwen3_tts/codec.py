@@ -571,6 +571,9 @@ class CodecDecoder(nn.Module):
         # With the channels-last vocoder, each residual unit's closing add (x + conv2 + bias) also writes the next
         # SnakeBeta, saving that SnakeBeta's read: the codec's `residual_snake_kernel`. The same bits either way.
         self.residual_snake_kernel = False
+        # With the channels-last vocoder, each residual unit's second SnakeBeta, 1x1 conv2 and closing add as one
+        # Triton GEMM (kernels/unit_tail.py): the codec's `unit_tail_kernel`. Sums in another order than cuDNN.
+        self.unit_tail_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -580,6 +583,7 @@ class CodecDecoder(nn.Module):
         "attention_kernel",
         "transformer_kernels",
         "residual_snake_kernel",
+        "unit_tail_kernel",
     )
 
     @property

@@ -208,6 +208,10 @@ class ChannelsLastVocoder:
         self.next_snake: dict[ResidualUnit, tuple[nn.Module, nn.Module]] = {
             unit: chain[k + 1][1:] for k, (unit, _, _) in enumerate(chain) if unit is not None
         }
+        # conv2 of each unit as the unit-tail GEMM's [C_in, C_out] matrix (the decoder's `unit_tail_kernel`)
+        from omni.kernels.unit_tail import conv2_matrix
+
+        self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """CodecDecoder._back with this vocoder: upsamplers (default layout), then `run`."""
@@ -257,24 +261,29 @@ class ChannelsLastVocoder:
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """ResidualUnit.forward on x + x_bias (x_bias: its conv's bias, not yet added; None if it was), conv1's input
         buffer given as `snaked` when the previous residual add wrote it. Returns the unit's output and, with the
-        decoder's `residual_snake_kernel`, the next conv's input buffer holding the next SnakeBeta of that output."""
+        decoder's `residual_snake_kernel`, the next conv's input buffer holding the next SnakeBeta of that output.
+        With the decoder's `unit_tail_kernel`, everything after conv1 is one kernel (kernels/unit_tail.py)."""
         from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
+        from omni.kernels.unit_tail import unit_tail
 
         conv1, conv2 = unit.conv1, unit.conv2
         full = snaked if snaked is not None else self._snake_into(conv1, unit.act1, x, x_bias, batch)
-        h = snakebeta_cl(
-            self._conv(conv1, full), unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias, fast_sin=self.fast_sine
-        )
+        h = self._conv(conv1, full)  # conv1's bias pending: added before the second SnakeBeta
         bias = conv2.conv.bias if x_bias is None else self.first_unit_bias[unit]
-        if not self.decoder.residual_snake_kernel:
-            return bias_residual_cl(x, self._conv(conv2, h), bias), None
-        conv, snake = self.next_snake[unit]
-        full, tail = self._buffer(conv, batch, x)
-        out = bias_residual_cl(
-            x, self._conv(conv2, h), bias, snake=(snake.alpha, snake.beta), snake_out=tail, fast_sin=self.fast_sine
-        )
-        self._keep(conv, batch, full)
-        return out, full
+        fused, following = {"fast_sin": self.fast_sine}, None
+        if self.decoder.residual_snake_kernel:
+            conv, snake = self.next_snake[unit]
+            following, tail = self._buffer(conv, batch, x)
+            fused |= {"snake": (snake.alpha, snake.beta), "snake_out": tail}
+        act = (unit.act2.alpha, unit.act2.beta)
+        if self.decoder.unit_tail_kernel:
+            out = unit_tail(h, conv1.conv.bias, act, self.conv2_matrices[unit], x, bias, **fused)
+        else:
+            h = snakebeta_cl(h, *act, bias=conv1.conv.bias, fast_sin=self.fast_sine)
+            out = bias_residual_cl(x, self._conv(conv2, h), bias, **fused)
+        if following is not None:
+            self._keep(self.next_snake[unit][0], batch, following)
+        return out, following
 
     def _conv(self, conv: CausalConv1d, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         y = F.conv2d(x.unsqueeze(2), self.weights[conv.conv], bias, dilation=(1, conv.conv.dilation[0]))

@@ -1,0 +1,166 @@
+"""kernels/unit_tail.py (a residual unit's SnakeBeta, 1x1 conv2 and add as one GEMM) against the separate kernels, and
+the channels-last vocoder with the decoder's `unit_tail_kernel` against without; CPU, Triton interpreter."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+import torch.nn.functional as F
+from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, is_channels_last, snakebeta_cl
+from omni.kernels.unit_tail import conv2_matrix, unit_tail
+
+from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
+from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
+from tests.kernel_runners import compile_for_sm90
+
+# Channels around the kernel's 16-wide minimum and past one 128-wide N tile and one 32-wide K step; odd lengths.
+SHAPES = [(1, 2, 5), (2, 40, 9), (3, 16, 33), (1, 130, 7)]
+
+
+def _inputs(shape, dtype, seed):
+    """conv1's output h (dense channels-last), the residual x (a slice along T), conv2's weight, six [C] params."""
+    b, c, t = shape
+    gen = torch.Generator().manual_seed(seed)
+    h = (torch.randn(b, t, c, generator=gen) * 2).to(dtype).transpose(1, 2)
+    x = (torch.randn(b, t + 3, c, generator=gen) * 2).to(dtype).transpose(1, 2)[..., 1 : t + 1]
+    weight = (torch.randn(c, c, 1, generator=gen) / c**0.5).to(dtype)
+    params = [torch.randn(c, generator=gen) * 0.5 for _ in range(6)]  # h_bias, act alpha/beta, bias, next alpha/beta
+    return h, x, weight, params
+
+
+def _separate(h, x, weight, params, snake: bool):
+    """The unit's tail as the vocoder runs it without the kernel: SnakeBeta, conv2 (PyTorch), the add (+ SnakeBeta)."""
+    h_bias, act_a, act_b, bias, alpha, beta = params
+    y = F.conv1d(snakebeta_cl(h, act_a, act_b, bias=h_bias), weight).transpose(1, 2).contiguous().transpose(1, 2)
+    if not snake:
+        return bias_residual_cl(x, y, bias), None
+    buffer = channels_last_empty(x.shape[0], x.shape[1], x.shape[2] + 4, x).fill_(7.0)
+    return bias_residual_cl(x, y, bias, snake=(alpha, beta), snake_out=buffer[..., 4:]), buffer
+
+
+def _fused(h, x, weight, params, snake: bool):
+    h_bias, act_a, act_b, bias, alpha, beta = params
+    w = conv2_matrix(weight)
+    if not snake:
+        return unit_tail(h, h_bias, (act_a, act_b), w, x, bias), None
+    buffer = channels_last_empty(x.shape[0], x.shape[1], x.shape[2] + 4, x).fill_(7.0)
+    return unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake=(alpha, beta), snake_out=buffer[..., 4:]), buffer
+
+
+def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).abs().max())
+
+
+@pytest.mark.parametrize("snake", [False, True])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_fp32_equals_the_separate_kernels(shape, snake):
+    h, x, weight, params = _inputs(shape, torch.float32, seed=1)
+    want, want_buffer = _separate(h, x, weight, params, snake)
+    got, got_buffer = _fused(h, x, weight, params, snake)
+    assert is_channels_last(got) and got.transpose(1, 2).is_contiguous()
+    scale = max(1.0, float(want.abs().max()))
+    assert _max_abs(got, want) <= 1e-5 * scale  # the GEMM's sums in another order
+    if snake:
+        assert torch.all(got_buffer[..., :4] == 7.0)  # the history part untouched
+        assert _max_abs(got_buffer, want_buffer) <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_bf16_is_as_close_to_fp32_as_the_separate_kernels(shape):
+    # The same bf16 inputs through the fp32 chain are the reference; the kernel rounds where the separate kernels
+    # store (the SnakeBeta, conv2's output, the sum), so its error is theirs up to the order of the GEMM's sums.
+    h, x, weight, params = _inputs(shape, torch.bfloat16, seed=2)
+    reference, reference_buffer = _separate(h.float(), x.float(), weight.float(), params, snake=True)
+    separate, separate_buffer = _separate(h, x, weight, params, snake=True)
+    got, got_buffer = _fused(h, x, weight, params, snake=True)
+    assert got.dtype == torch.bfloat16
+    ulp = 2**-7 * max(1.0, float(reference.abs().max()))
+    assert _max_abs(got, reference) <= 2 * _max_abs(separate, reference) + ulp
+    assert _max_abs(got_buffer, reference_buffer) <= 2 * _max_abs(separate_buffer, reference_buffer) + ulp
+
+
+def test_bad_input_is_a_clear_error():
+    h, x, weight, params = _inputs((2, 8, 5), torch.float32, seed=3)
+    h_bias, act_a, act_b, bias, alpha, beta = params
+    w = conv2_matrix(weight)
+    with pytest.raises(ValueError, match="square 1x1"):
+        conv2_matrix(torch.zeros(8, 8, 3))
+    with pytest.raises(ValueError, match="one \\[B, C, T\\] shape"):
+        unit_tail(h, h_bias, (act_a, act_b), w, x[..., :4], bias)
+    with pytest.raises(ValueError, match="dense channels-last"):
+        unit_tail(h.contiguous(), h_bias, (act_a, act_b), w, x, bias)
+    with pytest.raises(ValueError, match="x must be channels-last"):
+        unit_tail(h, h_bias, (act_a, act_b), w, x.contiguous(), bias)
+    with pytest.raises(ValueError, match="per-channel"):
+        unit_tail(h, h_bias[:3], (act_a, act_b), w, x, bias)
+    with pytest.raises(ValueError, match="per-channel"):
+        unit_tail(h, h_bias, (act_a, act_b), w.t(), x, bias)  # not contiguous
+    with pytest.raises(ValueError, match="one dtype"):
+        unit_tail(h, h_bias, (act_a, act_b), w.bfloat16(), x, bias)
+    with pytest.raises(ValueError, match="snake_out without snake"):
+        unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake_out=channels_last_empty(2, 8, 5, x))
+    with pytest.raises(ValueError, match="snake_out must be"):
+        unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake=(alpha, beta), snake_out=torch.empty(2, 8, 5))
+
+
+def _decode(dtype, unit_tail_kernel: bool, residual_snake_kernel: bool):
+    model = tiny_codec_decoder(dtype)
+    fuse_channels_last(model)
+    model.unit_tail_kernel, model.residual_snake_kernel = unit_tail_kernel, residual_snake_kernel
+    return [stream(model), one_frame_steps(model)]
+
+
+@pytest.mark.parametrize("residual_snake_kernel", [False, True])
+def test_decoder_with_the_kernel_equals_without_in_fp32(residual_snake_kernel):
+    """Uneven primed streams and one-frame steps, waveforms and state, within the GEMM's reordering (as the codec's
+    other reordering kernels are checked: 1e-5, scaled by a state tensor's magnitude)."""
+    want = _decode(torch.float32, False, residual_snake_kernel)
+    got = _decode(torch.float32, True, residual_snake_kernel)
+    for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
+        assert max(_max_abs(g, w) for g, w in zip(got_wavs, want_wavs, strict=True)) <= 1e-5
+        for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
+            assert _max_abs(g, w) <= 1e-5 * max(1.0, float(w.abs().max()))
+
+
+def test_decoder_with_the_kernel_in_bf16_is_as_close_to_fp32_as_without():
+    reference = _decode(torch.float32, False, True)
+    plain = _decode(torch.bfloat16, False, True)
+    fused = _decode(torch.bfloat16, True, True)
+
+    def error(run) -> float:
+        return max(
+            _max_abs(g, w)
+            for (wavs, _), (ref, _) in zip(run, reference, strict=True)
+            for g, w in zip(wavs, ref, strict=True)
+        )
+
+    assert error(fused) <= 1.5 * max(error(plain), 1e-2)  # as bench_codec's check_close on the GPU
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.unit_tail import _unit_tail_kernel
+
+pointers = ("h_ptr", "w_ptr", "x_ptr", "out_ptr", "snake_ptr")
+params = ("h_bias_ptr", "act_alpha_ptr", "act_beta_ptr", "bias_ptr", "alpha_ptr", "beta_ptr")
+ints = ("rows", "length", "channels", "x_stride_b", "x_stride_t", "snake_stride_b", "snake_stride_t")
+flags = ("SNAKE", "FAST_SIN", "IEEE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
+for snake, fast in ((False, False), (True, True)):  # two compiles of ~8 s: the fused SnakeBeta and the fast sine
+    signature = {name: "*bf16" for name in pointers} | {name: "*fp32" for name in params}
+    signature |= {name: "i32" for name in ints} | {name: "constexpr" for name in flags}
+    constexprs = {"SNAKE": snake, "FAST_SIN": fast, "IEEE": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
+    compiled = compile(ASTSource(_unit_tail_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
+    ptx = compiled.asm["ptx"]
+    assert "mma" in ptx, "the GEMM on tensor cores"
+    assert ("sin.approx" in ptx) == fast, (snake, fast)
+    assert ptx.count("st.global") > 0
+print("compiled")
+"""
+
+
+def test_kernel_compiles_for_sm90(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
