@@ -122,6 +122,8 @@ def unit_tail(
         fused_snake = True
         if snake_out is None or snake_out.shape != h.shape or not is_channels_last(snake_out):
             raise ValueError(f"unit_tail: snake_out must be a channels-last {list(h.shape)} view")
+        if snake_out.dtype != h.dtype or snake_out.device != h.device:
+            raise ValueError(f"unit_tail: snake_out must be {h.dtype} on {h.device}")
     if h.numel() == 0:
         return out
     block_n = min(triton.next_power_of_2(max(channels, 16)), 128)

@@ -101,8 +101,11 @@ def test_bad_input_is_a_clear_error():
         unit_tail(h, h_bias, (act_a, act_b), w.bfloat16(), x, bias)
     with pytest.raises(ValueError, match="snake_out without snake"):
         unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake_out=channels_last_empty(2, 8, 5, x))
-    with pytest.raises(ValueError, match="snake_out must be"):
+    with pytest.raises(ValueError, match="snake_out must be a channels-last"):
         unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake=(alpha, beta), snake_out=torch.empty(2, 8, 5))
+    tail = channels_last_empty(2, 8, 5, x).bfloat16()
+    with pytest.raises(ValueError, match="snake_out must be torch.float32"):
+        unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake=(alpha, beta), snake_out=tail)
 
 
 def _decode(dtype, unit_tail_kernel: bool, residual_snake_kernel: bool):

@@ -257,7 +257,12 @@ class ChannelsLastVocoder:
         return full
 
     def _residual_unit(
-        self, unit: ResidualUnit, x: torch.Tensor, x_bias: torch.Tensor | None, batch: _Batch, snaked=None
+        self,
+        unit: ResidualUnit,
+        x: torch.Tensor,
+        x_bias: torch.Tensor | None,
+        batch: _Batch,
+        snaked: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """ResidualUnit.forward on x + x_bias (x_bias: its conv's bias, not yet added; None if it was), conv1's input
         buffer given as `snaked` when the previous residual add wrote it. Returns the unit's output and, with the
