@@ -16,6 +16,9 @@ Two reads (h, x) and two writes instead of eight passes. Not bitwise against cuD
 (tests/test_unit_tail.py compares with the separate kernels in fp32 within 1e-5 and in bf16 within a rounding).
 """
 
+import re
+from dataclasses import dataclass
+
 import torch
 import triton
 import triton.language as tl
@@ -45,6 +48,7 @@ def _unit_tail_kernel(
     SNAKE: tl.constexpr,
     FAST_SIN: tl.constexpr,
     IEEE: tl.constexpr,
+    PROLOGUE: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -57,10 +61,13 @@ def _unit_tail_kernel(
         k = k0 + tl.arange(0, BLOCK_K)
         in_k = k < channels
         h = tl.load(h_ptr + m[:, None] * channels + k[None, :], mask=in_m[:, None] & in_k[None, :], other=0.0)
-        h = h.to(tl.float32) + tl.load(h_bias_ptr + k, mask=in_k, other=0.0).to(tl.float32)[None, :]
-        # SnakeBeta of conv1's output, rounded as the separate kernel would store it; padded K columns stay 0
-        a = tl.where(in_k[None, :], _snake(h, act_alpha_ptr, act_beta_ptr, k, in_k, FAST_SIN), 0.0)
-        a = a.to(h_ptr.dtype.element_ty)
+        if PROLOGUE:
+            h = h.to(tl.float32) + tl.load(h_bias_ptr + k, mask=in_k, other=0.0).to(tl.float32)[None, :]
+            # SnakeBeta of conv1's output, rounded as the separate kernel would store it; padded K columns stay 0
+            a = tl.where(in_k[None, :], _snake(h, act_alpha_ptr, act_beta_ptr, k, in_k, FAST_SIN), 0.0)
+            a = a.to(h_ptr.dtype.element_ty)
+        else:  # h already holds SnakeBeta(conv1 + bias) (masked loads: padded K columns are 0)
+            a = h
         w = tl.load(w_ptr + k[:, None] * channels + n[None, :], mask=in_k[:, None] & in_n[None, :], other=0.0)
         if IEEE:  # fp32 sums of the rounded tiles without TF32: the fp32 decoder, and 16-bit under the interpreter
             acc = tl.dot(a.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
@@ -79,6 +86,32 @@ def _unit_tail_kernel(
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
+@dataclass(frozen=True)
+class Tiles:
+    """A launch's tile sizes: rows and output channels per program (block_n is capped at C's next power of two),
+    the K step, warps and software-pipeline stages."""
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 32
+    num_warps: int = 4
+    num_stages: int = 3
+
+    @classmethod
+    def parse(cls, text: str) -> "Tiles":
+        """'128x128x32w4s3' -> Tiles(128, 128, 32, 4, 3) (the form tools/bench_unit_tail.py takes)."""
+        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", text)
+        if match is None:
+            raise ValueError(f"tiles {text!r}: expected BMxBNxBKwWARPSsSTAGES, e.g. 128x128x32w4s3")
+        return cls(*map(int, match.groups()))
+
+    def __str__(self) -> str:
+        return f"{self.block_m}x{self.block_n}x{self.block_k}w{self.num_warps}s{self.num_stages}"
+
+
+DEFAULT_TILES = Tiles()  # session 26's choice, untuned (run 105: slower than the separate kernels at 128 rows)
+
+
 def conv2_matrix(weight: torch.Tensor) -> torch.Tensor:
     """A 1x1 Conv1d weight [C_out, C_in, 1] as the kernel's B matrix [C_in, C_out], contiguous (a copy)."""
     if weight.dim() != 3 or weight.shape[2] != 1 or weight.shape[0] != weight.shape[1]:
@@ -88,18 +121,25 @@ def conv2_matrix(weight: torch.Tensor) -> torch.Tensor:
 
 def unit_tail(
     h: torch.Tensor,
-    h_bias: torch.Tensor,
-    act: tuple[torch.Tensor, torch.Tensor],
+    h_bias: torch.Tensor | None,
+    act: tuple[torch.Tensor, torch.Tensor] | None,
     w: torch.Tensor,
     x: torch.Tensor,
     bias: torch.Tensor,
     snake: tuple[torch.Tensor, torch.Tensor] | None = None,
     snake_out: torch.Tensor | None = None,
     fast_sin: bool = False,
+    tiles: Tiles | None = None,
 ) -> torch.Tensor:
     """x + conv2(SnakeBeta_act(h + h_bias)) + bias for channels-last h (conv1's output, dense [B, T, C] memory) and x
     [B, C, T]; w = conv2_matrix(conv2's weight); act = (alpha, beta) of the unit's second SnakeBeta. Returns the dense
-    channels-last output; with `snake` also writes SnakeBeta of it into `snake_out` (as bias_residual_cl)."""
+    channels-last output; with `snake` also writes SnakeBeta of it into `snake_out` (as bias_residual_cl).
+    h_bias and act None: h already holds the second SnakeBeta's output (the GEMM and epilogue only, for measuring
+    what the SnakeBeta prologue costs). `tiles`: the launch's tile sizes (default DEFAULT_TILES)."""
+    if (h_bias is None) != (act is None):
+        raise ValueError("unit_tail: h_bias and act are given together (the SnakeBeta prologue) or both None")
+    prologue = act is not None
+    tiles = tiles or DEFAULT_TILES
     if h.dim() != 3 or x.shape != h.shape:
         raise ValueError(f"unit_tail: h and x must be one [B, C, T] shape, got {list(h.shape)} and {list(x.shape)}")
     batch, channels, length = h.shape
@@ -107,7 +147,7 @@ def unit_tail(
         raise ValueError(f"unit_tail: h must be dense channels-last ([B, T, C] memory), got strides {h.stride()}")
     if not is_channels_last(x):
         raise ValueError(f"unit_tail: x must be channels-last, got strides {x.stride()}")
-    params = (h_bias, *act, bias, *(snake or ()))
+    params = (*((h_bias, *act) if prologue else ()), bias, *(snake or ()))
     if any(p.shape != (channels,) for p in params) or w.shape != (channels, channels) or not w.is_contiguous():
         raise ValueError(f"unit_tail: per-channel parameters must be [{channels}] and w a contiguous [C_in, C_out]")
     if w.dtype != h.dtype or x.dtype != h.dtype:
@@ -116,7 +156,7 @@ def unit_tail(
     if snake is None:
         if snake_out is not None:
             raise ValueError("unit_tail: snake_out without snake (alpha, beta)")
-        snake, snake_out = act, out  # never read: the kernel's SNAKE branch is compiled out
+        snake, snake_out = (bias, bias), out  # never read: the kernel's SNAKE branch is compiled out
         fused_snake = False
     else:
         fused_snake = True
@@ -126,9 +166,10 @@ def unit_tail(
             raise ValueError(f"unit_tail: snake_out must be {h.dtype} on {h.device}")
     if h.numel() == 0:
         return out
-    block_n = min(triton.next_power_of_2(max(channels, 16)), 128)
-    block_m = 4096 if INTERPRETED else 128  # the interpreter runs each program as numpy calls: few, large ones
+    block_n = min(triton.next_power_of_2(max(channels, 16)), tiles.block_n)
+    block_m = 4096 if INTERPRETED else tiles.block_m  # the interpreter runs each program as numpy calls: few, large
     grid = (triton.cdiv(batch * length, block_m), triton.cdiv(channels, block_n))
+    h_bias, act = (h_bias, act) if prologue else (bias, (bias, bias))  # never read without the prologue
     _unit_tail_kernel[grid](
         h,
         w,
@@ -149,8 +190,11 @@ def unit_tail(
         SNAKE=fused_snake,
         FAST_SIN=fast_sin and h.element_size() == 2 and not INTERPRETED,
         IEEE=h.dtype == torch.float32 or INTERPRETED,  # the interpreter's dot has no bf16
+        PROLOGUE=prologue,
         BLOCK_M=block_m,
         BLOCK_N=block_n,
-        BLOCK_K=32,
+        BLOCK_K=tiles.block_k,
+        num_warps=tiles.num_warps,
+        num_stages=tiles.num_stages,
     )
     return out

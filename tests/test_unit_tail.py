@@ -1,7 +1,11 @@
 """kernels/unit_tail.py (a residual unit's SnakeBeta, 1x1 conv2 and add as one GEMM) against the separate kernels, and
 the channels-last vocoder with the decoder's `unit_tail_kernel` against without; CPU, Triton interpreter."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
 
@@ -9,11 +13,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, is_channels_last, snakebeta_cl
-from omni.kernels.unit_tail import conv2_matrix, unit_tail
+from omni.kernels.unit_tail import DEFAULT_TILES, Tiles, conv2_matrix, unit_tail
 
 from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
 from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Channels around the kernel's 16-wide minimum and past one 128-wide N tile and one 32-wide K step; odd lengths.
 SHAPES = [(1, 2, 5), (2, 40, 9), (3, 16, 33), (1, 130, 7)]
@@ -108,6 +114,37 @@ def test_bad_input_is_a_clear_error():
         unit_tail(h, h_bias, (act_a, act_b), w, x, bias, snake=(alpha, beta), snake_out=tail)
 
 
+def test_the_gemm_without_the_prologue_equals_the_fused_kernel_on_snakebeta_output():
+    """h_bias and act None: h already holds the second SnakeBeta (how tools/bench_unit_tail.py times the prologue)."""
+    h, x, weight, params = _inputs((2, 40, 9), torch.float32, seed=4)
+    h_bias, act_a, act_b, bias, alpha, beta = params
+    want, want_buffer = _fused(h, x, weight, params, snake=True)
+    snaked = snakebeta_cl(h, act_a, act_b, bias=h_bias)
+    buffer = channels_last_empty(2, 40, 13, x).fill_(7.0)
+    got = unit_tail(snaked, None, None, conv2_matrix(weight), x, bias, snake=(alpha, beta), snake_out=buffer[..., 4:])
+    assert _max_abs(got, want) <= 1e-5 * max(1.0, float(want.abs().max()))
+    assert _max_abs(buffer, want_buffer) <= 1e-5 * max(1.0, float(want_buffer.abs().max()))
+    with pytest.raises(ValueError, match="together"):
+        unit_tail(snaked, h_bias, None, conv2_matrix(weight), x, bias)
+
+
+@pytest.mark.parametrize("tiles", ["64x16x16w4s2", "128x64x64w8s3"])
+def test_other_tiles_compute_the_same_tail(tiles):
+    """The tile sizes only regroup the work (under the interpreter BLOCK_M is its own; BLOCK_N and BLOCK_K count)."""
+    h, x, weight, params = _inputs((1, 130, 7), torch.float32, seed=5)
+    h_bias, act_a, act_b, bias, _, _ = params
+    want = unit_tail(h, h_bias, (act_a, act_b), conv2_matrix(weight), x, bias)
+    got = unit_tail(h, h_bias, (act_a, act_b), conv2_matrix(weight), x, bias, tiles=Tiles.parse(tiles))
+    assert _max_abs(got, want) <= 1e-5 * max(1.0, float(want.abs().max()))
+
+
+def test_tiles_parse_and_print():
+    assert Tiles.parse("64x256x64w8s4") == Tiles(64, 256, 64, 8, 4)
+    assert Tiles.parse(str(DEFAULT_TILES)) == DEFAULT_TILES
+    with pytest.raises(ValueError, match="BMxBNxBK"):
+        Tiles.parse("128x128x32")
+
+
 def _decode(dtype, unit_tail_kernel: bool, residual_snake_kernel: bool):
     model = tiny_codec_decoder(dtype)
     fuse_channels_last(model)
@@ -150,11 +187,12 @@ from omni.kernels.unit_tail import _unit_tail_kernel
 pointers = ("h_ptr", "w_ptr", "x_ptr", "out_ptr", "snake_ptr")
 params = ("h_bias_ptr", "act_alpha_ptr", "act_beta_ptr", "bias_ptr", "alpha_ptr", "beta_ptr")
 ints = ("rows", "length", "channels", "x_stride_b", "x_stride_t", "snake_stride_b", "snake_stride_t")
-flags = ("SNAKE", "FAST_SIN", "IEEE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
+flags = ("SNAKE", "FAST_SIN", "IEEE", "PROLOGUE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
 for snake, fast in ((False, False), (True, True)):  # two compiles of ~8 s: the fused SnakeBeta and the fast sine
     signature = {name: "*bf16" for name in pointers} | {name: "*fp32" for name in params}
     signature |= {name: "i32" for name in ints} | {name: "constexpr" for name in flags}
-    constexprs = {"SNAKE": snake, "FAST_SIN": fast, "IEEE": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
+    constexprs = {"SNAKE": snake, "FAST_SIN": fast, "IEEE": False, "PROLOGUE": True}
+    constexprs |= {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
     compiled = compile(ASTSource(_unit_tail_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
     ptx = compiled.asm["ptx"]
     assert "mma" in ptx, "the GEMM on tensor cores"
@@ -167,3 +205,20 @@ print("compiled")
 def test_kernel_compiles_for_sm90(tmp_path):
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_bench_unit_tail_times_every_side_and_reports_their_difference(tmp_path):
+    """tools/bench_unit_tail.py on CPU (interpreter, tiny widths): every block and side has a row, and the fused and
+    gemm-only sides compute the separate kernels' tail (fp32 within the GEMM's reordering)."""
+    out = tmp_path / "tail.json"
+    command = [sys.executable, str(ROOT / "tools" / "bench_unit_tail.py"), "--device", "cpu", "--tiny"]
+    command += ["--dtype", "float32", "--rows", "2", "--frames", "1", "--iters", "1", "--repeats", "1"]
+    command += ["--tiles", "128x128x32w4s3", "64x64x64w4s2", "--out", str(out)]
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    sides = ["separate"] + [f"{kind} {t}" for t in ("128x128x32w4s3", "64x64x64w4s2") for kind in ("fused", "gemm")]
+    assert [r["side"] for r in rows] == sides * 4  # the released layout's four blocks, at tiny widths
+    assert all(r["out_max_abs"] <= 1e-4 and r["snake_max_abs"] <= 1e-4 for r in rows)
+    assert all(r["ms"] > 0 for r in rows)
