@@ -708,4 +708,4 @@ def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
     decoder = tiny_codec_decoder(torch.float32)
     engine_from_config(decoder, CodecConfig(device="cpu", max_streams=2, min_batch=1), None, sample_rate=24000)
     assert not any(getattr(decoder, name) for name in decoder.KERNEL_SWITCHES)
-    assert not config.unit_tail_kernel  # built in session 26 after the runs: off until its GPU A/B
+    assert not config.unit_tail_kernel  # run 105: the 128x15 graph step 4.7% longer with it

@@ -91,7 +91,8 @@ class CodecConfig(ServiceConfig):
         False,
         "on CUDA, with fused_kernels channels_last: each residual unit's second SnakeBeta, its 1x1 conv2 and the "
         "closing add (and, with residual_snake_kernel, the next SnakeBeta) as one Triton GEMM, two reads and two "
-        "writes instead of eight passes (sums in another order than cuDNN's; off until its GPU A/B)",
+        "writes instead of eight passes (bitwise against cuDNN on an H200; off: one H200, 128x15 graph step +4.7%, "
+        "128x2 +6.1% in one process (run 105))",
     )
     window_kernel: bool = option(
         True,
