@@ -1,10 +1,14 @@
-# One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults (every codec kernel on, the residual SnakeBeta kernel
-# since session 26) in the stack at 128, 512, 800 and 1,024 streams opened at once, for the record.
-# Why: session 26 measured the residual SnakeBeta kernel only at 512/800 (runs 101-102) and 1/128 (run 103); 1,024
-# at once was measured only with session 25's default (run 100: 1,392.8 audio-s/s, 1.9% gapped, none with a 100 ms
-# buffer). Between machines one build's 800-stream figure spread 1,338.1-1,475.5 (runs 95, 97, 100-102).
-# Prediction: 128 TTFA p99 180-230 ms; 512 1,380-1,460 audio-s/s with no gap; 800 at most 0.5% gapped; 1,024
-# 1,380-1,500 with 0.5-10% gapped, 0% with a 100 ms buffer, the gaps in the opening wave.
+# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (all six codec kernel
+# flags) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles of the eager step and every check (the checks'
+# lines are past the tail below: read them in $OUT/codec_today.json).
+# Why: to see whether run 107's step (graph 128x2 7.36 ms, 128x15 35.54; run 101 6.924 and 35.230) moves between
+# machines as the stack does, before the next codec change is chosen from its profile.
+# Prediction: graph 128x2 6.8-7.6 ms, 128x15 34.8-36.3 ms; in the 15-frame profile `_snakebeta_cl_kernel` 17
+# launches at 9-12% of the CUDA time, `_bias_residual_cl_kernel` 12 at 12-15%; every check passes.
+# No rule: a measurement.
 source tools/device/setup.sh
 stamp start
-$S --concurrency 128 512 800 1024 --level-timeout 170 --out /tmp/T; save T
+python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
+    --residual-snake-kernel --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark \
+    --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 | grep -v '"stages"' | cut -c1-400 | tail -80
+stamp codec
