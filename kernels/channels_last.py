@@ -164,6 +164,14 @@ def _bias_residual_cl_kernel(
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
+def check_snake_out(name: str, snake_out: torch.Tensor | None, like: torch.Tensor) -> None:
+    """A fused next-SnakeBeta's output: a channels-last view of like's shape, dtype and device (`name` in the error)."""
+    if snake_out is None or snake_out.shape != like.shape or not is_channels_last(snake_out):
+        raise ValueError(f"{name}: snake_out must be a channels-last {list(like.shape)} view")
+    if snake_out.dtype != like.dtype or snake_out.device != like.device:
+        raise ValueError(f"{name}: snake_out must be {like.dtype} on {like.device}")
+
+
 def bias_residual_cl(
     x: torch.Tensor,
     y: torch.Tensor,
@@ -194,10 +202,7 @@ def bias_residual_cl(
     else:
         alpha, beta = (p.contiguous() for p in snake)
         check_snakebeta_args("bias_residual_cl", x, alpha, beta, None)
-        if snake_out is None or snake_out.shape != x.shape or not is_channels_last(snake_out):
-            raise ValueError(f"bias_residual_cl: snake_out must be a channels-last {list(x.shape)} view")
-        if snake_out.dtype != x.dtype or snake_out.device != x.device:
-            raise ValueError(f"bias_residual_cl: snake_out must be {x.dtype} on {x.device}")
+        check_snake_out("bias_residual_cl", snake_out, x)
     if x.numel() == 0:
         return out
     block_t, block_c = _blocks(channels, length, tile)

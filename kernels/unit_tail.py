@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
-from omni.kernels.channels_last import INTERPRETED, _snake, channels_last_empty, is_channels_last
+from omni.kernels.channels_last import INTERPRETED, _snake, channels_last_empty, check_snake_out, is_channels_last
 
 
 @triton.jit
@@ -162,10 +162,7 @@ def unit_tail(
         fused_snake = False
     else:
         fused_snake = True
-        if snake_out is None or snake_out.shape != h.shape or not is_channels_last(snake_out):
-            raise ValueError(f"unit_tail: snake_out must be a channels-last {list(h.shape)} view")
-        if snake_out.dtype != h.dtype or snake_out.device != h.device:
-            raise ValueError(f"unit_tail: snake_out must be {h.dtype} on {h.device}")
+        check_snake_out("unit_tail", snake_out, h)
     if h.numel() == 0:
         return out
     block_n = min(triton.next_power_of_2(max(channels, 16)), tiles.block_n)
