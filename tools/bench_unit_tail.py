@@ -24,6 +24,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -31,22 +32,19 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_snakebeta import RESIDUAL_UNITS, step_shapes  # noqa: E402 (a sibling script: the step's shapes)
+from bench_snakebeta import time_ms as cuda_time_ms  # noqa: E402
 from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, snakebeta_cl  # noqa: E402
 from omni.kernels.unit_tail import DEFAULT_TILES, Tiles, conv2_matrix, unit_tail  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
 
-UNITS_PER_BLOCK = 3  # ResidualUnit dilations 1, 3, 9
-
 
 def block_shapes(cfg: CodecDecoderConfig, frames: int) -> list[tuple[int, int]]:
-    """(C, T) of each vocoder block's residual units for `frames` new codec frames."""
-    length, shapes = frames * int(torch.tensor(cfg.upsampling_ratios).prod()), []
-    for i, rate in enumerate(cfg.upsample_rates):
-        length *= rate
-        shapes.append((cfg.decoder_dim // 2 ** (i + 1), length))
-    return shapes
+    """(C, T) of each vocoder block's residual units for `frames` new codec frames (bench_snakebeta's step shapes
+    less the first block's input)."""
+    return [(channels, length) for channels, length, _ in step_shapes(cfg, frames)[1:]]
 
 
 def tail_inputs(rows: int, channels: int, length: int, dtype: torch.dtype, device: str, seed: int) -> dict:
@@ -79,37 +77,28 @@ def separate(i: dict, fast_sin: bool) -> torch.Tensor:
     return bias_residual_cl(i["x"], y, i["bias"], snake=i["snake"], snake_out=i["buffer"][..., 6:], fast_sin=fast_sin)
 
 
-def fused(i: dict, fast_sin: bool, tiles: Tiles) -> torch.Tensor:
+def fused(i: dict, fast_sin: bool, tiles: Tiles, prologue: bool = True) -> torch.Tensor:
+    """unit_tail with `tiles`; without the prologue, on snakebeta_cl's output (the gemm-only side)."""
+    if prologue:
+        h, h_bias, act = i["h"], i["h_bias"], i["act"]
+    else:
+        h, h_bias, act = snakebeta_cl(i["h"], *i["act"], bias=i["h_bias"], fast_sin=fast_sin), None, None
     fused_args = {"snake": i["snake"], "snake_out": i["buffer"][..., 6:], "fast_sin": fast_sin, "tiles": tiles}
-    return unit_tail(i["h"], i["h_bias"], i["act"], i["w"], i["x"], i["bias"], **fused_args)
-
-
-def gemm_only(i: dict, fast_sin: bool, tiles: Tiles) -> torch.Tensor:
-    h = snakebeta_cl(i["h"], *i["act"], bias=i["h_bias"], fast_sin=fast_sin)
-    fused_args = {"snake": i["snake"], "snake_out": i["buffer"][..., 6:], "fast_sin": fast_sin, "tiles": tiles}
-    return unit_tail(h, None, None, i["w"], i["x"], i["bias"], **fused_args)
+    return unit_tail(h, h_bias, act, i["w"], i["x"], i["bias"], **fused_args)
 
 
 def time_ms(fn, device: str, iters: int, repeats: int) -> float:
-    """Median over `repeats` of the mean time of `iters` back-to-back calls (CUDA events; wall clock on CPU)."""
+    """Median over `repeats` of the mean time of `iters` back-to-back calls (CUDA events, bench_snakebeta's timer;
+    wall clock on CPU)."""
+    if device == "cuda":
+        return statistics.median(cuda_time_ms(fn, iters) for _ in range(repeats))
     fn()  # compile and warm up
     times = []
     for _ in range(repeats):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / iters)
-        else:
-            import time
-
-            t0 = time.perf_counter()
-            for _ in range(iters):
-                fn()
-            times.append((time.perf_counter() - t0) * 1e3 / iters)
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        times.append((time.perf_counter() - t0) * 1e3 / iters)
     return statistics.median(times)
 
 
@@ -136,9 +125,9 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
 
-    rows, step = [], {}
+    rows, step, shapes = [], {}, block_shapes(cfg, args.frames)
     print(f"{'C':>5} {'T':>6} {'side':<24} {'ms':>8} {'GB/s':>7} {'vs sep':>7} {'out diff':>9} {'snake diff':>10}")
-    for k, (channels, length) in enumerate(block_shapes(cfg, args.frames)):
+    for k, (channels, length) in enumerate(shapes):
         inputs = tail_inputs(args.rows, channels, length, dtype, args.device, seed=k)
         nbytes = 4 * args.rows * channels * length * inputs["h"].element_size()  # read h and x, write two tensors
         want = separate(inputs, args.fast_sine)
@@ -147,7 +136,7 @@ def main() -> None:
         for t in tiles:
             sides[f"fused {t}"] = lambda i=inputs, t=t: fused(i, args.fast_sine, t)
             if not args.no_gemm_only:
-                sides[f"gemm {t}"] = lambda i=inputs, t=t: gemm_only(i, args.fast_sine, t)
+                sides[f"gemm {t}"] = lambda i=inputs, t=t: fused(i, args.fast_sine, t, prologue=False)
         base_ms = None
         for name, fn in sides.items():
             try:
@@ -171,16 +160,16 @@ def main() -> None:
                 "snake_max_abs": snake_diff,
             }
             rows.append(row)
-            step[name] = step.get(name, 0.0) + UNITS_PER_BLOCK * ms
+            step[name] = step.get(name, 0.0) + RESIDUAL_UNITS * ms
             print(
                 f"{channels:>5} {length:>6} {name:<24} {ms:>8.4f} {row['gb_per_s']:>7.0f} {row['vs_separate']:>7.3f}"
                 f" {out_diff:>9.2e} {snake_diff:>10.2e}",
                 flush=True,
             )
         del inputs
-    print(f"\nthe step's {UNITS_PER_BLOCK * len(block_shapes(cfg, args.frames))} unit tails, summed:")
+    print(f"\nthe step's {RESIDUAL_UNITS * len(shapes)} unit tails, summed:")
     for name, ms in step.items():  # a side that failed on some block sums fewer tails: marked
-        if sum(r["side"] == name and "ms" in r for r in rows) < len(block_shapes(cfg, args.frames)):
+        if sum(r["side"] == name and "ms" in r for r in rows) < len(shapes):
             name += " (some blocks failed)"
         print(f"  {name:<24} {ms:8.3f} ms  ({ms / step['separate']:.3f} of separate)")
     if args.out:
