@@ -105,6 +105,9 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
         assert all(0 <= v <= row["cpu_cores"][k] + slack for k, v in row["loop_cores"].items()), row["loop_cores"]
         assert row["loop_cores"]["talker"] > 0 and row["loop_cores"]["codec"] + row["loop_cores"]["codec1"] > 0
         assert row["log_problems"] == {"count": 0, "first": []}, row["log_problems"]
+        # No GPU: nvidia-smi is not asked, so no level has GPU samples.
+        assert not [k for k in row if k.startswith("gpu") and k != "gpus"]
+        assert 0 < row["talker_prefill_share"] < 1
         # The talker sized every first chunk, with 2 frames (a tiny load is never busy_streams).
         assert row["talker_first_chunk_frames"] == 2.0
         assert row["talker_early_chunks_per_request"] == 0  # chunks of 2 and 2: planned sizes come before the floor
@@ -258,6 +261,16 @@ omni_codec_late_ms_count 3.0
 # HELP omni_codec_deferred_rows_total deferred rows
 # TYPE omni_codec_deferred_rows_total counter
 omni_codec_deferred_rows_total 7.0
+# HELP omni_codec_planned_ms planned replays
+# TYPE omni_codec_planned_ms histogram
+omni_codec_planned_ms_bucket{le="+Inf"} 40.0
+omni_codec_planned_ms_sum 1200.0
+omni_codec_planned_ms_count 40.0
+# HELP omni_talker_prefill_ms prefills
+# TYPE omni_talker_prefill_ms histogram
+omni_talker_prefill_ms_bucket{le="+Inf"} 10.0
+omni_talker_prefill_ms_sum 150.0
+omni_talker_prefill_ms_count 10.0
 """
     bench_stack = load_bench_stack()
     read = bench_stack.read_metrics(page)
@@ -271,6 +284,8 @@ omni_codec_deferred_rows_total 7.0
     assert load["gateway_loop_lag_over_20ms"] == 1.0 and load["gateway_write_over_20ms"] == 1.0
     assert load["talker_loop_lag_over_20ms"] == 2.0 and load["codec_loop_lag_over_20ms"] is None  # not on the page
     assert (load["codec_late_rows_per_request"], load["codec_deferred_rows_per_request"]) == (1.5, 3.5)
+    # The codec's planned replays (1.2 s) and the talker's prefills (0.15 s) over the 2 s level, as shares of it.
+    assert load["codec_planned_share"] == pytest.approx(0.6) and load["talker_prefill_share"] == pytest.approx(0.075)
     means = bench_stack.metric_means({}, read)
     assert means["talker_first_chunk_frames"] == 2.25 and means["talker_early_chunk_frames"] == 4.0
     assert means["gateway_loop_lag_ms"] == pytest.approx(7.0) and means["gateway_write_ms"] == pytest.approx(6.0)

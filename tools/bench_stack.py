@@ -36,13 +36,15 @@ between the client and the gateway's handler (the gateway's own log had TTFA p50
 with 4 and 2, same code and machine type, throughput at 256 streams went from 301 to 537 audio-s/s on one H200 and
 from 371 to 832 on two (docs/benchmarks.md, runs 13-14). Which of the two was the limit is not separated. Every
 request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per
-level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share), each
-service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main thread: near 1 means the loop
-is the limit), the gateway's own time to first audio split by request id at the talker (`hop`,
-`talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it), the
-client's own split at the gateway's handler by the response's X-Request-Id (`in_client`, `to_handler`, `to_client`
-p50/p99, and `slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway, talker and
-codec logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
+level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share; the codec's
+replays by their capture-time costs and the talker's prefills as shares of the level: `codec_planned_share`,
+`talker_prefill_share`), each GPU's mean utilization, power and SM clock sampled by nvidia-smi (`gpu0_util_pct`, ...:
+tools/gpu_sampler.py), each service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main
+thread: near 1 means the loop is the limit), the gateway's own time to first audio split by request id at the talker
+(`hop`, `talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it),
+the client's own split at the gateway's handler by the response's X-Request-Id (`in_client`, `to_handler`, `to_client`
+p50/p99, and `slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway, talker and codec
+logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
 why requests failed. It writes, under --out: `results.json`, `table.md`,
 one bench JSON and PNG per model and layout, and the services' logs as plain files one folder down
 (`logs/<model>-<n>gpu-<service>.log`, plus `-serve.log` and `-command.txt`).
@@ -86,6 +88,9 @@ from pathlib import Path
 
 import httpx
 from omni.services.common.logging import request_records
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # a sibling script, also when loaded by path (tests)
+from gpu_sampler import GpuSampler  # noqa: E402
 
 from omni import bench
 from omni.commands.serve import device_list, free_port
@@ -287,6 +292,7 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
         return after[name][part] - before.get(name, (0.0, 0.0))[part]
 
     talker_ms, codec_ms = delta("omni_talker_step_ms", 0), delta("omni_codec_tick_ms", 0)
+    planned_ms, prefill_ms = delta(METRICS["codec_planned_ms"], 0), delta(METRICS["talker_prefill_ms"], 0)
     ticks, rows = delta("omni_codec_batch_size", 1), delta("omni_codec_batch_size", 0)
     talker_gc, codec_gc = delta("omni_talker_gc_pause_ms", 0), delta("omni_codec_gc_pause_ms", 0)
     gateway_gc = delta(METRICS["gateway_gc_ms"], 0)
@@ -295,6 +301,10 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
         "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
+        # The codec's replays by their capture-time costs (the GPU alone), and the talker's prefills by the wall clock
+        # (beside the other process's work): the GPU's share of each, to set against the measured utilization.
+        "codec_planned_share": None if planned_ms is None else planned_ms / 1000.0 / wall_s,
+        "talker_prefill_share": None if prefill_ms is None else prefill_ms / 1000.0 / wall_s,
         # Share of the level each process spent in garbage collections (all its threads stopped).
         "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
         "codec_gc_share": None if codec_gc is None else codec_gc / 1000.0 / wall_s,
@@ -701,7 +711,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     logs = args.out / "logs"
     stack = (model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout, name)
     replicas = {"codec_replicas": args.codec_replicas, "codec_devices": args.codec_devices}
-    with Serve(*stack, gateway_workers=args.gateway_workers, **replicas) as serve:
+    gpu_sampler = GpuSampler(executable="nvidia-smi" if args.device == "cuda" else None)
+    with Serve(*stack, gateway_workers=args.gateway_workers, **replicas) as serve, gpu_sampler:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)
@@ -714,7 +725,9 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             since = serve.log_sizes()
             pids = serve.service_pids()
             cpu_before, loops_before, wall_before = cpu_snapshot(pids), loop_snapshot(pids), time.perf_counter()
+            clock_before = time.time()  # nvidia-smi's samples carry wall-clock times
             report = run_level(url, texts, args, concurrency, requests, seed=concurrency or round(rate), rate=rate)
+            gpu = gpu_sampler.means(clock_before, time.time())
             loops_after = loop_snapshot(pids)  # read inside the processes' window: a loop never exceeds its process
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
             after = serve.scrape_all()
@@ -744,6 +757,8 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
                 "wrong_length_requests": wrong,
                 **means,
                 **engine_load(before, after, wall, requests),
+                # Each GPU's mean utilization (any kernel running), power and SM clock over the level (nvidia-smi).
+                **gpu,
                 # Mean busy cores of each service over the level (a Python event loop saturates at ~1).
                 # The client's: its processes' own count over the timed level (spawned clients end with the level).
                 "cpu_cores": {
@@ -823,6 +838,8 @@ def format_diagnostics(row: dict) -> str:
     load = (
         "talker_busy",
         "codec_busy",
+        "codec_planned_share",
+        "talker_prefill_share",
         "codec_ticks_per_s",
         "codec_rows_per_request",
         "talker_early_chunks_per_request",
@@ -847,6 +864,7 @@ def format_diagnostics(row: dict) -> str:
     parts += [f"{k.removesuffix('_s')}_ms {row[k] * 1000:.0f}" for k in steady if row.get(k) is not None]
     after = row.get("underrun_after_first_wave_pct")
     parts += [f"underrun_after_first_wave_pct {after:.1f}"] if after is not None and after == after else []
+    parts += [f"{k} {row[k]:.0f}" for k in sorted(row) if re.fullmatch(r"gpu\d+_(util_pct|power_w|sm_mhz)", k)]
     parts += [f"cpu {name} {cores:.2f}" for name, cores in sorted(row.get("cpu_cores", {}).items())]
     parts += [f"loop {name} {cores:.2f}" for name, cores in sorted(row.get("loop_cores", {}).items())]
     return ", ".join(parts)
