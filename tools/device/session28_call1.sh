@@ -7,8 +7,14 @@
 # Prediction: graph 512 rows 11.9-12.6 ms, 128 rows 6.9-7.5 ms (run 86: 12.227 / 7.172); decode attention the largest
 # kernel at 30-36% of the eager CUDA time; graph = eager padded (every check passes).
 # No rule: measurements, to choose the next change from the two profiles.
+# (0) tools/gpu_sampler.py on the machine for 3 s idle (call 2 reads the stack's levels through it).
 source tools/device/setup.sh
 stamp start
+which stdbuf nvidia-smi
+python3 -c 'import sys, time; sys.path.insert(0, "tools"); from gpu_sampler import GpuSampler
+t = time.time()
+with GpuSampler() as g:
+    time.sleep(3); print("gpu_sampler idle:", g.means(t, time.time()))'
 python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
     --residual-snake-kernel --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark \
     --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 | grep -v '"stages"' | cut -c1-400 | tail -80
