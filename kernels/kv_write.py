@@ -6,11 +6,17 @@ them (2 for each of the talker's 28 layers and of the code predictor's 5 layers 
 CUDA time in run 80's eager profile. Here one program per (row, position) copies that token's K and V
 ([kv_heads × head_dim] each, contiguous) to (slot, position): one launch per layer for both tensors, a plain copy,
 so the cache holds the same bits as with the index put.
+
+`norm_rope_write_kv` goes one kernel further for the talker's fused attention (q/k/v from one GEMM): per token it
+applies the per-head q and k RMSNorm and RoPE (transformer_fused's arithmetic, the same bits as `rms_norm_rope`),
+stores q, and writes the rotated k and the v columns straight into the caches: one launch per layer where
+`rms_norm_rope` twice and `write_kv` once made three.
 """
 
 import torch
 import triton
 import triton.language as tl
+from omni.kernels.transformer_fused import _store_norm_rope
 
 
 @triton.jit
@@ -91,3 +97,112 @@ def write_kv(
         N=n,
         BLOCK=triton.next_power_of_2(n),
     )
+
+
+@triton.jit
+def _norm_rope_write_kernel(
+    qkv_ptr,
+    qw_ptr,
+    kw_ptr,
+    cos_ptr,
+    sin_ptr,
+    q_ptr,
+    k_cache_ptr,
+    v_cache_ptr,
+    slots_ptr,
+    positions_ptr,
+    T,
+    qkv_stride,
+    rope_stride,
+    pos_stride_b,
+    pos_stride_t,
+    cache_stride_s,
+    cache_stride_l,
+    q_eps,
+    k_eps,
+    HEADS: tl.constexpr,
+    KV_HEADS: tl.constexpr,
+    HALF: tl.constexpr,
+    HEADS_PAD: tl.constexpr,
+    KV_HEADS_PAD: tl.constexpr,
+    HALF_PAD: tl.constexpr,
+    V_BLOCK: tl.constexpr,
+):
+    token = tl.program_id(0).to(tl.int64)  # one program per (row, position): q, then k and v into the caches
+    b = token // T
+    t = token % T
+    slot = tl.load(slots_ptr + b).to(tl.int64)
+    position = tl.load(positions_ptr + b * pos_stride_b + t * pos_stride_t).to(tl.int64)
+    row = qkv_ptr + token * qkv_stride
+    cos_row, sin_row = cos_ptr + token * rope_stride, sin_ptr + token * rope_stride
+    dst = slot * cache_stride_s + position * cache_stride_l
+    nq = HEADS * 2 * HALF
+    nk = KV_HEADS * 2 * HALF
+    _store_norm_rope(row, qw_ptr, cos_row, sin_row, q_ptr + token * nq, HEADS, q_eps, HALF, HEADS_PAD, HALF_PAD, True)
+    _store_norm_rope(
+        row + nq, kw_ptr, cos_row, sin_row, k_cache_ptr + dst, KV_HEADS, k_eps, HALF, KV_HEADS_PAD, HALF_PAD, True
+    )
+    offs = tl.arange(0, V_BLOCK)
+    inside = offs < nk
+    v = tl.load(row + nq + nk + offs, mask=inside)
+    tl.store(v_cache_ptr + dst + offs, v, mask=inside)
+
+
+def norm_rope_write_kv(
+    qkv: torch.Tensor,
+    heads: int,
+    q_norm: tuple[torch.Tensor, float],
+    k_norm: tuple[torch.Tensor, float],
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    slots: torch.Tensor,
+    positions: torch.Tensor,
+) -> torch.Tensor:
+    """A fused attention's inputs in one kernel. qkv [B, T, (heads + 2 kv_heads) * D] (q | k | v columns, rows
+    contiguous), q_norm/k_norm (weight [D], eps), cos/sin [B, T, 1, D]; caches [S, L, kv_heads, D] (one layer's),
+    slots [B], positions [B, T]. Writes RoPE(norm(k)) and v at (slots[b], positions[b, t]) and returns
+    RoPE(norm(q)) [B, T, heads, D]: the same bits as `rms_norm_rope` on each part and `write_kv`."""
+    b, t, width = qkv.shape
+    kv_heads, dim = k_cache.shape[2:]
+    if width != (heads + 2 * kv_heads) * dim or v_cache.shape != k_cache.shape or dim % 2:
+        raise ValueError(f"qkv {tuple(qkv.shape)} does not hold {heads} q and 2 x {kv_heads} kv heads of {dim}")
+    if qkv.dtype != k_cache.dtype or v_cache.dtype != k_cache.dtype:
+        raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
+    if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
+        raise ValueError("norm_rope_write_kv needs qkv's last dim and the caches contiguous")
+    if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, t):
+        raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match qkv's [B, T]")
+    rows = qkv.reshape(b * t, width)  # a view where the rows are one stride apart (a GEMM's output is)
+    cos2, sin2 = cos.reshape(b * t, dim), sin.reshape(b * t, dim)
+    q = torch.empty(b, t, heads, dim, dtype=qkv.dtype, device=qkv.device)
+    _norm_rope_write_kernel[(b * t,)](
+        rows,
+        q_norm[0],
+        k_norm[0],
+        cos2,
+        sin2,
+        q,
+        k_cache,
+        v_cache,
+        slots,
+        positions,
+        t,
+        rows.stride(0),
+        cos2.stride(0),
+        positions.stride(0),
+        positions.stride(1),
+        k_cache.stride(0),
+        k_cache.stride(1),
+        q_norm[1],
+        k_norm[1],
+        HEADS=heads,
+        KV_HEADS=kv_heads,
+        HALF=dim // 2,
+        HEADS_PAD=triton.next_power_of_2(heads),
+        KV_HEADS_PAD=triton.next_power_of_2(kv_heads),
+        HALF_PAD=triton.next_power_of_2(dim // 2),
+        V_BLOCK=triton.next_power_of_2(kv_heads * dim),
+    )
+    return q

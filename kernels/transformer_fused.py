@@ -84,6 +84,48 @@ def _add_rms_norm_kernel(
 
 
 @triton.jit
+def _store_norm_rope(
+    x_row_ptr,
+    w_ptr,
+    cos_row_ptr,
+    sin_row_ptr,
+    out_row_ptr,
+    heads,
+    eps,
+    HALF: tl.constexpr,
+    HEADS_PAD: tl.constexpr,
+    HALF_PAD: tl.constexpr,
+    NORM: tl.constexpr,
+):
+    """One token's heads (packed at x_row_ptr): per-head RMSNorm (NORM) then NeoX RoPE, stored packed at
+    out_row_ptr, rounded as the eager ops round; the one copy of this arithmetic, so q and k get the same bits
+    whichever kernel runs it (here, or kv_write's with the cache write)."""
+    # Each head as two halves (RoPE pairs element i with i + HALF).
+    h = tl.arange(0, HEADS_PAD)[:, None]
+    i = tl.arange(0, HALF_PAD)[None, :]
+    inside = (h < heads) & (i < HALF)
+    lo_offs = h * (2 * HALF) + i
+    dt = out_row_ptr.dtype.element_ty
+    y1 = tl.load(x_row_ptr + lo_offs, mask=inside, other=0.0).to(tl.float32)
+    y2 = tl.load(x_row_ptr + lo_offs + HALF, mask=inside, other=0.0).to(tl.float32)
+    if NORM:  # per-head RMSNorm first (the talker's q/k norms); without it, RoPE alone (the codec's transformer)
+        r = 1.0 / tl.sqrt((tl.sum(y1 * y1, axis=1) + tl.sum(y2 * y2, axis=1)) / (2 * HALF) + eps)
+        w1 = tl.load(w_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
+        w2 = tl.load(w_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+        y1 = (w1 * (y1 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+        y2 = (w2 * (y2 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
+    c1 = tl.load(cos_row_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
+    c2 = tl.load(cos_row_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+    s1 = tl.load(sin_row_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
+    s2 = tl.load(sin_row_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
+    # y * cos + rotate_half(y) * sin, each product rounded as the eager bf16 ops round it
+    o1 = (y1 * c1).to(dt).to(tl.float32) + (-y2 * s1).to(dt).to(tl.float32)
+    o2 = (y2 * c2).to(dt).to(tl.float32) + (y1 * s2).to(dt).to(tl.float32)
+    tl.store(out_row_ptr + lo_offs, o1.to(dt), mask=inside)
+    tl.store(out_row_ptr + lo_offs + HALF, o2.to(dt), mask=inside)
+
+
+@triton.jit
 def _rms_norm_rope_kernel(
     x_ptr,
     w_ptr,
@@ -100,30 +142,20 @@ def _rms_norm_rope_kernel(
     HALF_PAD: tl.constexpr,
     NORM: tl.constexpr,
 ):
-    # One program per token: all its heads, each head as two halves (RoPE pairs element i with i + HALF).
-    row = tl.program_id(0).to(tl.int64)
-    h = tl.arange(0, HEADS_PAD)[:, None]
-    i = tl.arange(0, HALF_PAD)[None, :]
-    inside = (h < heads) & (i < HALF)
-    lo_offs = h * (2 * HALF) + i
-    dt = out_ptr.dtype.element_ty
-    y1 = tl.load(x_ptr + row * x_stride + lo_offs, mask=inside, other=0.0).to(tl.float32)
-    y2 = tl.load(x_ptr + row * x_stride + lo_offs + HALF, mask=inside, other=0.0).to(tl.float32)
-    if NORM:  # per-head RMSNorm first (the talker's q/k norms); without it, RoPE alone (the codec's transformer)
-        r = 1.0 / tl.sqrt((tl.sum(y1 * y1, axis=1) + tl.sum(y2 * y2, axis=1)) / (2 * HALF) + eps)
-        w1 = tl.load(w_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
-        w2 = tl.load(w_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
-        y1 = (w1 * (y1 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
-        y2 = (w2 * (y2 * r[:, None]).to(dt).to(tl.float32)).to(dt).to(tl.float32)
-    c1 = tl.load(cos_ptr + row * rope_stride + i, mask=i < HALF, other=0.0).to(tl.float32)
-    c2 = tl.load(cos_ptr + row * rope_stride + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
-    s1 = tl.load(sin_ptr + row * rope_stride + i, mask=i < HALF, other=0.0).to(tl.float32)
-    s2 = tl.load(sin_ptr + row * rope_stride + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
-    # y * cos + rotate_half(y) * sin, each product rounded as the eager bf16 ops round it
-    o1 = (y1 * c1).to(dt).to(tl.float32) + (-y2 * s1).to(dt).to(tl.float32)
-    o2 = (y2 * c2).to(dt).to(tl.float32) + (y1 * s2).to(dt).to(tl.float32)
-    tl.store(out_ptr + row * out_stride + lo_offs, o1.to(dt), mask=inside)
-    tl.store(out_ptr + row * out_stride + lo_offs + HALF, o2.to(dt), mask=inside)
+    row = tl.program_id(0).to(tl.int64)  # one program per token: all its heads
+    _store_norm_rope(
+        x_ptr + row * x_stride,
+        w_ptr,
+        cos_ptr + row * rope_stride,
+        sin_ptr + row * rope_stride,
+        out_ptr + row * out_stride,
+        heads,
+        eps,
+        HALF,
+        HEADS_PAD,
+        HALF_PAD,
+        NORM,
+    )
 
 
 @triton.jit

@@ -2,6 +2,7 @@
 without, prefilled alike (a greedy and a seeded-sampling request), for tests that step both and compare; and a
 compile of kernels for sm_90 in a process of its own."""
 
+import copy
 import os
 import subprocess
 import sys
@@ -14,13 +15,23 @@ from omni.talker.prompt import SpeechRequest
 PREFILLED_SLOTS = [2, 0]  # the slots the two requests were prefilled in, in the order to step them
 
 
-def prefilled_runner_pair(checkpoint: Path, **kernel_option: bool) -> tuple[TalkerRunner, TalkerRunner]:
+def prefilled_runner_pair(
+    checkpoint: Path, fused: bool = False, common: dict | None = None, **kernel_option: bool
+) -> tuple[TalkerRunner, TalkerRunner]:
     """(without, with): `kernel_option` is one TalkerRunner flag (e.g. decode_kernel=True); both runners get the
-    same two requests in PREFILLED_SLOTS."""
+    same two requests in PREFILLED_SLOTS. `fused`: both share a copy of the talker rewired by `fuse_talker_kernels`;
+    `common`: TalkerRunner flags both runners get."""
     ((name, value),) = kernel_option.items()
     synth = Synthesizer(checkpoint)
     model = synth.model
-    runners = tuple(TalkerRunner(model.talker, model.config, 3, 64, **{name: flag}) for flag in (not value, value))
+    talker = model.talker
+    if fused:
+        from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: only where asked for
+
+        talker = copy.deepcopy(talker)
+        fuse_talker_kernels(talker)
+    flags = common or {}
+    runners = tuple(TalkerRunner(talker, model.config, 3, 64, **flags, **{name: flag}) for flag in (not value, value))
     texts = ["Hi there.", "A longer sentence for the talker to say."]
     options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
     for runner in runners:

@@ -178,7 +178,8 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
 
 
 def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
-    """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel)."""
+    """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel,
+    norm_rope_write_kernel)."""
     slots, max_len = 64, PROMPT_LEN + steps + 8
     runners = [TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **kernels) for _ in range(3)]
     for r in runners:
@@ -308,7 +309,8 @@ def main() -> None:
         "fused+sampler: + the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler "
         "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); "
         "+kv-write (after fused): K/V written to the caches by one Triton copy per layer (kernels/kv_write.py); "
-        "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it"
+        "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after "
+        "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -324,7 +326,7 @@ def main() -> None:
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
     modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
-    extras = {"sampler", "sdpa-short", "kv-write", "add-norm"}
+    extras = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write"}
     unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
                or ("+" in m and not m.startswith("fused+")) or not set(m.split("+")[1:]) <= extras]  # fmt: skip
     if unknown:
@@ -364,7 +366,8 @@ def main() -> None:
         for mode in modes:  # fused modes last: they rewire the talker in place
             tokens = set(mode.split("+")[1:])
             flags = dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
-                         kv_write_kernel="kv-write" in tokens)  # fmt: skip
+                         kv_write_kernel="kv-write" in tokens,
+                         norm_rope_write_kernel="norm-rope-write" in tokens)  # fmt: skip
             label = mode.replace("+", "_").replace("-", "_")
             if mode.startswith("fused"):
                 fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
@@ -375,6 +378,11 @@ def main() -> None:
                 key = f"{label}_kv_write_vs_index_put"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "kv write kernel vs index put", out[key], flush=True)
+            if "norm-rope-write" in tokens:
+                setups = [(talker, flags), (talker, {**flags, "norm_rope_write_kernel": False})]
+                key = f"{label}_norm_rope_write_vs_three_kernels"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, mode, "norm+rope+write kernel vs three kernels", out[key], flush=True)
             if "add-norm" in tokens:
                 layered = copy.deepcopy(talker)
                 fuse_talker_kernels(layered, add_norm=False)

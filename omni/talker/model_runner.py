@@ -41,6 +41,7 @@ class TalkerRunner:
         sampler_kernel: bool = False,
         short_pass_kernel: bool = True,
         kv_write_kernel: bool = False,
+        norm_rope_write_kernel: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -55,6 +56,9 @@ class TalkerRunner:
         through the kernel too, one kernel row per position (False: through SDPA, as before session 22).
         `kv_write_kernel`: each layer's K and V go into the caches in one Triton copy instead of two index puts (the
         same bits; kernels/kv_write.py). Off by default until measured on a GPU.
+        `norm_rope_write_kernel`: with a talker fused by `fuse_talker_kernels`, each attention's q/k norms, RoPE and
+        K/V cache write run as one kernel after its QKV GEMM (the same bits; kv_write.norm_rope_write_kv); an unfused
+        talker ignores it.
         """
         self.talker = talker
         self.config = config
@@ -79,7 +83,9 @@ class TalkerRunner:
 
             self.draw = kernel_draw
         positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
-        kernels = CacheKernels(attention=decode_kernel, positions=positions, write=kv_write_kernel)
+        kernels = CacheKernels(
+            attention=decode_kernel, positions=positions, write=kv_write_kernel, norm_rope_write=norm_rope_write_kernel
+        )
         self.cache = talker.new_cache(rows, max_len, self.dtype, dev, kernels)
         self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, kernels)
         self.sampling = SlotSampling(rows, dev)

@@ -91,6 +91,11 @@ class TalkerConfig(ServiceConfig):
         "on a CUDA device: each layer's K and V go into the cache in one Triton copy instead of two index puts (the "
         "same bits; 1.7B graph step at 512 rows 13.59 -> 12.60 ms on an H200; ignored on CPU)",
     )
+    norm_rope_write_kernel: bool = option(
+        False,
+        "on a CUDA device with the fused kernels: each attention's q/k RMSNorm, RoPE and K/V cache write run as one "
+        "kernel after its QKV GEMM (the same bits; two kernels fewer per layer); off until measured on a GPU",
+    )
     fused_add_norm: bool = option(
         True,
         "on a CUDA device: each residual add of the talker and code predictor runs in one kernel with the RMSNorm "

@@ -399,6 +399,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         sampler_kernel=config.sampler_kernel and on_cuda,
         short_pass_kernel=config.short_pass_kernel,
         kv_write_kernel=config.kv_write_kernel and on_cuda,
+        norm_rope_write_kernel=config.norm_rope_write_kernel and fused,
     )
     graphs = None
     if use_graphs:

@@ -1,11 +1,15 @@
-# Session 28, call 1 (nvidia-h200, ~4 minutes): where the talker step's time goes today.
-# (The codec step's profile, next_one_gpu_2.sh, was dropped from this call before it ran, to keep device time for an
-# A/B: run 107 has today's codec step profiled.)
-# (1) The 1.7B talker step with today's talker kernels (fused+sampler+kv-write+add-norm; the last profile was run 86,
-# session 23), at 128 and 512 rows, with the eager 512-row step's top kernels.
-# Prediction: graph 512 rows 11.9-12.6 ms, 128 rows 6.9-7.5 ms (run 86: 12.227 / 7.172); decode attention the largest
-# kernel at 30-36% of the eager CUDA time; graph = eager padded (every check passes).
-# No rule: a measurement, to size the next talker change (q/k norm + RoPE + K/V write as one kernel) from the profile.
+# Session 28, call 1 (nvidia-h200, ~5 minutes): the talker step with today's kernels, profiled, and the q/k norms +
+# RoPE + K/V cache write as one kernel (`norm_rope_write_kernel`, kernels/kv_write.norm_rope_write_kv) against it.
+# (The codec step's profile, next_one_gpu_2.sh, was dropped from this call before it ran: run 107 has it.)
+# Why: today's fused attention runs, per layer and pass, `rms_norm_rope` on q, on k, then `write_kv`: three small
+# kernels (run 86: 103 `_write_kv_kernel` launches 0.23 ms of a 512-row step's 12.06 ms of CUDA time); one kernel does
+# all three: 206 launches fewer per step (28 talker layers + 5 predictor layers x 15 passes, 2 each).
+# Prediction: today's graph step 512 rows 11.9-12.6 ms, 128 rows 6.9-7.5 ms (run 86: 12.227 / 7.172), decode attention
+# the largest kernel at 30-36% of the eager CUDA time; with the one kernel 512 rows -2 to -5%, 128 rows -3 to -6%; the
+# kernel's step equal to the three kernels' to the bit (codes, both caches, hidden), graph = eager padded.
+# Rule, written before the run: `norm_rope_write_kernel` turns on by default (talker setting) if every check of its
+# mode passes (bitwise against the three kernels; graph = eager padded) and its 512-row graph step is >= 2% shorter than
+# today's in this run, and its 128-row step is not longer.
 # (0) tools/gpu_sampler.py on the machine for 3 s idle (call 2 reads the stack's levels through it).
 source tools/device/setup.sh
 stamp start
@@ -14,7 +18,8 @@ python3 -c 'import sys, time; sys.path.insert(0, "tools"); from gpu_sampler impo
 t = time.time()
 with GpuSampler() as g:
     time.sleep(3); print("gpu_sampler idle:", g.means(t, time.time()))'
-python3 tools/bench_talker_step.py --models 1.7B --modes fused+sampler+kv-write+add-norm --batches 128,512 \
-    --max-len 512 --check-steps 2 --iters 30 --profile --json $OUT/talker_step_today.json 2>&1 \
-    | grep -v "it/s\]$" | cut -c1-300 | tail -80
+python3 tools/bench_talker_step.py --models 1.7B \
+    --modes fused+sampler+kv-write+add-norm,fused+sampler+kv-write+add-norm+norm-rope-write --batches 128,512 \
+    --max-len 512 --check-steps 2 --iters 30 --profile --json $OUT/talker_step.json 2>&1 \
+    | grep -E "graph vs eager|norm.rope|batch [0-9]+:|Error|error|^ +[0-9.]+ ms" | cut -c1-300 | head -120
 stamp talker

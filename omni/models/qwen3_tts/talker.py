@@ -28,11 +28,13 @@ SHORT_PASS_POSITIONS = 2  # the code predictor's first pass each frame: [past hi
 class CacheKernels:
     """The Triton kernels a KVCache's forwards use (CUDA serving); the PyTorch paths are the CPU path and the
     reference. `attention`: passes of at most `positions` positions per slot attend with kernels/decode_attention.py;
-    `write`: K and V go into the cache with kernels/kv_write.py."""
+    `write`: K and V go into the cache with kernels/kv_write.py; `norm_rope_write`: attention modules fused by
+    talker_fused.py apply their q/k norms and RoPE and write K and V in one kernel (kv_write.norm_rope_write_kv)."""
 
     attention: bool = False
     positions: int = SHORT_PASS_POSITIONS
     write: bool = False
+    norm_rope_write: bool = False
 
     def __post_init__(self) -> None:
         if self.positions < 1:
@@ -155,6 +157,21 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(b, t, self.kv_heads, self.head_dim)
         return apply_rope(q, *rope), apply_rope(k, *rope), v
 
+    def project_write(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor],
+        cache: "KVCache",
+        layer: int,
+        slots: torch.Tensor,
+        positions: torch.Tensor,
+    ) -> torch.Tensor:
+        """q [B, T, heads, D] of `x`; its k and v go into the cache at (slots, positions). Replaced on CUDA by one
+        kernel for the whole of it where the cache asks (talker_fused.py)."""
+        q, k, v = self.project(x, rope)
+        cache.write(layer, slots, positions, k, v)
+        return q
+
     def forward(
         self,
         x: torch.Tensor,
@@ -168,8 +185,7 @@ class Attention(nn.Module):
         """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or each (slot, position)'s length [B * T],
         slot-major (decode kernel)."""
         b, t, _ = x.shape
-        q, k, v = self.project(x, rope)
-        cache.write(layer, slots, positions, k, v)
+        q = self.project_write(x, rope, cache, layer, slots, positions)
         if visible.dim() == 1:  # one kernel row per (slot, position): keys 0..position of its slot, read in place
             row_slots = slots if t == 1 else slots.repeat_interleave(t)
             rows = q.reshape(b * t, self.heads, self.head_dim)

@@ -3,7 +3,8 @@
 `fuse_talker_kernels(talker)` rewires every decoder layer of the talker and its code predictor, in place:
 - q/k/v projections become one GEMM over a concatenated weight, gate/up another; the original Linear weights are
   re-pointed at row slices of the concatenated tensors, so no memory is duplicated and `state_dict()` is unchanged;
-- each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor;
+- each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor, or, where the
+  cache asks (`CacheKernels.norm_rope_write`), one kernel with the K/V cache write (kv_write.norm_rope_write_kv);
 - SiLU(gate) · up is one kernel;
 - with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer).
 The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
@@ -17,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from omni.kernels.kv_write import norm_rope_write_kv
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -40,6 +42,24 @@ def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, t
     k = rms_norm_rope(qkv[..., nq : nq + nk], self.k_norm.weight, self.k_norm.eps, *rope)
     v = qkv[..., nq + nk :].view(b, t, self.kv_heads, self.head_dim)
     return q, k, v
+
+
+def _fused_project_write(
+    self: Attention,
+    x: torch.Tensor,
+    rope: tuple[torch.Tensor, torch.Tensor],
+    cache: KVCache,
+    layer: int,
+    slots: torch.Tensor,
+    positions: torch.Tensor,
+) -> torch.Tensor:
+    """`Attention.project_write` with the q/k norms, RoPE and the K/V write in one kernel after the QKV GEMM, where
+    the cache asks for it (`CacheKernels.norm_rope_write`); otherwise the fused `project` and the cache's write."""
+    if not cache.kernels.norm_rope_write:
+        return Attention.project_write(self, x, rope, cache, layer, slots, positions)
+    qkv = F.linear(x, self.qkv_weight)
+    q_norm, k_norm = (self.q_norm.weight, self.q_norm.eps), (self.k_norm.weight, self.k_norm.eps)
+    return norm_rope_write_kv(qkv, self.heads, q_norm, k_norm, *rope, cache.k[layer], cache.v[layer], slots, positions)
 
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
@@ -86,7 +106,11 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
                 module.forward = types.MethodType(_decoder_forward_add_norm, module)
             else:
                 module.__dict__.pop("forward", None)  # the class's forward again
-    return fuse_modules(talker.modules(), (Attention, MLP, RMSNorm), _fused_project)
+    changed = fuse_modules(talker.modules(), (Attention, MLP, RMSNorm), _fused_project)
+    for module in talker.modules():
+        if isinstance(module, Attention):  # the talker's only: the codec's transformer has caches of its own
+            module.project_write = types.MethodType(_fused_project_write, module)
+    return changed
 
 
 def fuse_modules(modules, classes: tuple[type, type, type], fused_project) -> int:
