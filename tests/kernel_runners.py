@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 from omni.talker.generate import SynthesisOptions, Synthesizer
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import SpeechRequest
@@ -39,6 +41,18 @@ def prefilled_runner_pair(
             request = SpeechRequest(text=text, speaker="Ryan", language="English")
             runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
     return runners
+
+
+def assert_same_steps_bit_for_bit(without: TalkerRunner, with_kernel: TalkerRunner, steps: int) -> None:
+    """Step both runners of a pair over PREFILLED_SLOTS: the same codes each step, then the same caches (talker and
+    code predictor) and hidden state, to the bit."""
+    slots = torch.tensor(PREFILLED_SLOTS)
+    for step in range(steps):
+        assert torch.equal(with_kernel.decode_step(slots)[0], without.decode_step(slots)[0]), f"step {step}"
+    for name in ("cache", "predictor_cache"):
+        assert torch.equal(getattr(with_kernel, name).k, getattr(without, name).k), name
+        assert torch.equal(getattr(with_kernel, name).v, getattr(without, name).v), name
+    assert torch.equal(with_kernel.last_hidden, without.last_hidden)
 
 
 def compile_for_sm90(script: str, cache_dir: Path) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ from omni.kernels.kv_write import norm_rope_write_kv, write_kv
 from omni.kernels.transformer_fused import rms_norm_rope
 
 from omni.models.qwen3_tts.talker import rope_cos_sin
-from tests.kernel_runners import PREFILLED_SLOTS, compile_for_sm90, prefilled_runner_pair
+from tests.kernel_runners import assert_same_steps_bit_for_bit, compile_for_sm90, prefilled_runner_pair
 
 
 def _index_put(k_cache, v_cache, slots, positions, k, v):
@@ -60,13 +60,7 @@ def test_bad_inputs_fail_clearly():
 def test_runner_with_the_write_kernel_equals_runner_without(tiny_model_dir):
     without, with_kernel = prefilled_runner_pair(tiny_model_dir("custom_voice"), kv_write_kernel=True)
     assert with_kernel.cache.kernels.write and with_kernel.predictor_cache.kernels.write
-    slots = torch.tensor(PREFILLED_SLOTS)
-    for step in range(3):
-        assert torch.equal(with_kernel.decode_step(slots)[0], without.decode_step(slots)[0]), f"step {step}"
-    for name in ("cache", "predictor_cache"):
-        assert torch.equal(getattr(with_kernel, name).k, getattr(without, name).k)
-        assert torch.equal(getattr(with_kernel, name).v, getattr(without, name).v)
-    assert torch.equal(with_kernel.last_hidden, without.last_hidden)
+    assert_same_steps_bit_for_bit(without, with_kernel, steps=3)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -116,21 +110,13 @@ def test_fused_runner_with_the_norm_rope_write_kernel_equals_it_without(tiny_mod
     )
     assert with_kernel.cache.kernels.norm_rope_write and not without.cache.kernels.norm_rope_write
     assert with_kernel.predictor_cache.kernels.norm_rope_write
-    slots = torch.tensor(PREFILLED_SLOTS)
-    for step in range(2):
-        assert torch.equal(with_kernel.decode_step(slots)[0], without.decode_step(slots)[0]), f"step {step}"
-    for name in ("cache", "predictor_cache"):
-        assert torch.equal(getattr(with_kernel, name).k, getattr(without, name).k)
-        assert torch.equal(getattr(with_kernel, name).v, getattr(without, name).v)
-    assert torch.equal(with_kernel.last_hidden, without.last_hidden)
+    assert_same_steps_bit_for_bit(without, with_kernel, steps=2)
 
 
 def test_an_unfused_talker_ignores_the_norm_rope_write_kernel(tiny_model_dir):
     """The flag asks the fused attention modules; the eager ones keep their three steps (and the same results)."""
     without, with_flag = prefilled_runner_pair(tiny_model_dir("custom_voice"), norm_rope_write_kernel=True)
-    slots = torch.tensor(PREFILLED_SLOTS)
-    assert torch.equal(with_flag.decode_step(slots)[0], without.decode_step(slots)[0])
-    assert torch.equal(with_flag.cache.k, without.cache.k)
+    assert_same_steps_bit_for_bit(without, with_flag, steps=1)
 
 
 COMPILE = """
