@@ -498,3 +498,25 @@ def test_ignore_eos_blocks_eos_through_the_last_draw():
     forced = sampling_from_proto(talker_pb2.GenerateRequest(seed=1, ignore_eos=True), generation, 40)
     assert (free.min_new_tokens, free.max_new_tokens) == (2, 40)
     assert (forced.min_new_tokens, forced.max_new_tokens) == (40, 40)  # EOS is -inf for every draw
+
+
+def test_the_measured_talker_kernels_are_on_by_default_and_can_be_turned_off(model_dir):
+    """Every talker kernel setting won its GPU A/B (docs/benchmarks.md): sampler_kernel (run 16), short_pass_kernel
+    (run 83), kv_write_kernel and fused_add_norm (run 86), norm_rope_write_kernel (run 109). Each can be turned off
+    from the environment; on CPU none reaches the runner's caches (the PyTorch paths)."""
+    from omni.services.common.config import load_config
+
+    settings = ("sampler_kernel", "short_pass_kernel", "kv_write_kernel", "fused_add_norm", "norm_rope_write_kernel")
+    assert all(getattr(TalkerConfig(), name) for name in settings)
+    env = {
+        f"OMNI_TALKER_{name.upper()}": value
+        for name, value in zip(settings, ("0", "false", "no", "off", "0"), strict=True)
+    }
+    off = load_config(TalkerConfig, "talker", env=env)
+    assert not any(getattr(off, name) for name in settings)
+
+    async def build():  # the gRPC server is made on the event loop
+        return build_talker_service(TalkerConfig(model=str(model_dir), device="cpu", max_streams=2, port=0))[1]
+
+    kernels = asyncio.run(build()).engine.runner.cache.kernels
+    assert not (kernels.write or kernels.norm_rope_write or kernels.attention)

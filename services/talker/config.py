@@ -92,9 +92,10 @@ class TalkerConfig(ServiceConfig):
         "same bits; 1.7B graph step at 512 rows 13.59 -> 12.60 ms on an H200; ignored on CPU)",
     )
     norm_rope_write_kernel: bool = option(
-        False,
+        True,
         "on a CUDA device with the fused kernels: each attention's q/k RMSNorm, RoPE and K/V cache write run as one "
-        "kernel after its QKV GEMM (the same bits; two kernels fewer per layer); off until measured on a GPU",
+        "kernel after its QKV GEMM (the same bits; two kernels fewer per layer; 1.7B graph step at 512 rows 12.17 -> "
+        "11.86 ms, at 128 rows 7.11 -> 6.85 ms on an H200; ignored on CPU)",
     )
     fused_add_norm: bool = option(
         True,

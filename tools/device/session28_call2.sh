@@ -1,4 +1,4 @@
-# Session 28, call 2 (nvidia-h200, ~9 minutes): next_one_gpu.sh (today's defaults in the stack at 128, 512, 800 and
+# Session 28, call 2 (nvidia-h200, ~9 minutes; run with norm_rope_write_kernel on by default after call 1): next_one_gpu.sh (today's defaults in the stack at 128, 512, 800 and
 # 1,024 streams opened at once), now with each level's GPU utilization, power and SM clock sampled by nvidia-smi
 # (tools/gpu_sampler.py) and the codec's replays by their capture-time costs as a share of the level
 # (`codec_planned_share`), to split the stack's distance from the step benchmarks' ceiling (≈ 1,860 audio-s/s; the
