@@ -20,6 +20,18 @@ from omni.kernels.transformer_fused import _store_norm_rope
 
 
 @triton.jit
+def _token_cache_row(slots_ptr, positions_ptr, T, pos_stride_b, pos_stride_t, cache_stride_s, cache_stride_l):
+    """This program's token (row b, position t of a [B, T] forward) and the offset of its (slot, position) row in a
+    layer's cache: the one place both kernels map a token to where its K and V go."""
+    token = tl.program_id(0).to(tl.int64)
+    b = token // T
+    t = token % T
+    slot = tl.load(slots_ptr + b).to(tl.int64)
+    position = tl.load(positions_ptr + b * pos_stride_b + t * pos_stride_t).to(tl.int64)
+    return token, b, t, slot * cache_stride_s + position * cache_stride_l
+
+
+@triton.jit
 def _write_kv_kernel(
     k_ptr,
     v_ptr,
@@ -39,18 +51,22 @@ def _write_kv_kernel(
     N: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    token = tl.program_id(0).to(tl.int64)
-    b = token // T
-    t = token % T
-    slot = tl.load(slots_ptr + b).to(tl.int64)
-    position = tl.load(positions_ptr + b * pos_stride_b + t * pos_stride_t).to(tl.int64)
+    _, b, t, row = _token_cache_row(
+        slots_ptr, positions_ptr, T, pos_stride_b, pos_stride_t, cache_stride_s, cache_stride_l
+    )
     offs = tl.arange(0, BLOCK)
     inside = offs < N
-    dst = slot * cache_stride_s + position * cache_stride_l + offs
+    dst = row + offs
     k = tl.load(k_ptr + b * k_stride_b + t * k_stride_t + offs, mask=inside)
     tl.store(k_cache_ptr + dst, k, mask=inside)
     v = tl.load(v_ptr + b * v_stride_b + t * v_stride_t + offs, mask=inside)
     tl.store(v_cache_ptr + dst, v, mask=inside)
+
+
+def _check_slots_positions(slots: torch.Tensor, positions: torch.Tensor, b: int, t: int, of: str) -> None:
+    """slots [B] and positions [B, T] of a forward's tokens (`of`: what gave B and T, for the error)."""
+    if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, t):
+        raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match {of}'s [B, T]")
 
 
 def _token_contiguous(x: torch.Tensor) -> bool:
@@ -75,8 +91,7 @@ def write_kv(
         raise ValueError(f"k/v dtypes {k.dtype}/{v.dtype} differ from the caches' {k_cache.dtype}")
     if not all(_token_contiguous(x) for x in (k, v)) or not all(x.is_contiguous() for x in (k_cache, v_cache)):
         raise ValueError("write_kv needs each token's heads x dim contiguous in k and v, and contiguous caches")
-    if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, t):
-        raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match k's [B, T]")
+    _check_slots_positions(slots, positions, b, t, "k")
     n = heads * dim
     _write_kv_kernel[(b * t,)](
         k,
@@ -128,14 +143,12 @@ def _norm_rope_write_kernel(
     HALF_PAD: tl.constexpr,
     V_BLOCK: tl.constexpr,
 ):
-    token = tl.program_id(0).to(tl.int64)  # one program per (row, position): q, then k and v into the caches
-    b = token // T
-    t = token % T
-    slot = tl.load(slots_ptr + b).to(tl.int64)
-    position = tl.load(positions_ptr + b * pos_stride_b + t * pos_stride_t).to(tl.int64)
+    # One program per (row, position): q, then k and v into the caches.
+    token, _, _, dst = _token_cache_row(
+        slots_ptr, positions_ptr, T, pos_stride_b, pos_stride_t, cache_stride_s, cache_stride_l
+    )
     row = qkv_ptr + token * qkv_stride
     cos_row, sin_row = cos_ptr + token * rope_stride, sin_ptr + token * rope_stride
-    dst = slot * cache_stride_s + position * cache_stride_l
     nq = HEADS * 2 * HALF
     nk = KV_HEADS * 2 * HALF
     _store_norm_rope(row, qw_ptr, cos_row, sin_row, q_ptr + token * nq, HEADS, q_eps, HALF, HEADS_PAD, HALF_PAD, True)
@@ -172,8 +185,7 @@ def norm_rope_write_kv(
         raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
     if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
         raise ValueError("norm_rope_write_kv needs qkv's last dim and the caches contiguous")
-    if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, t):
-        raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match qkv's [B, T]")
+    _check_slots_positions(slots, positions, b, t, "qkv")
     rows = qkv.reshape(b * t, width)  # a view where the rows are one stride apart (a GEMM's output is)
     cos2, sin2 = cos.reshape(b * t, dim), sin.reshape(b * t, dim)
     q = torch.empty(b, t, heads, dim, dtype=qkv.dtype, device=qkv.device)

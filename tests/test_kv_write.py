@@ -122,7 +122,7 @@ def test_an_unfused_talker_ignores_the_norm_rope_write_kernel(tiny_model_dir):
 COMPILE = """
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
-from omni.kernels.kv_write import _norm_rope_write_kernel
+from omni.kernels.kv_write import _norm_rope_write_kernel, _write_kv_kernel
 
 pointers = ("qkv_ptr", "qw_ptr", "kw_ptr", "cos_ptr", "sin_ptr", "q_ptr", "k_cache_ptr", "v_cache_ptr")
 signature = {**{p: "*bf16" for p in pointers}, "slots_ptr": "*i64", "positions_ptr": "*i64"}
@@ -135,10 +135,17 @@ constexprs = {"HEADS": 16, "KV_HEADS": 8, "HALF": 64, "HEADS_PAD": 16, "KV_HEADS
 signature |= {k: "constexpr" for k in constexprs}
 ptx = compile(ASTSource(_norm_rope_write_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
 assert "sqrt" in ptx
+# The plain K/V write, which shares the token-to-cache-row mapping with it.
+signature = {"k_ptr": "*bf16", "v_ptr": "*bf16", "k_cache_ptr": "*bf16", "v_cache_ptr": "*bf16", "slots_ptr": "*i64",
+             "positions_ptr": "*i64", "N": "constexpr", "BLOCK": "constexpr"}
+for name in ("T", "k_stride_b", "k_stride_t", "v_stride_b", "v_stride_t", "pos_stride_b", "pos_stride_t",
+             "cache_stride_s", "cache_stride_l"):
+    signature[name] = "i32"
+compile(ASTSource(_write_kv_kernel, signature, {"N": 1024, "BLOCK": 1024}), target=GPUTarget("cuda", 90, 32))
 print("compiled")
 """
 
 
-def test_norm_rope_write_kernel_compiles_for_sm90(tmp_path):
+def test_kv_write_kernels_compile_for_sm90(tmp_path):
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
