@@ -727,9 +727,10 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
             cpu_before, loops_before, wall_before = cpu_snapshot(pids), loop_snapshot(pids), time.perf_counter()
             clock_before = time.time()  # nvidia-smi's samples carry wall-clock times
             report = run_level(url, texts, args, concurrency, requests, seed=concurrency or round(rate), rate=rate)
-            gpu = gpu_sampler.means(clock_before, time.time())
+            clock_after = time.time()
             loops_after = loop_snapshot(pids)  # read inside the processes' window: a loop never exceeds its process
             cpu_after, wall = cpu_snapshot(pids), time.perf_counter() - wall_before
+            gpu = gpu_sampler.means(clock_before, clock_after)  # after the snapshots: the file read is not timed
             after = serve.scrape_all()
             problems = serve.log_problems(since)
             # Time to first audio as the gateway's handler saw it (against the client's figure: what the hop

@@ -61,7 +61,7 @@ def window_means(samples: list[GpuSample], start_s: float, end_s: float) -> dict
 
 
 class GpuSampler:
-    """`nvidia-smi -lms period_ms` in the background from `with` to its end; `means(start_s, end_s)` averages the
+    """`nvidia-smi --loop-ms=period_ms` in the background from `with` to its end; `means(start_s, end_s)` averages the
     samples of a window. Without nvidia-smi on the PATH (a CPU machine), or with `executable=None`, it samples nothing
     and `means` is {}."""
 
