@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 from omni.services.codec.config import CodecConfig
-from omni.services.codec.engine import END_OF_STREAM, CodecEngine
+from omni.services.codec.engine import END_OF_STREAM, CodecEngine, DecodeFailed
 from omni.services.codec.metrics import CodecMetrics
 from omni.services.codec.service import build_codec_service, warm_up
 from omni.services.common.identity import model_identity
@@ -193,9 +193,10 @@ def random_codes(rng, frames: int) -> np.ndarray:
 PLANS = [[1], [1, 4, 15], [2], [1, 3], [3, 1, 2], [15], [1, 2, 5]]
 
 
-@pytest.mark.parametrize("max_tick_rows", [0, 4])
-def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder, max_tick_rows):
-    """34 streams over gRPC at once; with `max_tick_rows` 4 most ticks leave rows for later (least lead first)."""
+@pytest.mark.parametrize("max_tick_rows, async_scheduling", [(0, False), (4, False), (4, True)])
+def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder, max_tick_rows, async_scheduling):
+    """34 streams over gRPC at once; with `max_tick_rows` 4 most ticks leave rows for later (least lead first); with
+    async scheduling each tick is queued before the previous one is read back."""
     rng = np.random.default_rng(0)
     streams = []
     for i in range(34):
@@ -204,8 +205,10 @@ def test_interleaved_streams_equal_whole_utterance_decode(model_dir, decoder, ma
     want = expected_audio(decoder, [(codes, ref) for codes, ref, _, _ in streams])
 
     async def scenario():
-        # Coalescing on: exercises the batching wait; results must not depend on it.
-        settings = dict(max_streams=40, min_batch=8, max_wait_ms=20, max_tick_rows=max_tick_rows)
+        # Coalescing on (it excludes async scheduling): exercises the batching wait; results must not depend on it.
+        settings = dict(max_streams=40, max_tick_rows=max_tick_rows, async_scheduling=async_scheduling)
+        if not async_scheduling:
+            settings.update(min_batch=8, max_wait_ms=20)
         async with Running(model_dir, **settings) as svc:
             got = await asyncio.gather(
                 *(decode_stream(svc.stub, svc.identity, c, plan, ref, fmt) for c, ref, plan, fmt in streams)
@@ -282,10 +285,10 @@ class RecordingEngine(CodecEngine):
         super().__init__(*args, **kwargs)
         self.steps, self.delivered = [], []
 
-    def _step(self, fresh, work):
+    def _launch(self, fresh, work):
         frames = [sum(len(p.codes) for p in chunks if p.codes is not None) for _, chunks in work]
         self.steps.append([(s.slot, n) for (s, _), n in zip(work, frames, strict=True)])
-        return super()._step(fresh, work)
+        return super()._launch(fresh, work)
 
     def _deliver(self, stream, chunks, pcm, step_start, tick_ms):
         self.delivered.append(stream.slot)
@@ -299,10 +302,108 @@ class SlowStepEngine(RecordingEngine):
         super().__init__(*args, **kwargs)
         self.slow_slots, self.slow_s = set(slow_slots), slow_s
 
-    def _step(self, fresh, work):
+    def _launch(self, fresh, work):
         if any(s.slot in self.slow_slots for s, _ in work):
             time.sleep(self.slow_s)  # in the engine's worker thread, as a long decode would be
-        return super()._step(fresh, work)
+        return super()._launch(fresh, work)
+
+
+class OrderEngine(CodecEngine):
+    """Logs ("launch", n) and ("collect", n) in the order the engine thread does them (n: the step's launch number)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log: list[tuple[str, int]] = []
+        self.launched: list = []
+
+    def _launch(self, fresh, work):
+        tick = super()._launch(fresh, work)
+        self.launched.append(tick)
+        self.log.append(("launch", len(self.launched)))
+        return tick
+
+    def _collect(self, tick):
+        self.log.append(("collect", next(n for n, t in enumerate(self.launched, 1) if t is tick)))
+        return super()._collect(tick)
+
+
+@pytest.mark.parametrize("fmt", [S16, F32])
+def test_async_scheduling_queues_the_next_tick_before_reading_one_back(decoder, fmt):
+    """Four chunks queued before the first tick, one row a tick (merge_frames 1): synchronous ticks are launched and
+    read back one by one; asynchronous ones each read back after the next was queued, the last after nothing more
+    was. Either way the audio comes back in order, one piece a chunk, equal to the whole utterance's decode."""
+    rng = np.random.default_rng(12)
+    sizes = [1, 2, 3, 4]
+    codes = random_codes(rng, sum(sizes))
+    (want,) = expected_audio(decoder, [(codes, None)])
+
+    async def scenario(async_scheduling: bool):
+        engine = OrderEngine(decoder, max_streams=2, merge_frames=1, async_scheduling=async_scheduling)
+        engine.start()
+        try:
+            stream = engine.open(fmt)
+            starts = np.cumsum([0, *sizes])
+            for start, end in zip(starts[:-1], starts[1:], strict=True):
+                engine.submit(stream, codes[start:end], end == starts[-1])
+            pieces = [await stream.outputs.get() for _ in sizes]
+            return engine.log, pieces
+        finally:
+            await engine.stop()
+
+    for async_scheduling in (False, True):
+        log, pieces = asyncio.run(scenario(async_scheduling))
+        if async_scheduling:
+            assert log == [("launch", 1), ("launch", 2), ("collect", 1), ("launch", 3), ("collect", 2),
+                           ("launch", 4), ("collect", 3), ("collect", 4)]  # fmt: skip
+        else:
+            assert log == [(what, n) for n in range(1, 5) for what in ("launch", "collect")]
+        assert [p.num_frames for p in pieces] == sizes and [p.last for p in pieces] == [False] * 3 + [True]
+        assert [p.first_frame_index for p in pieces] == list(np.cumsum([0, *sizes[:-1]]))
+        assert_same_audio(np.concatenate([decode_pcm(p.pcm, fmt) for p in pieces]), want, fmt)
+
+
+class FailingEngine(RecordingEngine):
+    """A RecordingEngine whose steps with a row of one of `fail_slots` raise when launched."""
+
+    def __init__(self, *args, fail_slots=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fail_slots = set(fail_slots)
+
+    def _launch(self, fresh, work):
+        if any(s.slot in self.fail_slots for s, _ in work):
+            raise RuntimeError("device fault")
+        return super()._launch(fresh, work)
+
+
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_a_step_that_fails_to_launch_ends_its_streams_only(decoder, async_scheduling):
+    """One row a tick (max_tick_rows 1): `good`'s first row, then `bad`'s, whose launch fails. Only `bad` ends (with
+    DecodeFailed); `good`'s first row, in flight when the failure came under async scheduling, is still read back and
+    delivered, its next row decodes, and its audio equals the whole decode."""
+    rng = np.random.default_rng(13)
+    a, b = random_codes(rng, 4), random_codes(rng, 2)
+    (want,) = expected_audio(decoder, [(a, None)])
+
+    async def scenario():
+        engine = FailingEngine(decoder, max_streams=4, max_tick_rows=1, async_scheduling=async_scheduling)
+        engine.start()
+        try:
+            good, bad = engine.open(F32), engine.open(F32)
+            engine.fail_slots = {bad.slot}
+            engine.submit(good, a[:1], False)
+            engine.submit(bad, b, True)
+            first, failure = await good.outputs.get(), await bad.outputs.get()
+            engine.submit(good, a[1:], True)
+            second = await good.outputs.get()
+            return first, failure, second, engine.steps
+        finally:
+            await engine.stop()
+
+    first, failure, second, steps = asyncio.run(scenario())
+    assert isinstance(failure, DecodeFailed) and "device fault" in str(failure)
+    assert [first.num_frames, second.num_frames] == [1, 3] and second.last
+    assert_same_audio(np.concatenate([decode_pcm(c.pcm, F32) for c in (first, second)]), want, F32)
+    assert steps == [[(0, 1)], [(0, 3)]]  # the failed launch recorded nothing
 
 
 def test_coalescing_window_starts_when_a_tick_could_start_not_at_the_chunks_arrival(decoder):
@@ -480,7 +581,8 @@ def test_queued_chunks_of_a_stream_merge_into_one_row_up_to_merge_frames(decoder
     assert_same_audio(np.concatenate([decode_pcm(c.pcm, fmt) for c in chunks]), want, fmt)
 
 
-def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder):
+@pytest.mark.parametrize("async_scheduling", [False, True])
+def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder, async_scheduling):
     rng = np.random.default_rng(2)
     rounds = [[(random_codes(rng, int(rng.integers(3, 7))), rng.random() < 0.5) for _ in range(6)] for _ in range(3)]
     kept = [codes for batch in rounds for codes, cancel in batch if not cancel]
@@ -498,7 +600,7 @@ def test_cancellation_and_slot_reuse_under_load_never_leak(model_dir, decoder):
 
     async def scenario():
         # 4 slots for 6 streams per round: slots are reused within and across rounds.
-        async with Running(model_dir, max_streams=4) as svc:
+        async with Running(model_dir, max_streams=4, async_scheduling=async_scheduling) as svc:
             got = []
             for batch in rounds:
                 pending = list(batch)
@@ -679,6 +781,22 @@ def test_max_tick_rows_is_a_validated_setting():
     assert CodecConfig().max_tick_rows == 128  # the default since runs 73-76 (docs/benchmarks.md)
 
 
+def test_async_scheduling_is_a_setting_that_excludes_coalescing(decoder):
+    from omni.services.codec.engine import engine_from_config
+    from omni.services.common.config import load_config
+
+    assert not CodecConfig().async_scheduling
+    config = load_config(CodecConfig, "codec", env={"OMNI_CODEC_ASYNC_SCHEDULING": "1"})
+    assert config.async_scheduling
+    engine = engine_from_config(decoder, CodecConfig(device="cpu", max_streams=2, async_scheduling=True), None, 24000)
+    assert engine.async_scheduling
+    with pytest.raises(ValueError, match="async_scheduling excludes coalescing"):
+        CodecConfig(async_scheduling=True, min_batch=2, max_wait_ms=5).validate()
+    with pytest.raises(ValueError, match="async_scheduling excludes coalescing"):
+        CodecEngine(decoder, max_streams=2, min_batch=2, max_wait_ms=5, async_scheduling=True)
+    CodecConfig(async_scheduling=True, min_batch=2).validate()  # no window: no coalescing
+
+
 def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
     """Every codec kernel setting won its GPU A/B: fast_sine (run 89), window_kernel (run 91), rvq_kernel,
     attention_kernel and transformer_kernels (run 93, then in the stack: runs 95 and 97), and residual_snake_kernel
@@ -709,3 +827,18 @@ def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
     engine_from_config(decoder, CodecConfig(device="cpu", max_streams=2, min_batch=1), None, sample_rate=24000)
     assert not any(getattr(decoder, name) for name in decoder.KERNEL_SWITCHES)
     assert not config.unit_tail_kernel  # run 105: the 128x15 graph step 4.7% longer with it
+
+
+def test_check_codec_async_tool_finds_both_modes_equal_to_the_whole_decode(tmp_path):
+    """tools/check_codec_async.py (run on the GPU before a stack A/B of the codec's async scheduling) on this CPU:
+    12 streams in each mode against the whole decode."""
+    out = tmp_path / "check.json"
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "tools/check_codec_async.py"), "--device", "cpu", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    assert report["streams"] == 12 and not report["graphs"]
+    for mode in ("sync", "async"):
+        assert report[mode]["passed"] and report[mode]["max_abs_error"] <= 1.5 / 32767

@@ -80,12 +80,12 @@ class Spans:
 
 def instrument(engine, spans: Spans) -> None:
     """Wrap the engine's step, model call and delivery with CPU-time spans (thread CPU of the calling thread)."""
-    step, decode, deliver = engine._step, engine._decode, engine._deliver
+    step, decode, deliver = engine._advance, engine._decode, engine._deliver
 
-    def timed_step(fresh, work):
+    def timed_step(planned, in_flight):
         t0 = time.thread_time()
         try:
-            return step(fresh, work)
+            return step(planned, in_flight)
         finally:
             spans.cpu["step"] += time.thread_time() - t0
             spans.steps += 1
@@ -106,7 +106,7 @@ def instrument(engine, spans: Spans) -> None:
             spans.chunks += sum(p.codes is not None for p in chunks)
             spans.frames += sum(p.codes.shape[0] for p in chunks if p.codes is not None)
 
-    engine._step, engine._decode, engine._deliver = timed_step, timed_decode, timed_deliver
+    engine._advance, engine._decode, engine._deliver = timed_step, timed_decode, timed_deliver
 
 
 def null_decode(engine):

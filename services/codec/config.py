@@ -45,6 +45,11 @@ class CodecConfig(ServiceConfig):
         "requests open at once, requests with a gap 30% -> 3% and 6% (0% with a 100 ms buffer), TTFA p50 820 -> "
         "435-469 ms, audio-s/s -5%; 64 was worse (14%); 0 = every stream with chunks",
     )
+    async_scheduling: bool = option(
+        False,
+        "queue each decode step on the device before reading the previous one's audio back, so the GPU has the "
+        "codec's next step while the host hands out the last one's audio (excludes coalescing)",
+    )
     trace_ticks: bool = option(
         False,
         "log one `codec.tick` line per engine tick: streams reset, rows, frames, new streams' first rows, engine "
@@ -118,6 +123,8 @@ class CodecConfig(ServiceConfig):
             raise ValueError(f"graph_chunk_lengths must be non-empty lengths >= 1, got {self.graph_chunk_lengths}")
         if self.max_tick_rows < 0:
             raise ValueError(f"max_tick_rows must be >= 0, got {self.max_tick_rows}")
+        if self.async_scheduling and self.min_batch > 1 and self.max_wait_ms > 0:
+            raise ValueError("async_scheduling excludes coalescing: set min_batch 1 or max_wait_ms 0")
         if self.merge_chunk_frames < 1:
             raise ValueError(f"merge_chunk_frames must be >= 1, got {self.merge_chunk_frames}")
         if self.fused_kernels not in FUSED_KERNELS:

@@ -38,6 +38,15 @@ The window is not counted from the oldest chunk's arrival: under load that chunk
 such a window had always run out and a tick never waited. Fewer, fuller ticks pay a step's fixed part less often
 and leave a shared GPU to the talker in between.
 
+Asynchronous scheduling (`async_scheduling`, off by default): tick N+1 is planned and queued on the device before
+tick N's audio is read back, so the GPU has the codec's next decode while the host packs and hands out the last
+one's audio (a GPU the talker shares stood idle ~11% of the time at 512 streams when both processes were between
+steps). Tick N+1 takes the chunks that arrived while N was being launched and read back, as a tick of the
+synchronous engine takes those that arrived during the one before it. Device work runs in launch order on one
+stream, so a stream's rows in N+1 decode from the state N left, and a slot reset in N+1 follows N's decode of its
+previous owner; audio is still delivered tick by tick in order. It excludes coalescing, whose wait would hold back
+the tick in flight.
+
 On a CUDA device (`engine_from_config`) the decode runs through `CodecGraphs`: one CUDA graph per (batch bucket,
 chunk length), captured when the engine is built, i.e. before the service reports SERVING. A batch replays the
 graphs that hold it at the least measured cost (`codec_graphs.plan_replays`: spare rows use a scratch slot past
@@ -61,6 +70,7 @@ from omni.services.common.engine_task import stop_engine_task
 from omni.services.common.logging import log_request
 from omni.services.common.packing import INT16_SCALE
 
+from omni.device import HostCopy
 from omni.models.qwen3_tts.codec_graphs import StepWaves, decode_eager
 from omni.proto import common_pb2
 
@@ -101,6 +111,17 @@ class _Pending:
     codes: np.ndarray | None  # [t, 16] int64; None marks the end of input without a `last` chunk
     last: bool
     arrived: float
+
+
+@dataclass
+class _Tick:
+    """One decode step as launched: what it holds, and its audio on the way to the host (None: no rows to decode)."""
+
+    fresh: list["Stream"]
+    work: list[tuple["Stream", list[_Pending]]]
+    pcm: "StepPcm | None"
+    has_codes: list[bool]  # per work item: whether it decodes a row (False: an end marker alone)
+    launched_at: float
 
 
 class Outputs(Protocol):
@@ -156,6 +177,7 @@ class CodecEngine:
         first_chunks_apart: bool = False,
         trace_ticks: bool = False,
         max_tick_rows: int = 0,
+        async_scheduling: bool = False,
     ) -> None:
         """`merge_frames`: a stream's pending chunks decode in one row while their frames sum to at most this (the
         oldest always goes; 1: one chunk per stream per step). With graphs it is capped at the longest captured
@@ -165,7 +187,10 @@ class CodecEngine:
         `trace_ticks`: log one `codec.tick` line per tick (what it decoded, how long it took and how long since the
         previous one).
         `max_tick_rows`: at most this many rows a tick, those of the streams with the least lead first (0: every
-        stream with chunks)."""
+        stream with chunks).
+        `async_scheduling`: queue each tick before reading the previous one back (see the module docstring)."""
+        if async_scheduling and min_batch > 1 and max_wait_ms > 0:
+            raise ValueError("async_scheduling excludes coalescing: set min_batch 1 or max_wait_ms 0")
         self.decoder = decoder
         self.max_streams = max_streams
         self.min_batch = min_batch
@@ -175,6 +200,7 @@ class CodecEngine:
         self.sample_rate = sample_rate
         self.frame_s = self.samples_per_frame / sample_rate
         self.max_tick_rows = max_tick_rows
+        self.async_scheduling = async_scheduling
         # With graphs the state has one more slot than streams: CodecGraphs' scratch row for padding.
         self.state = decoder.new_state(max_streams + (1 if graph_buckets else 0))
         self.graphs = None
@@ -252,15 +278,16 @@ class CodecEngine:
         await stop_engine_task(self.task, self.executor)
 
     async def _run(self) -> None:
+        in_flight: _Tick | None = None  # async scheduling: the tick queued last, not yet read back
         while True:
-            await self.wake.wait()
+            if in_flight is None:
+                await self.wake.wait()
+                if self.coalescing:
+                    self.wake.clear()
+                    await self._coalesce()
             self.wake.clear()
-            if self.coalescing:
-                await self._coalesce()
             fresh = [s for s in self.streams.values() if s.fresh]
             work = [(s, self._take_chunks(s)) for s in self._next_rows()]
-            if not fresh and not work:
-                continue
             for s in fresh:
                 s.fresh = False
             if any(s.pending for s in self.streams.values()):
@@ -269,37 +296,61 @@ class CodecEngine:
             if first and len(first) < len(work):
                 # Time to first audio: the new streams' rows (short, cheap) are decoded and sent before the others'.
                 rest = [(s, chunks) for s, chunks in work if s.frames_done > 0]
-                await self._tick(fresh, first)
-                await self._tick([], rest)
+                planned = [(fresh, first), ([], rest)]
+            elif fresh or work:
+                planned = [(fresh, work)]
             else:
-                await self._tick(fresh, work)
+                planned = [None] if in_flight is not None else []  # nothing new: read the tick in flight back
+            for tick in planned:
+                in_flight = await self._tick(tick, in_flight)
 
-    async def _tick(self, fresh: list[Stream], work: list[tuple[Stream, list[_Pending]]]) -> None:
-        """One decode step in the engine thread, then each stream's audio handed over."""
+    async def _tick(
+        self, planned: tuple[list[Stream], list[tuple[Stream, list[_Pending]]]] | None, in_flight: _Tick | None
+    ) -> _Tick | None:
+        """Queue a decode step (`planned`: its fresh streams and rows) in the engine thread and read one back, this
+        one or (async scheduling) the one in flight; hand each stream of the step read back its audio. Returns the
+        step now in flight. A step that fails ends the streams in it, not the service; one that fails to launch
+        leaves the step in flight to be read back and delivered."""
         start = time.perf_counter()
         try:
             loop = asyncio.get_running_loop()
-            results, compute_ms = await loop.run_in_executor(self.executor, self._step, fresh, work)
-        except Exception as e:  # a failed step ends the streams in it, not the service
+            launched, done, results, compute_ms = await loop.run_in_executor(
+                self.executor, self._advance, planned, in_flight
+            )
+        except Exception as e:  # reading back failed: this step's and the one in flight's streams end
             log.exception("codec step failed")
-            for s in {id(s): s for s in [*fresh, *(s for s, _ in work)]}.values():
-                s.outputs.put_nowait(DecodeFailed(f"decode step failed: {e}"))
-            return
+            self._fail([planned, in_flight and (in_flight.fresh, in_flight.work)], e)
+            return None
+        if isinstance(launched, Exception):
+            log.error("codec step failed", exc_info=launched)
+            self._fail([planned], launched)
+            launched = None
+        if done is None:
+            return launched
         tick_ms = (time.perf_counter() - start) * 1000.0
         self.metrics.tick_ms.observe(tick_ms)
         self.metrics.tick_compute_ms.observe(compute_ms)
+        work = done.work
         if work:
             self.metrics.batch_size.observe(len(work))
         if self.trace_ticks:
             frames = [sum(p.codes.shape[0] for p in chunks if p.codes is not None) for _, chunks in work]
             log_request(
-                log, "codec.tick", fresh=len(fresh), rows=len(work), frames=sum(frames),
+                log, "codec.tick", fresh=len(done.fresh), rows=len(work), frames=sum(frames),
                 first_rows=sum(1 for s, _ in work if s.frames_done == 0), longest_row=max(frames, default=0),
                 idle_ms=(start - self._last_tick_end) * 1000.0, compute_ms=compute_ms, tick_ms=tick_ms,
             )  # fmt: skip
         self._last_tick_end = time.perf_counter()
         for (stream, chunks), pcm in zip(work, results, strict=True):
-            self._deliver(stream, chunks, pcm, start, tick_ms)
+            self._deliver(stream, chunks, pcm, done.launched_at, tick_ms)
+        return launched
+
+    @staticmethod
+    def _fail(ticks: list, error: Exception) -> None:
+        """End the streams of these (fresh, work) steps with DecodeFailed (each stream once)."""
+        streams = [s for fresh, work in filter(None, ticks) for s in [*fresh, *(s for s, _ in work)]]
+        for s in {id(s): s for s in streams}.values():
+            s.outputs.put_nowait(DecodeFailed(f"decode step failed: {error}"))
 
     def _next_rows(self) -> list[Stream]:
         """The streams this tick decodes a row of: every one with chunks, or with `max_tick_rows` the least lead's."""
@@ -343,12 +394,32 @@ class CodecEngine:
             self.wake.clear()
         self.metrics.coalesce_wait_ms.observe((time.perf_counter() - start) * 1000.0)
 
-    def _step(
-        self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]
-    ) -> tuple[list[bytes | None], float]:
-        """Engine thread: reset/prime new slots, then one batched decode of one row per stream -> each work item's
-        PCM bytes (None for an end marker alone); and the ms this thread spent on it (PCM on the host is the sync)."""
+    def _advance(
+        self, planned: tuple[list[Stream], list[tuple[Stream, list[_Pending]]]] | None, in_flight: _Tick | None
+    ) -> tuple[_Tick | Exception | None, _Tick | None, list[bytes | None], float]:
+        """Engine thread: launch `planned`, then read one step back: this one (synchronous scheduling) or the one in
+        flight before it (asynchronous). Returns (the step now in flight, or the error that kept it from launching
+        while another was in flight; the step read back; its rows' PCM; the ms this thread spent)."""
         start = time.perf_counter()
+        launched = None
+        if planned is not None:
+            try:
+                launched = self._launch(*planned)
+            except Exception as e:  # returned, not raised: the step in flight is still read back
+                if in_flight is None or not self.async_scheduling:
+                    raise
+                launched = e
+        if not self.async_scheduling:
+            in_flight, launched = launched, None
+        if in_flight is None:
+            return launched, None, [], (time.perf_counter() - start) * 1000.0
+        results = self._collect(in_flight)
+        return launched, in_flight, results, (time.perf_counter() - start) * 1000.0
+
+    def _launch(self, fresh: Sequence[Stream], work: Sequence[tuple[Stream, list[_Pending]]]) -> _Tick:
+        """Engine thread: reset/prime new slots, then queue one batched decode of one row per stream and the copy of
+        its PCM to the host; nothing here waits for the device."""
+        launched_at = time.perf_counter()
         self.decoder.reset_streams(self.state, [s.slot for s in fresh])
         primes = [s for s in fresh if s.ref_codes is not None and s.ref_codes.shape[0] > 0]
         if primes:
@@ -359,10 +430,17 @@ class CodecEngine:
         codes_of = [[p.codes for p in chunks if p.codes is not None] for _, chunks in work]
         batch = [(s, codes) for (s, _), codes in zip(work, codes_of, strict=True) if codes]
         rows = [codes[0] if len(codes) == 1 else np.concatenate(codes) for _, codes in batch]
-        waves = self._decode([s.slot for s, _ in batch], rows) if batch else None
-        row_pcm = iter(pack_step_pcm(waves, [s.sample_format for s, _ in batch]) if waves else [])
-        results = [next(row_pcm) if codes else None for codes in codes_of]
-        return results, (time.perf_counter() - start) * 1000.0
+        pcm = None
+        if batch:
+            waves = self._decode([s.slot for s, _ in batch], rows)
+            pcm = StepPcm(waves, [s.sample_format for s, _ in batch])
+        return _Tick(list(fresh), list(work), pcm, [bool(codes) for codes in codes_of], launched_at)
+
+    def _collect(self, tick: _Tick) -> list[bytes | None]:
+        """Engine thread: wait for a launched step's audio; each work item's PCM bytes (None for an end marker
+        alone)."""
+        row_pcm = iter(tick.pcm.rows() if tick.pcm is not None else [])
+        return [next(row_pcm) if has_codes else None for has_codes in tick.has_codes]
 
     def _decode(self, slots: list[int], chunks: list[np.ndarray]) -> StepWaves:
         """One batched decode: a graph replay when a captured (bucket, chunk length) holds it, else eager."""
@@ -410,29 +488,39 @@ class CodecEngine:
         stream.decoded.set()
 
 
-def pack_step_pcm(waves: StepWaves, sample_formats: Sequence[int]) -> list[bytes]:
-    """A step's waves -> each row's PCM bytes in its stream's format, as `packing.encode_pcm` writes them.
+class StepPcm:
+    """A step's waves as each row's PCM bytes in its stream's format, as `packing.encode_pcm` writes them.
 
     The whole step is converted at once on the device (float32, and int16 = round(clip(x) * 32767) for S16LE
-    streams) and copied to the host once per format. The rows are then byte slices of the host copy: no torch call
-    per row.
+    streams) and copied to the host once per format without waiting for the device (`HostCopy`); `rows()` waits for
+    the copies and cuts each row out as a byte slice: no torch call per row.
     """
-    flat = torch.cat([b.reshape(-1) for b in waves.blocks]).float()  # a fresh buffer: safe to convert in place
-    wants_s16 = [f == common_pb2.SAMPLE_FORMAT_PCM_S16LE for f in sample_formats]
-    s16 = f32 = None
-    if not all(wants_s16):
-        f32 = flat.cpu().numpy().astype("<f4", copy=False)
-    if any(wants_s16):
-        scaled = flat if f32 is None else flat.clone()  # on CPU `f32` shares `flat`'s memory
-        s16 = scaled.clamp_(-1.0, 1.0).mul_(INT16_SCALE).round_().to(torch.int16).cpu().numpy()
-        s16 = s16.astype("<i2", copy=False)
-    widths = [b.shape[-1] for b in waves.blocks]
-    starts = np.cumsum([0, *(b.shape[0] * w for b, w in zip(waves.blocks, widths, strict=True))]).tolist()
-    pcm = []
-    for (block, row, samples), is_s16 in zip(waves.where, wants_s16, strict=True):
-        offset = starts[block] + row * widths[block]
-        pcm.append((s16 if is_s16 else f32)[offset : offset + samples].tobytes())
-    return pcm
+
+    def __init__(self, waves: StepWaves, sample_formats: Sequence[int]) -> None:
+        flat = torch.cat([b.reshape(-1) for b in waves.blocks]).float()  # a fresh buffer: safe to convert in place
+        self.wants_s16 = [f == common_pb2.SAMPLE_FORMAT_PCM_S16LE for f in sample_formats]
+        self.f32 = self.s16 = None
+        if not all(self.wants_s16):
+            self.f32 = HostCopy(flat)  # queued before the in-place conversion below, so it copies the floats
+        if any(self.wants_s16):
+            scaled = flat if self.f32 is None else flat.clone()  # on CPU the copy is `flat` itself
+            self.s16 = HostCopy(scaled.clamp_(-1.0, 1.0).mul_(INT16_SCALE).round_().to(torch.int16))
+        widths = [b.shape[-1] for b in waves.blocks]
+        starts = np.cumsum([0, *(b.shape[0] * w for b, w in zip(waves.blocks, widths, strict=True))]).tolist()
+        self.spans = [(starts[block] + row * widths[block], samples) for block, row, samples in waves.where]
+
+    def rows(self) -> list[bytes]:
+        f32 = self.f32.wait().numpy().astype("<f4", copy=False) if self.f32 is not None else None
+        s16 = self.s16.wait().numpy().astype("<i2", copy=False) if self.s16 is not None else None
+        return [
+            (s16 if is_s16 else f32)[offset : offset + samples].tobytes()
+            for (offset, samples), is_s16 in zip(self.spans, self.wants_s16, strict=True)
+        ]
+
+
+def pack_step_pcm(waves: StepWaves, sample_formats: Sequence[int]) -> list[bytes]:
+    """A step's waves -> each row's PCM bytes in its stream's format (`StepPcm`, read back at once)."""
+    return StepPcm(waves, sample_formats).rows()
 
 
 def codec_graph_buckets(requested: list[int], max_streams: int) -> list[int]:
@@ -489,4 +577,5 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
         first_chunks_apart=config.first_chunks_apart,
         trace_ticks=config.trace_ticks,
         max_tick_rows=config.max_tick_rows,
+        async_scheduling=config.async_scheduling,
     )
