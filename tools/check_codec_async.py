@@ -23,7 +23,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from omni.services.codec.engine import CodecEngine  # noqa: E402
+from omni.services.codec.engine import CodecEngine, codec_graph_buckets  # noqa: E402
 from omni.services.common.packing import decode_pcm  # noqa: E402
 
 from omni.proto import common_pb2  # noqa: E402
@@ -58,7 +58,7 @@ async def run_engine(decoder, cases, async_scheduling: bool, graphs: bool) -> li
     engine = CodecEngine(
         decoder,
         max_streams=len(cases),
-        graph_buckets=[1, 2, 4, 8, 16] if graphs else [],
+        graph_buckets=codec_graph_buckets([1, 2, 4, 8, 16], len(cases)) if graphs else [],  # as the service caps them
         graph_chunk_lengths=[1, 4, 8, 15],
         async_scheduling=async_scheduling,
     )
