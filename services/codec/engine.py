@@ -189,12 +189,12 @@ class CodecEngine:
         `max_tick_rows`: at most this many rows a tick, those of the streams with the least lead first (0: every
         stream with chunks).
         `async_scheduling`: queue each tick before reading the previous one back (see the module docstring)."""
-        if async_scheduling and min_batch > 1 and max_wait_ms > 0:
-            raise ValueError("async_scheduling excludes coalescing: set min_batch 1 or max_wait_ms 0")
         self.decoder = decoder
         self.max_streams = max_streams
         self.min_batch = min_batch
         self.max_wait_s = max_wait_ms / 1000.0
+        if async_scheduling and self.coalescing:
+            raise ValueError("async_scheduling excludes coalescing: set min_batch 1 or max_wait_ms 0")
         self.metrics = metrics or CodecMetrics()
         self.samples_per_frame = decoder.samples_per_frame
         self.sample_rate = sample_rate
