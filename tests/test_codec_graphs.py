@@ -235,3 +235,27 @@ def test_codec_graph_buckets_are_capped_at_max_streams_with_no_max_streams_graph
     for n in (1, 257, 640):
         plan = plan_replays([15] * n, costs)
         check_plan(plan, [15] * n)
+
+
+def test_bench_codec_overlap_tool_splits_a_tick_and_keeps_its_audio(tmp_path):
+    """tools/bench_codec_overlap.py (a GPU measurement) on this CPU: a tick with its small replays taken from a
+    second set of graphs (the side stream's, on a GPU) leaves the audio and state the serial tick does, and some of
+    its replays did go to the side."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "overlap.json"
+    command = [sys.executable, str(root / "tools/bench_codec_overlap.py"), "--device", "cpu", "--rows", "6"]
+    run = subprocess.run(
+        [*command, "--ticks", "1", "--iters", "1", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=root,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(out.read_text())
+    assert report["check"]["wav_equal"] and report["check"]["state_equal"]
+    assert report["check"]["side_replays"] >= 1
+    (row,) = report["rows"]
+    assert row["rows"] == 6 and 1 <= row["side_replays"] < row["replays"]
