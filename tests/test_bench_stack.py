@@ -261,6 +261,12 @@ omni_codec_late_ms_count 3.0
 # HELP omni_codec_deferred_rows_total deferred rows
 # TYPE omni_codec_deferred_rows_total counter
 omni_codec_deferred_rows_total 7.0
+# HELP omni_codec_frames_decoded_total frames
+# TYPE omni_codec_frames_decoded_total counter
+omni_codec_frames_decoded_total 3000.0
+# HELP omni_codec_replayed_frames_total replayed
+# TYPE omni_codec_replayed_frames_total counter
+omni_codec_replayed_frames_total 3900.0
 # HELP omni_codec_planned_ms planned replays
 # TYPE omni_codec_planned_ms histogram
 omni_codec_planned_ms_bucket{le="+Inf"} 40.0
@@ -286,6 +292,7 @@ omni_talker_prefill_ms_count 10.0
     assert (load["codec_late_rows_per_request"], load["codec_deferred_rows_per_request"]) == (1.5, 3.5)
     # The codec's planned replays (1.2 s) and the talker's prefills (0.15 s) over the 2 s level, as shares of it.
     assert load["codec_planned_share"] == pytest.approx(0.6) and load["talker_prefill_share"] == pytest.approx(0.075)
+    assert load["codec_replayed_per_frame"] == pytest.approx(1.3)  # 3,900 frames replayed for 3,000 decoded
     means = bench_stack.metric_means({}, read)
     assert means["talker_first_chunk_frames"] == 2.25 and means["talker_early_chunk_frames"] == 4.0
     assert means["gateway_loop_lag_ms"] == pytest.approx(7.0) and means["gateway_write_ms"] == pytest.approx(6.0)

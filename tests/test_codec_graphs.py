@@ -3,6 +3,8 @@
 Graph capture itself needs CUDA; tools/bench_codec.py checks graph replay == eager on the GPU.
 """
 
+import itertools
+import math
 import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the fused kernels run on CPU tensors
@@ -17,7 +19,6 @@ from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER, tiny_decoder_state
 from omni.models.qwen3_tts.codec_graphs import (
     CodecGraphs,
-    bucket_split,
     codec_step,
     fuse_residual_units,
     fuse_snakebeta,
@@ -105,6 +106,7 @@ def test_a_step_split_over_several_replays_equals_eager_decoding(decoder):
     for lengths in steps:
         chunks = [sources[i][done[i] : done[i] + n] for i, n in enumerate(lengths)]
         replays.append(plan_replays(lengths, graphs.replay_ms))
+        replayed = sum(b * t for b, t, _ in replays[-1])
         want = decoder.decode_streams(eager, list(range(streams)), chunks)
         if len(replays) % 2:  # the engine's way: numpy codes in, each replay's output whole
             step = graphs.decode_step(list(range(streams)), [c.numpy() for c in chunks])
@@ -112,6 +114,7 @@ def test_a_step_split_over_several_replays_equals_eager_decoding(decoder):
             got = [step.wave(i) for i in range(streams)]
         else:
             got = graphs.decode_streams(list(range(streams)), chunks)
+        assert graphs.planned_frames == replayed >= sum(lengths)  # what the replays computed, padding included
         for g, w, n in zip(got, want, lengths, strict=True):
             assert g.shape == w.shape == (n * decoder.samples_per_frame,)
             torch.testing.assert_close(g, w, rtol=0, atol=1e-5)
@@ -182,14 +185,52 @@ def check_plan(plan, lengths):
         assert 0 < len(replay_rows) <= bucket and all(lengths[i] <= chunk for i in replay_rows)
 
 
-def test_bucket_split_takes_the_cheapest_sum_of_buckets():
-    ms = {b: c for (b, t), c in COSTS.items() if t == 15}
-    assert bucket_split(263, ms) == [128, 128, 16]  # 28 ms, not one 640-row replay (60 ms)
-    assert bucket_split(128, ms) == [128]
-    assert bucket_split(3, ms) == [4]  # a 4-row replay is cheaper than three 1-row ones
-    assert bucket_split(640, ms) == [640]  # five 128-row replays would take 65 ms
-    assert bucket_split(0, ms) == []
-    assert bucket_split(1500, ms) == [640, 640, 128, 64, 16, 16]  # beyond the cached table: its own table
+def buckets_of(plan):
+    return sorted((b for b, _, _ in plan), reverse=True)
+
+
+def test_steps_of_full_chunks_take_the_cheapest_sum_of_buckets():
+    assert buckets_of(plan_replays([15] * 263, COSTS)) == [128, 128, 16]  # 28 ms, not one 640-row replay (60 ms)
+    assert buckets_of(plan_replays([15] * 128, COSTS)) == [128]
+    assert buckets_of(plan_replays([15] * 3, COSTS)) == [4]  # a 4-row replay is cheaper than three 1-row ones
+    assert buckets_of(plan_replays([15] * 640, COSTS)) == [640]  # five 128-row replays would take 65 ms
+    assert buckets_of(plan_replays([15] * 1500, COSTS)) == [640, 640, 128, 64, 16, 16]
+
+
+def cheapest_by_search(lengths, costs):
+    """The least cost over every split of the rows into replays (each at its cheapest graph that holds it)."""
+
+    def replay_cost(rows):
+        fits = [c for (b, t), c in costs.items() if b >= len(rows) and t >= max(lengths[i] for i in rows)]
+        return min(fits, default=math.inf)
+
+    def search(rows):
+        if not rows:
+            return 0.0
+        first, rest = rows[0], rows[1:]
+        best = math.inf
+        for k in range(len(rest) + 1):  # the replay holding the first row, with k of the others
+            for together in itertools.combinations(rest, k):
+                others = [r for r in rest if r not in together]
+                best = min(best, replay_cost([first, *together]) + search(others))
+        return best
+
+    return search(list(range(len(lengths))))
+
+
+def test_plans_cost_the_least_of_every_split_of_the_rows():
+    # Small steps against an exhaustive search, with costs whose cheapest plans are irregular: a fixed cost per
+    # replay, per-row costs that fall with the bucket, and a chunk length that costs more than the next one up.
+    costs = {(b, t): 0.4 + b * t * (0.05 if b >= 4 else 0.08) for b in (1, 2, 4) for t in (1, 4, 8)}
+    costs[2, 4] = costs[2, 8] + 0.01  # not monotone in the chunk length: the planner must still find the 8
+    rng = random.Random(3)
+    for _ in range(150):
+        lengths = [rng.choice((1, 2, 4, 7, 8)) for _ in range(rng.randint(1, 6))]
+        plan = plan_replays(lengths, costs)
+        check_plan(plan, lengths)
+        assert sum(costs[b, t] for b, t, _ in plan) == pytest.approx(cheapest_by_search(lengths, costs))
+    # A longer chunk's graph that replays faster than the shorter one (timing noise at capture) is the one taken.
+    assert [(b, t) for b, t, _ in plan_replays([4, 3], {(2, 4): 3.0, (2, 8): 1.0})] == [(2, 8)]
 
 
 def test_first_chunks_fill_the_spare_rows_of_full_chunks():
@@ -237,18 +278,18 @@ def test_codec_graph_buckets_are_capped_at_max_streams_with_no_max_streams_graph
         check_plan(plan, [15] * n)
 
 
-def test_bench_codec_overlap_tool_splits_a_tick_and_keeps_its_audio(tmp_path):
-    """tools/bench_codec_overlap.py (a GPU measurement) on this CPU: a tick with its small replays taken from a
-    second set of graphs (the side stream's, on a GPU) leaves the audio and state the serial tick does, and some of
-    its replays did go to the side."""
+def test_bench_codec_ticks_tool_plans_and_overlaps_a_tick_and_keeps_its_audio(tmp_path):
+    """tools/bench_codec_ticks.py (a GPU measurement) on this CPU: a tick with its small replays taken from a second
+    set of graphs (the side stream's, on a GPU) leaves the audio and state the serial tick does, some of its replays
+    did go to the side, and today's plan costs no more than the previous planner's."""
     import json
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    out = tmp_path / "overlap.json"
-    command = [sys.executable, str(root / "tools/bench_codec_overlap.py"), "--device", "cpu", "--rows", "6"]
+    out = tmp_path / "ticks.json"
+    command = [sys.executable, str(root / "tools/bench_codec_ticks.py"), "--device", "cpu", "--rows", "6"]
     run = subprocess.run(
         [*command, "--ticks", "1", "--iters", "1", "--out", str(out)],
         capture_output=True, text=True, timeout=300, cwd=root,
@@ -258,4 +299,5 @@ def test_bench_codec_overlap_tool_splits_a_tick_and_keeps_its_audio(tmp_path):
     assert report["check"]["wav_equal"] and report["check"]["state_equal"]
     assert report["check"]["side_replays"] >= 1
     (row,) = report["rows"]
-    assert row["rows"] == 6 and 1 <= row["side_replays"] < row["replays"]
+    assert row["rows"] == 6 and 1 <= row["side_replays"] < len(row["planned_plan"])
+    assert row["planned_capture_ms"] <= row["previous_capture_ms"]

@@ -36,18 +36,19 @@ between the client and the gateway's handler (the gateway's own log had TTFA p50
 with 4 and 2, same code and machine type, throughput at 256 streams went from 301 to 537 audio-s/s on one H200 and
 from 371 to 832 on two (docs/benchmarks.md, runs 13-14). Which of the two was the limit is not separated. Every
 request has `ignore_eos` and `max_new_tokens = frames + 1`: exactly `--frames` frames (125 = 10 s of audio). Per
-level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share; the codec's
-replays by their capture-time costs and the talker's prefills as shares of the level: `codec_planned_share`,
-`talker_prefill_share`), each GPU's mean utilization, power and SM clock sampled by nvidia-smi (`gpu0_util_pct`, ...:
-tools/gpu_sampler.py), each service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its main
-thread: near 1 means the loop is the limit), the gateway's own time to first audio split by request id at the talker
-(`hop`, `talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway after it),
-the client's own split at the gateway's handler by the response's X-Request-Id (`in_client`, `to_handler`, `to_client`
-p50/p99, and `slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway, talker and codec
-logged during the level (a count and the first five, in the row's `log_problems` and printed), so a run says
-why requests failed. It writes, under --out: `results.json`, `table.md`,
-one bench JSON and PNG per model and layout, and the services' logs as plain files one folder down
-(`logs/<model>-<n>gpu-<service>.log`, plus `-serve.log` and `-command.txt`).
+level it also reads the talker's and codec's /metrics (mean step time, mean batch, the engines' busy share; the
+codec's replays by their capture-time costs and the talker's prefills as shares of the level: `codec_planned_share`,
+`talker_prefill_share`; the frames the codec's replays computed per frame decoded, its padding:
+`codec_replayed_per_frame`), each GPU's mean utilization, power and SM clock sampled by nvidia-smi (`gpu0_util_pct`,
+...: tools/gpu_sampler.py), each service's CPU (`cpu_cores`) and each backend's event loop alone (`loop_cores`, its
+main thread: near 1 means the loop is the limit), the gateway's own time to first audio split by request id at the
+talker (`hop`, `talker_first_chunk`, `after_talker` p50/p99: to the talker, its first chunk, the codec and gateway
+after it), the client's own split at the gateway's handler by the response's X-Request-Id (`in_client`, `to_handler`,
+`to_client` p50/p99, and `slowest_*`: each part over the slowest 1% of requests), and the error lines the gateway,
+talker and codec logged during the level (a count and the first five, in the row's `log_problems` and printed), so a
+run says why requests failed. It writes, under --out: `results.json`, `table.md`, one bench JSON and PNG per model
+and layout, and the services' logs as plain files one folder down (`logs/<model>-<n>gpu-<service>.log`, plus
+`-serve.log` and `-command.txt`).
 
 `--official` then runs the official qwen-tts (`tools/bench_official.py`: `generate_custom_voice` + decode, the same
 checkpoint, device, dtype and fixed length) in a subprocess, after the stacks are down, and prints our best
@@ -137,7 +138,11 @@ STALLS = {
 }
 LONG_MS = 20.0
 # Counters read from the services' /metrics, as (total, total).
-COUNTERS = {"codec_deferred_rows": "omni_codec_deferred_rows"}  # rows a tick left for the next (max_tick_rows)
+COUNTERS = {
+    "codec_deferred_rows": "omni_codec_deferred_rows",  # rows a tick left for the next (max_tick_rows)
+    "codec_frames": "omni_codec_frames_decoded",
+    "codec_replayed_frames": "omni_codec_replayed_frames",  # what the graph replays computed, padding included
+}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -298,12 +303,15 @@ def engine_load(before: dict, after: dict, wall_s: float, requests: int) -> dict
     gateway_gc = delta(METRICS["gateway_gc_ms"], 0)
     early = delta(METRICS["talker_early_chunk_frames"], 1)
     late, deferred = delta(METRICS["codec_late_ms"], 1), delta(COUNTERS["codec_deferred_rows"], 0)
+    frames, replayed = delta(COUNTERS["codec_frames"], 0), delta(COUNTERS["codec_replayed_frames"], 0)
     return {
         "talker_busy": None if talker_ms is None else talker_ms / 1000.0 / wall_s,
         "codec_busy": None if codec_ms is None else codec_ms / 1000.0 / wall_s,
         # The codec's replays by their capture-time costs (the GPU alone), and the talker's prefills by the wall clock
         # (beside the other process's work): the GPU's share of each, to set against the measured utilization.
         "codec_planned_share": None if planned_ms is None else planned_ms / 1000.0 / wall_s,
+        # Frames the codec's replays computed per frame decoded: its padding (spare rows, short chunks padded).
+        "codec_replayed_per_frame": None if replayed is None or not frames else replayed / frames,
         "talker_prefill_share": None if prefill_ms is None else prefill_ms / 1000.0 / wall_s,
         # Share of the level each process spent in garbage collections (all its threads stopped).
         "talker_gc_share": None if talker_gc is None else talker_gc / 1000.0 / wall_s,
@@ -840,6 +848,7 @@ def format_diagnostics(row: dict) -> str:
         "talker_busy",
         "codec_busy",
         "codec_planned_share",
+        "codec_replayed_per_frame",
         "talker_prefill_share",
         "codec_ticks_per_s",
         "codec_rows_per_request",

@@ -452,6 +452,7 @@ class CodecEngine:
         waves = self.graphs.decode_step(slots, chunks)
         if fits:
             self.metrics.planned_ms.observe(self.graphs.planned_ms)
+            self.metrics.replayed_frames.inc(self.graphs.planned_frames)
         return waves
 
     def _deliver(

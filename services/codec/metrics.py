@@ -27,6 +27,11 @@ class CodecMetrics:
             "deferred_rows", "rows left for a later tick by max_tick_rows (least lead first)"
         )
         self.frames_decoded = m.counter("frames_decoded", "codec frames decoded")
+        self.replayed_frames = m.counter(
+            "replayed_frames",
+            "frames the graph replays computed, the padding (spare rows, short chunks padded to the graph's) "
+            "included: over frames_decoded, the work a frame costs against an unpadded decode",
+        )
         self.audio_seconds = m.counter("audio_seconds", "seconds of audio produced")
         self.decode_calls = m.counter("decode_calls", "batched decode calls by path (graph, eager)", ("path",))
         self.streams = m.counter("streams", "finished streams by outcome", ("outcome",))

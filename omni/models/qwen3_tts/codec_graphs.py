@@ -10,10 +10,10 @@ scratch, and 0 frames: a row with 0 frames leaves its state unchanged, so all sc
 values. A call whose chunks are shorter than the graph's chunk length is right-padded, exactly as
 `decode_streams` pads (every layer is causal and each row's state is taken behind its own valid end).
 
-A step need not fit one graph: `plan_replays` splits its streams over several replays, by the replay times measured
-right after capture. Rows go to the shortest captured chunk length that holds them (a first chunk of 1 frame is not
-padded to 15 because a 15-frame chunk shares its tick), and each length's rows to the cheapest sum of buckets (263
-streams: 256 + 16, not one 640-row replay). A replay's spare rows take shorter chunks first, at no extra cost.
+A step need not fit one graph: `plan_replays` splits its streams over several replays at the least summed replay
+time, by the times measured right after capture (a dynamic program over the rows, longest first). So a first chunk
+of 1 frame is not padded to 15 when a replay of short chunks costs less than the padding, 263 streams take 256 + 16
+rather than one 640-row replay, and a replay's spare rows take shorter chunks at no extra cost.
 """
 
 import functools
@@ -330,68 +330,53 @@ def fuse_channels_last(decoder: CodecDecoder, fast_sine: bool = False) -> int:
     return len(vocoder.weights)
 
 
-def bucket_split(rows: int, costs: dict[int, float]) -> list[int]:
-    """The buckets (largest first) whose replays hold `rows` rows at the least summed cost; `costs` maps each
-    captured bucket to its replay time. The dynamic program's table is computed once per `costs` (cached), so a
-    step pays only the walk."""
-    choice = _split_choices(tuple(sorted(costs.items())), max(rows, SPLIT_TABLE_ROWS))
-    out, n = [], rows
-    while n > 0:
-        out.append(choice[n])
-        n = max(n - choice[n], 0)
-    return sorted(out, reverse=True)
-
-
-SPLIT_TABLE_ROWS = 1024  # rows the cached table covers (a codec step holds at most max_streams rows)
-
-
-@functools.lru_cache(maxsize=32)
-def _split_choices(costs: tuple[tuple[int, float], ...], size: int) -> tuple[int, ...]:
-    """choice[n]: the first bucket of a cheapest cover of n rows, for n in 0..size (dynamic programming)."""
-    best = [0.0] + [math.inf] * size
-    choice = [0] * (size + 1)
-    for n in range(1, size + 1):
-        for bucket, cost in costs:
-            total = cost + best[max(n - bucket, 0)]
-            if total < best[n]:
-                best[n], choice[n] = total, bucket
-    return tuple(choice)
-
-
 def plan_replays(
     lengths: Sequence[int], costs: dict[tuple[int, int], float]
 ) -> list[tuple[int, int, list[int]]] | None:
-    """Replays that decode rows of these chunk lengths: [(bucket, chunk length, row indices)], every row in exactly
-    one; None when a chunk is longer than every captured length (the step runs eagerly).
+    """Replays that decode rows of these chunk lengths at the least summed cost: [(bucket, chunk length, row
+    indices)], every row in exactly one; None when a chunk is longer than every captured length (the step runs
+    eagerly). `costs[(bucket, chunk length)]` is each captured graph's replay time.
 
-    `costs[(bucket, chunk length)]` is each captured graph's replay time. Of two plans it returns the cheaper: all
-    rows at the longest length they need, over the cheapest buckets (never dearer than the one smallest graph that
-    holds them all); or rows by length, longest first, where a replay's spare rows take shorter chunks (longest of
-    them first), which then need no replay of their own.
+    With the rows sorted longest first, some cheapest plan gives each replay a run of them: swapping two rows
+    between replays so that the longer goes to the replay of the longer chunk never costs more. So a dynamic
+    program over that order finds it: from row i on, a replay of bucket b takes rows i..i+b-1 (spare rows are
+    free; fewer only at the end), at the cheapest captured length that holds row i, the longest of them.
     """
     chunk_lengths = sorted({t for _, t in costs})
     if not lengths or max(lengths) > chunk_lengths[-1]:
         return None
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    graphs = _cheapest_graphs(tuple(sorted(costs.items())), tuple(sorted(set(lengths))))
+    n = len(order)
+    best = [0.0] * (n + 1)  # best[i]: the least cost of rows order[i:]
+    pick: list[tuple[int, int]] = [(0, 0)] * n
+    for i in range(n - 1, -1, -1):
+        best[i] = math.inf
+        for bucket, chunk, cost in graphs[lengths[order[i]]]:
+            total = cost + best[min(i + bucket, n)]
+            if total < best[i]:
+                best[i], pick[i] = total, (bucket, chunk)
+    plan, i = [], 0
+    while i < n:
+        bucket, chunk = pick[i]
+        plan.append((bucket, chunk, order[i : i + bucket]))
+        i += bucket
+    return plan
 
-    def split(rows: list[int], t: int) -> list[tuple[int, int, list[int]]]:
-        buckets = bucket_split(len(rows), {b: c for (b, length), c in costs.items() if length == t})
-        return [(b, t, rows[sum(buckets[:k]) : sum(buckets[: k + 1])]) for k, b in enumerate(buckets)]
 
-    def fit(n: int) -> int:
-        return next(t for t in chunk_lengths if t >= n)
-
-    together = split(list(range(len(lengths))), fit(max(lengths)))
-    waiting = {t: [] for t in chunk_lengths}  # rows by the shortest captured length that holds them
-    for i, n in enumerate(lengths):
-        waiting[fit(n)].append(i)
-    by_length = []
-    for t in reversed(chunk_lengths):
-        for bucket, _, rows in split(waiting[t], t) if waiting[t] else []:
-            for shorter in reversed([u for u in chunk_lengths if u < t]):
-                take = bucket - len(rows)
-                rows, waiting[shorter] = rows + waiting[shorter][:take], waiting[shorter][take:]
-            by_length.append((bucket, t, rows))
-    return min(together, by_length, key=lambda plan: sum(costs[b, t] for b, t, _ in plan))
+@functools.lru_cache(maxsize=256)
+def _cheapest_graphs(
+    costs: tuple[tuple[tuple[int, int], float], ...], lengths: tuple[int, ...]
+) -> dict[int, list[tuple[int, int, float]]]:
+    """For each row length: per bucket, the cheapest captured graph whose chunk holds it, (bucket, chunk, cost)."""
+    out = {}
+    for n in lengths:
+        cheapest: dict[int, tuple[float, int]] = {}
+        for (bucket, chunk), cost in costs:
+            if chunk >= n and (bucket not in cheapest or cost < cheapest[bucket][0]):
+                cheapest[bucket] = (cost, chunk)
+        out[n] = [(bucket, chunk, cost) for bucket, (cost, chunk) in sorted(cheapest.items())]
+    return out
 
 
 class CodecGraphs:
@@ -425,6 +410,8 @@ class CodecGraphs:
         self.buckets = sorted(buckets)
         self.chunk_lengths = sorted(chunk_lengths)
         self.planned_ms = 0.0  # the last decode's plan, by the replay times below
+        self.planned_frames = 0  # and the frames its replays compute, padding rows and frames included
+        self.planner = plan_replays  # a benchmark swaps in another planner to compare
         self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph | None, dict[str, torch.Tensor]]] = {}
         pool = torch.cuda.graph_pool_handle() if capture else None
         # Largest first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
@@ -501,11 +488,12 @@ class CodecGraphs:
             if c.ndim != 2 or c.shape[-1] != NUM_CODEBOOKS:
                 raise ValueError(f"codec codes must have shape [T, 16], got {list(c.shape)}")
         lengths = [c.shape[0] for c in chunks]
-        plan = plan_replays(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
+        plan = self.planner(lengths, self.replay_ms) if slots and len(slots) == len(chunks) else None
         if plan is None or max(lengths) == 0:
-            self.planned_ms = 0.0
+            self.planned_ms, self.planned_frames = 0.0, 0
             return decode_eager(self.decoder, self.state, slots, chunks)
         self.planned_ms = sum(self.replay_ms[b, t] for b, t, _ in plan)  # what the plan costs by capture timings
+        self.planned_frames = sum(b * t for b, t, _ in plan)
         where: list[tuple[int, int, int]] = [(0, 0, 0)] * len(slots)
         blocks = []
         spf = self.decoder.samples_per_frame

@@ -1,26 +1,32 @@
-"""Does a codec tick get cheaper when its small replays run beside its largest one?
+"""A codec tick's replays: the planner that picks them, and whether its small ones could run beside its largest.
 
-    python tools/bench_codec_overlap.py --out bench_codec_overlap.json
-    python tools/bench_codec_overlap.py --device cpu --rows 6 --ticks 1 --iters 1   # CPU smoke test, tiny widths
+    python tools/bench_codec_ticks.py --out bench_codec_ticks.json [--steady-share 0.62]
+    python tools/bench_codec_ticks.py --device cpu --rows 6 --ticks 1 --iters 1   # CPU smoke test, tiny widths
 
 A tick of the codec service decodes rows of several chunk lengths (the talker's ramp chunks of 2, 4 and 8 frames
-beside its 15-frame ones), so `plan_replays` gives it several graph replays, and each costs about a millisecond more
-than its rows (run 110's capture-time costs: 64x15 17.27 ms, 128x15 33.39 ms). All of a `CodecGraphs`' graphs share
-one memory pool, so its replays run one after another. This builds the service's default decoder and engine (random
-weights at the released config, bf16, its graphs), captures the small buckets a second time into a pool of their own,
-and times realistic ticks (rows drawn from a mix of chunk lengths) three ways, each over the same plan:
+beside its 15-frame ones, and early sends), so `plan_replays` splits it over graph replays, each with a fixed cost
+beyond its rows (~1.2 ms on an H200) and each row padded to its graph's chunk length. This builds the service's
+default decoder and engine (random weights at the released config, bf16, its graphs), captures the small buckets a
+second time into a pool of their own, and times realistic ticks (rows drawn from a mix of chunk lengths:
+`--steady-share` of them 15 frames, the rest 2-12), each:
 
-  serial       the engine's graphs, replays one after another (what the service does)
-  overlapped   the plan's dearest replay on the current stream, the others from the second pool on a side stream
-  capture sum  the plan's replays by their capture-time costs (what the engine reports as planned_ms)
+  previous     serial, with the planner before session 30 (`previous_plan`: the cheaper of two plans, every row
+               padded to the longest, or rows by length with spare rows taking shorter ones)
+  planned      serial, with today's `plan_replays` (the cheapest plan: a dynamic program over the rows)
+  overlapped   today's plan with its dearest replay on the current stream and the others from the second pool on a
+               side stream (all of a CodecGraphs' graphs share one pool, so its replays run one after another)
 
-and prints a table (ms per tick, and overlapped against serial). It also checks that both ways leave the same audio
-and state: a replay from either pool runs the same kernels over the same rows. On CPU (tiny widths, graphs not
-captured, no side stream) only that check and the plan's split mean anything; the times are host times.
+and the capture sums (what the engine reports as planned_ms) of both plans, in a table. It checks that the
+overlapped tick leaves the same audio and state as the serial one: a replay from either pool runs the same kernels
+over the same rows. On CPU (tiny widths, graphs not captured, no side stream) only that check and the plans mean
+anything; the times are host times.
+
+Run 114 (session 30, the overlap alone): overlapped / serial 0.94-0.96 at 81 rows, 0.97-0.98 at 128-200.
 """
 
 import argparse
 import contextlib
+import itertools
 import json
 import random
 import sys
@@ -41,13 +47,37 @@ from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
 from omni.models.qwen3_tts.codec_graphs import CodecGraphs, plan_replays  # noqa: E402
 
-# Row lengths of a tick at 512 streams: mostly steady 15-frame chunks, the rest the ramp's and early sends.
-STEADY_SHARE = 0.62
+# Row lengths of a tick at 512 streams besides the steady 15-frame chunks: the ramp's and early sends.
 SHORT_LENGTHS = [2, 4, 4, 8, 8, 3, 6, 12, 10]
 
 
-def tick_lengths(rows: int, rng: random.Random) -> list[int]:
-    return [15 if rng.random() < STEADY_SHARE else rng.choice(SHORT_LENGTHS) for _ in range(rows)]
+def tick_lengths(rows: int, steady_share: float, rng: random.Random) -> list[int]:
+    return [15 if rng.random() < steady_share else rng.choice(SHORT_LENGTHS) for _ in range(rows)]
+
+
+def previous_plan(lengths: list[int], costs: dict[tuple[int, int], float]) -> list[tuple[int, int, list[int]]]:
+    """The replay planner before session 30, for the A/B: the cheaper of all rows at the longest length they need,
+    and rows by the shortest captured length that holds them, longest first, a replay's spare rows taking shorter
+    chunks (longest of them first). Each length's rows over the cheapest buckets (as plan_replays finds them)."""
+    chunk_lengths = sorted({t for _, t in costs})
+
+    def split(rows: list[int], t: int) -> list[tuple[int, int, list[int]]]:
+        buckets = [b for b, _, _ in plan_replays([t] * len(rows), {k: c for k, c in costs.items() if k[1] == t})]
+        return [(b, t, rows[sum(buckets[:k]) : sum(buckets[: k + 1])]) for k, b in enumerate(buckets)]
+
+    def fit(n: int) -> int:
+        return next(t for t in chunk_lengths if t >= n)
+
+    together = split(list(range(len(lengths))), fit(max(lengths)))
+    waiting = {t: [i for i, n in enumerate(lengths) if fit(n) == t] for t in chunk_lengths}
+    by_length = []
+    for t in reversed(chunk_lengths):
+        for bucket, _, rows in split(waiting[t], t) if waiting[t] else []:
+            for shorter in reversed([u for u in chunk_lengths if u < t]):
+                take = bucket - len(rows)
+                rows, waiting[shorter] = rows + waiting[shorter][:take], waiting[shorter][take:]
+            by_length.append((bucket, t, rows))
+    return min(together, by_length, key=lambda plan: sum(costs[b, t] for b, t, _ in plan))
 
 
 def codes_for(lengths: list[int], seed: int) -> list[torch.Tensor]:
@@ -118,9 +148,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[40, 81, 128, 200])
     parser.add_argument("--side-buckets", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64])
     parser.add_argument("--ticks", type=int, default=4, help="tick compositions per row count")
+    parser.add_argument(
+        "--steady-share", type=float, nargs="+", default=[0.62], help="share of a tick's rows that are 15 frames"
+    )
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    parser.add_argument("--out", default="bench_codec_overlap.json")
+    parser.add_argument("--out", default="bench_codec_ticks.json")
     args = parser.parse_args()
 
     if args.device == "cuda":  # the service's build: its kernels and graphs, as engine_from_config makes them
@@ -140,8 +173,11 @@ def main() -> None:
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(json.dumps({"device": device, "torch": torch.__version__, "replay_ms": costs}))
 
-    # Same audio and state both ways: decode one tick from a saved state each way.
-    lengths = tick_lengths(min(81, max(args.rows)), random.Random(0))
+    # Same audio and state both ways: decode one tick of several replays from a saved state each way.
+    rng = random.Random(0)
+    lengths = tick_lengths(min(81, max(args.rows)), args.steady_share[0], rng)
+    while len(plan_replays(lengths, main_graphs.replay_ms)) < 2:  # a tick with a replay for the side stream
+        lengths = tick_lengths(len(lengths), args.steady_share[0], rng)
     chunks = codes_for(lengths, 0)
     slots = list(range(len(chunks)))
     saved = [t.clone() for t in state.tensors()]
@@ -160,29 +196,40 @@ def main() -> None:
     print(json.dumps({"check": check}), flush=True)
 
     rows_out = []
-    print("| rows | frames | replays | capture sum ms | serial ms | overlapped ms | overlapped / serial |")
-    print("|---|---|---|---|---|---|---|")
-    for n in args.rows:
-        for k in range(args.ticks):
-            lengths = tick_lengths(n, random.Random(1000 * n + k))
-            chunks = codes_for(lengths, k)
-            slots = list(range(n))
-            plan = plan_replays(lengths, main_graphs.replay_ms)
-            planned = sum(main_graphs.replay_ms[b, t] for b, t, _ in plan)
-            serial = time_ms(lambda: main_graphs.decode_streams(slots, chunks), args.iters)  # noqa: B023
-            over = time_ms(lambda: overlapped.decode(slots, chunks), args.iters)  # noqa: B023
-            row = {
-                "rows": n, "frames": sum(lengths), "replays": len(plan), "side_replays": overlapped.side_replays,
-                "plan": [(b, t) for b, t, _ in plan],
-                "capture_sum_ms": round(planned, 3), "serial_ms": round(serial, 3), "overlapped_ms": round(over, 3),
-                "ratio": round(over / serial, 3),
-            }  # fmt: skip
-            rows_out.append(row)
-            print(
-                f"| {n} | {row['frames']} | {len(plan)} | {planned:.2f} | {serial:.2f} | {over:.2f} | "
-                f"{row['ratio']:.3f} |",
-                flush=True,
-            )
+    print(
+        "| steady share | rows | frames | replays (previous / planned) | capture sum ms (previous / planned) | "
+        "previous ms | planned ms | planned / previous | overlapped ms | overlapped / planned |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for share, n, k in itertools.product(args.steady_share, args.rows, range(args.ticks)):
+        lengths = tick_lengths(n, share, random.Random(1000 * n + k))
+        chunks = codes_for(lengths, k)
+        slots = list(range(n))
+        plans = {"previous": previous_plan(lengths, main_graphs.replay_ms)}
+        plans["planned"] = plan_replays(lengths, main_graphs.replay_ms)
+        capture = {name: sum(main_graphs.replay_ms[b, t] for b, t, _ in p) for name, p in plans.items()}
+        times = {}
+        for name, planner in (("previous", previous_plan), ("planned", plan_replays)):
+            main_graphs.planner = planner
+            times[name] = time_ms(lambda: main_graphs.decode_streams(slots, chunks), args.iters)  # noqa: B023
+        main_graphs.planner = plan_replays
+        times["overlapped"] = time_ms(lambda: overlapped.decode(slots, chunks), args.iters)  # noqa: B023
+        row = {
+            "steady_share": share, "rows": n, "frames": sum(lengths), "side_replays": overlapped.side_replays,
+            **{f"{name}_plan": [(b, t) for b, t, _ in p] for name, p in plans.items()},
+            **{f"{name}_capture_ms": round(ms, 3) for name, ms in capture.items()},
+            **{f"{name}_ms": round(ms, 3) for name, ms in times.items()},
+            "planned_vs_previous": round(times["planned"] / times["previous"], 3),
+            "overlapped_vs_planned": round(times["overlapped"] / times["planned"], 3),
+        }  # fmt: skip
+        rows_out.append(row)
+        print(
+            f"| {share} | {n} | {row['frames']} | {len(plans['previous'])} / {len(plans['planned'])} | "
+            f"{capture['previous']:.2f} / {capture['planned']:.2f} | {times['previous']:.2f} | "
+            f"{times['planned']:.2f} | {row['planned_vs_previous']:.3f} | {times['overlapped']:.2f} | "
+            f"{row['overlapped_vs_planned']:.3f} |",
+            flush=True,
+        )
     Path(args.out).write_text(json.dumps({"replay_ms": costs, "check": check, "rows": rows_out}, indent=1))
     if not (check["side_replays"] and check["wav_equal"] and check["state_equal"]):
         sys.exit(f"CHECK FAILED (no side replay, or audio or state unlike the serial tick's): {check}")
