@@ -26,7 +26,7 @@ from omni.services.common.config import (
 )
 from omni.services.common.logging import JsonFormatter, log_request, request_records
 from omni.services.common.metrics import MetricsServer
-from omni.services.common.server import GrpcService, set_switch_interval
+from omni.services.common.server import SHARED_PORT_OPTIONS, GrpcService, set_switch_interval
 
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
 
@@ -273,6 +273,27 @@ async def health_status(channel, service: str = "") -> int:
     return response.status
 
 
+def test_a_service_port_is_its_own_and_the_shared_options_share_it():
+    """gRPC servers set SO_REUSEPORT by default, so a second server on a bound port shares it and answers calls meant
+    for the first (seen as a rare UNIMPLEMENTED across parallel test workers). A service's port is refused to a
+    second server; SHARED_PORT_OPTIONS (the gateway's workers) still share one."""
+
+    async def scenario():
+        first, _ = await start_service()
+        second = GrpcService("second", f"127.0.0.1:{first.port}")
+        with pytest.raises(RuntimeError):
+            await second.start()
+        await first.stop()
+        shared = [GrpcService(f"worker{i}", "127.0.0.1:0", options=SHARED_PORT_OPTIONS) for i in range(2)]
+        port = await shared[0].start()
+        shared[1].address = f"127.0.0.1:{port}"
+        assert await shared[1].start() == port
+        for service in shared:
+            await service.stop()
+
+    asyncio.run(scenario())
+
+
 def test_health_reflection_and_rpc_over_loopback():
     async def scenario():
         service, _ = await start_service()
@@ -346,7 +367,7 @@ def test_sigterm_drains_and_exits():
         """
         import asyncio
         from omni.proto import talker_pb2_grpc
-        from omni.services.common.server import GrpcService, set_switch_interval
+        from omni.services.common.server import SHARED_PORT_OPTIONS, GrpcService, set_switch_interval
         from tests.test_service_common import SlowTalker
 
         async def main():

@@ -69,7 +69,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     from omni.proto import speech_pb2_grpc
     from omni.services.common.gc_pauses import GcPauses
     from omni.services.common.loop_lag import LoopLag
-    from omni.services.common.server import DEFAULT_OPTIONS, GrpcService
+    from omni.services.common.server import DEFAULT_OPTIONS, SHARED_PORT_OPTIONS, GrpcService
     from omni.services.gateway.app import create_app
     from omni.services.gateway.config import gateway_config
     from omni.services.gateway.grpc_backend import GrpcBackend
@@ -92,7 +92,7 @@ async def serve(settings: GatewayServeSettings, worker: int | None = None) -> No
     if worker is not None:  # own sockets on the shared ports: the kernel spreads connections over the workers
         app = WorkerHeader(app)
         sockets = [reuseport_socket(settings.host, settings.port)]
-        grpc_options = (*DEFAULT_OPTIONS, ("grpc.so_reuseport", 1))
+        grpc_options = SHARED_PORT_OPTIONS
     http = uvicorn.Server(
         uvicorn.Config(
             app,

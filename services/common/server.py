@@ -26,7 +26,12 @@ DEFAULT_OPTIONS = (
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     ("grpc.max_send_message_length", 64 * 1024 * 1024),
+    # gRPC sets SO_REUSEPORT unless told not to: a second server on a port already bound (or handed port 0 while
+    # another server holds the same one) then shares it silently and answers calls meant for the first. Each service
+    # binds its port alone; the gateway's workers share theirs on purpose (SHARED_PORT_OPTIONS).
+    ("grpc.so_reuseport", 0),
 )
+SHARED_PORT_OPTIONS = (*(o for o in DEFAULT_OPTIONS if o[0] != "grpc.so_reuseport"), ("grpc.so_reuseport", 1))
 
 
 def set_switch_interval(ms: float) -> None:
