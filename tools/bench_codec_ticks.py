@@ -16,10 +16,11 @@ second time into a pool of their own, and times realistic ticks (rows drawn from
   overlapped   today's plan with its dearest replay on the current stream and the others from the second pool on a
                side stream (all of a CodecGraphs' graphs share one pool, so its replays run one after another)
 
-and the capture sums (what the engine reports as planned_ms) of both plans, in a table. It checks that the
-overlapped tick leaves the same audio and state as the serial one: a replay from either pool runs the same kernels
-over the same rows. On CPU (tiny widths, graphs not captured, no side stream) only that check and the plans mean
-anything; the times are host times.
+and the capture sums (what the engine reports as planned_ms) of both plans, in a table. `--kernels 1x1 128x15`
+first counts the CUDA kernels of those graphs (an eager step over the graph's buffers, and a replay, profiled). It
+checks that the overlapped tick leaves the same audio and state as the serial one: a replay from either pool runs the
+same kernels over the same rows. On CPU (tiny widths, graphs not captured, no side stream) only that check and the
+plans mean anything; the times are host times.
 
 Run 114 (session 30, the overlap alone): overlapped / serial 0.94-0.96 at 81 rows, 0.97-0.98 at 128-200.
 """
@@ -45,7 +46,7 @@ from omni.services.codec.engine import engine_from_config  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
-from omni.models.qwen3_tts.codec_graphs import CodecGraphs, plan_replays  # noqa: E402
+from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, plan_replays  # noqa: E402
 
 # Row lengths of a tick at 512 streams besides the steady 15-frame chunks: the ramp's and early sends.
 SHORT_LENGTHS = [2, 4, 4, 8, 8, 3, 6, 12, 10]
@@ -127,6 +128,29 @@ def slot_rows(state, slots: list[int]) -> list[torch.Tensor]:
     ]
 
 
+def kernel_census(step, top: int = 12) -> dict:
+    """The CUDA kernels of one call of `step` (after a warm-up): how many, their summed device time, and the most
+    launched by name (count, summed us)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        step()
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+    def us(e) -> float:
+        return getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0.0)
+
+    kernels.sort(key=lambda e: -e.count)
+    return {
+        "kernels": sum(e.count for e in kernels),
+        "device_us": round(sum(us(e) for e in kernels), 1),
+        "most_launched": [(e.key[:80], e.count, round(us(e), 1)) for e in kernels[:top]],
+    }
+
+
 def time_ms(step, iters: int) -> float:
     step()
     if not torch.cuda.is_available():
@@ -153,8 +177,12 @@ def main() -> None:
     )
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument(
+        "--kernels", nargs="*", default=[], metavar="BxT", help="graphs to count the kernels of (CUDA), e.g. 1x1 128x15"
+    )
     parser.add_argument("--out", default="bench_codec_ticks.json")
     args = parser.parse_args()
+    torch.set_grad_enabled(False)  # the eager steps of --kernels, as the graphs were captured
 
     if args.device == "cuda":  # the service's build: its kernels and graphs, as engine_from_config makes them
         config = CodecConfig(device="cuda", dtype="bfloat16", max_streams=256)
@@ -172,6 +200,17 @@ def main() -> None:
     overlapped = Overlapped(main_graphs, side_graphs)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(json.dumps({"device": device, "torch": torch.__version__, "replay_ms": costs}))
+
+    census = {}
+    for key in args.kernels:  # one eager codec_step over the graph's own buffers (scratch rows), and one replay
+        bucket, length = map(int, key.split("x"))
+        graph, io = main_graphs.graphs[bucket, length]
+        census[key] = {
+            "eager": kernel_census(lambda: codec_step(decoder, state, io["codes"], io["rows"], io["frames"])),  # noqa: B023
+            "replay": kernel_census(graph.replay),
+            "replay_ms": round(main_graphs.replay_ms[bucket, length], 3),
+        }
+        print(json.dumps({"kernels": {key: census[key]}}), flush=True)
 
     # Same audio and state both ways: decode one tick of several replays from a saved state each way.
     rng = random.Random(0)
@@ -230,7 +269,8 @@ def main() -> None:
             f"{row['overlapped_vs_planned']:.3f} |",
             flush=True,
         )
-    Path(args.out).write_text(json.dumps({"replay_ms": costs, "check": check, "rows": rows_out}, indent=1))
+    report = {"replay_ms": costs, "kernels": census, "check": check, "rows": rows_out}
+    Path(args.out).write_text(json.dumps(report, indent=1))
     if not (check["side_replays"] and check["wav_equal"] and check["state_equal"]):
         sys.exit(f"CHECK FAILED (no side replay, or audio or state unlike the serial tick's): {check}")
 
