@@ -100,15 +100,18 @@ class Overlapped:
             return contextlib.nullcontext()
         return torch.cuda.stream(self.stream if side else torch.cuda.current_stream())
 
-    def decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
-        plan = plan_replays([c.shape[0] for c in chunks], self.main.replay_ms)
+    def plan(self, lengths: list[int]) -> list[tuple[int, int, list[int], bool]]:
+        """Today's plan, each replay marked for the side stream: all but the dearest, where the side has its graph."""
+        plan = plan_replays(lengths, self.main.replay_ms)
         dearest = max(range(len(plan)), key=lambda k: self.main.replay_ms[plan[k][0], plan[k][1]])
+        return [(b, t, rows, k != dearest and (b, t) in self.side.graphs) for k, (b, t, rows) in enumerate(plan)]
+
+    def decode(self, slots: list[int], chunks: list[torch.Tensor]) -> list[torch.Tensor]:
         waves: dict[int, torch.Tensor] = {}
         self.side_replays = 0
         if self.cuda:  # the side replays read state the last tick wrote
             self.stream.wait_stream(torch.cuda.current_stream())
-        for k, (bucket, length, rows) in enumerate(plan):
-            on_side = k != dearest and (bucket, length) in self.side.graphs
+        for bucket, length, rows, on_side in self.plan([c.shape[0] for c in chunks]):
             graphs = self.side if on_side else self.main
             self.side_replays += on_side
             with self._on(on_side):
@@ -214,10 +217,8 @@ def main() -> None:
 
     # Same audio and state both ways: decode one tick of several replays from a saved state each way.
     def side_keys(lengths: list[int]) -> int:
-        """The replays of this tick's plan that would go to the side stream."""
-        plan = plan_replays(lengths, main_graphs.replay_ms)
-        dearest = max(range(len(plan)), key=lambda k: main_graphs.replay_ms[plan[k][0], plan[k][1]])
-        return sum(k != dearest and (b, t) in side_graphs.graphs for k, (b, t, _) in enumerate(plan))
+        """The replays of this tick's plan that go to the side stream."""
+        return sum(on_side for *_, on_side in overlapped.plan(lengths))
 
     rng = random.Random(0)
     draws = [tick_lengths(min(81, max(args.rows)), args.steady_share[0], rng) for _ in range(50)]
