@@ -297,7 +297,7 @@ def test_bench_codec_ticks_tool_plans_and_overlaps_a_tick_and_keeps_its_audio(tm
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(out.read_text())
     assert report["check"]["wav_equal"] and report["check"]["state_equal"]
-    assert report["check"]["side_replays"] >= 1
+    assert report["check"]["side_replays"] == report["check"]["side_replays_planned"] >= 1
     (row,) = report["rows"]
     assert row["rows"] == 6 and 1 <= row["side_replays"] < len(row["planned_plan"])
     assert row["planned_capture_ms"] <= row["previous_capture_ms"]
