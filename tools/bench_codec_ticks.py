@@ -29,9 +29,9 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
 import random
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from bench_codec import our_decoder  # noqa: E402
+from bench_codec import our_decoder, time_step  # noqa: E402
 from omni.services.codec.config import CodecConfig  # noqa: E402
 from omni.services.codec.engine import engine_from_config  # noqa: E402
 
@@ -154,22 +154,6 @@ def kernel_census(step, top: int = 12) -> dict:
     }
 
 
-def time_ms(step, iters: int) -> float:
-    step()
-    if not torch.cuda.is_available():
-        start = time.perf_counter()
-        for _ in range(iters):
-            step()
-        return (time.perf_counter() - start) * 1000.0 / iters
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        step()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / iters
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[40, 81, 128, 200])
@@ -241,6 +225,10 @@ def main() -> None:
     }
     print(json.dumps({"check": check}), flush=True)
 
+    def time_ms(step) -> float:
+        """Mean ms per call over at least --iters calls (bench_codec's timing: one warm-up, synced)."""
+        return time_step(step, args.device, math.inf, args.iters) * 1000.0
+
     rows_out = []
     print(
         "| steady share | rows | frames | replays (previous / planned) | capture sum ms (previous / planned) | "
@@ -257,9 +245,9 @@ def main() -> None:
         times = {}
         for name, planner in (("previous", previous_plan), ("planned", plan_replays)):
             main_graphs.planner = planner
-            times[name] = time_ms(lambda: main_graphs.decode_streams(slots, chunks), args.iters)  # noqa: B023
+            times[name] = time_ms(lambda: main_graphs.decode_streams(slots, chunks))  # noqa: B023
         main_graphs.planner = plan_replays
-        times["overlapped"] = time_ms(lambda: overlapped.decode(slots, chunks), args.iters)  # noqa: B023
+        times["overlapped"] = time_ms(lambda: overlapped.decode(slots, chunks))  # noqa: B023
         row = {
             "steady_share": share, "rows": n, "frames": sum(lengths), "side_replays": overlapped.side_replays,
             **{f"{name}_plan": [(b, t) for b, t, _ in p] for name, p in plans.items()},
