@@ -342,8 +342,7 @@ def plan_replays(
     program over that order finds it: from row i on, a replay of bucket b takes rows i..i+b-1 (spare rows are
     free; fewer only at the end), at the cheapest captured length that holds row i, the longest of them.
     """
-    chunk_lengths = sorted({t for _, t in costs})
-    if not lengths or max(lengths) > chunk_lengths[-1]:
+    if not lengths or max(lengths) > max(t for _, t in costs):
         return None
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     graphs = _cheapest_graphs(tuple(sorted(costs.items())), tuple(sorted(set(lengths))))
