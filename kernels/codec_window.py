@@ -1,4 +1,5 @@
-"""The codec transformer's K/V windows copied between its streaming state and a step's buffers, rows indirected.
+"""The codec's streaming windows copied between its state and a step's buffers, rows indirected: the transformer's
+K/V windows (`copy_windows`) and the stateful convs' input histories (`copy_history`).
 
 A codec step (`CodecDecoder.decode_streams`, `codec_graphs.codec_step`) keeps each stream's last `window` keys and
 values of every layer in `CodecState.key/value` [layers, slots, kv_heads, window, head_dim]. The PyTorch path moves
@@ -7,7 +8,16 @@ row's new window (an int64 index read per element), a stack and an index put: fi
 and tensor at 128 rows, whatever the chunk length, so they weigh most in short chunks. With `copy_windows` a
 layer's past window goes from the state's rows straight into the [past ‖ new] buffer, and its new window from that
 buffer straight back into the state's rows: two passes. Copies, so the state and the outputs keep the same bits.
+
+Each of the 21 stateful convs carries its last `context` input samples (`CodecState.history`, [slots, channels,
+context]) the same way, and there the cost is the kernel count, not the bytes (a few samples per row): the PyTorch
+path spends ~6 small kernels per conv (a gather of the rows, the copy into the [history ‖ new] buffer, the end
+index as a multiply, an arange and an add, its gather, and the index put at the end of the step) where
+`copy_history` spends two, one each way, whatever the two tensors' memory layouts (the channels-last vocoder's
+buffers are [B, T, C] in memory, the state [N, C, context]).
 """
+
+import os
 
 import torch
 import triton
@@ -77,12 +87,7 @@ def copy_windows(
         raise ValueError("copy_windows: src and dst need one dtype and a contiguous last dim")
     if not 0 <= length <= dst.shape[2] or length > src.shape[2]:
         raise ValueError(f"copy_windows: length {length} does not fit src {tuple(src.shape)} / dst {tuple(dst.shape)}")
-    counts = {len(t) for t in (src_rows, src_start, dst_rows) if t is not None} or {src.shape[0]}
-    if len(counts) != 1 or any(t is not None and t.dim() != 1 for t in (src_rows, src_start, dst_rows)):
-        raise ValueError("copy_windows: src_rows, src_start and dst_rows must be [B] tensors of one length")
-    (rows,) = counts
-    if src_rows is None and src.shape[0] < rows or dst_rows is None and dst.shape[0] < rows:
-        raise ValueError(f"copy_windows: {rows} rows, but src has {src.shape[0]} and dst {dst.shape[0]}")
+    rows = _row_count("copy_windows", src, dst, src_rows, src_start, dst_rows)
     if rows == 0 or length == 0:
         return
     heads, dim = src.shape[1], src.shape[3]
@@ -105,4 +110,120 @@ def copy_windows(
         DIM=dim,
         DIM_PAD=triton.next_power_of_2(dim),
         BLOCK_L=min(triton.next_power_of_2(max(length, 1)), max(4096 // triton.next_power_of_2(dim), 1)),
+    )
+
+
+def _row_count(
+    name: str,
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    src_rows: torch.Tensor | None,
+    src_start: torch.Tensor | None,
+    dst_rows: torch.Tensor | None,
+) -> int:
+    """The rows B of a copy: the index tensors' one length, or src's first dim when none is given."""
+    indices = [t for t in (src_rows, src_start, dst_rows) if t is not None]
+    counts = {len(t) for t in indices} or {src.shape[0]}
+    if len(counts) != 1 or any(t.dim() != 1 for t in indices):
+        raise ValueError(f"{name}: src_rows, src_start and dst_rows must be [B] tensors of one length")
+    (rows,) = counts
+    if src_rows is None and src.shape[0] < rows or dst_rows is None and dst.shape[0] < rows:
+        raise ValueError(f"{name}: {rows} rows, but src has {src.shape[0]} and dst {dst.shape[0]}")
+    return rows
+
+
+# Elements per program. Under the Triton interpreter (CPU tests) every program is a round of numpy calls, so there
+# the tiles are large: fewer programs, same results.
+HISTORY_TILE = 1 << 16 if os.environ.get("TRITON_INTERPRET") == "1" else 4096
+
+
+@triton.jit
+def _copy_history_kernel(
+    src_ptr,
+    dst_ptr,
+    src_rows_ptr,
+    src_start_ptr,
+    dst_rows_ptr,
+    channels,
+    length,
+    start_scale,
+    src_stride_n,
+    src_stride_c,
+    src_stride_t,
+    dst_stride_n,
+    dst_stride_c,
+    dst_stride_t,
+    HAS_SRC_ROWS: tl.constexpr,
+    HAS_SRC_START: tl.constexpr,
+    HAS_DST_ROWS: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+):
+    # One program: row b, channels [BLOCK_C tile], all `length` samples (BLOCK_T >= length). The load and the store
+    # each follow their own tensor's strides; Triton moves the tile between the two orders when they differ.
+    b = tl.program_id(0).to(tl.int64)
+    src_row = b
+    if HAS_SRC_ROWS:
+        src_row = tl.load(src_rows_ptr + b).to(tl.int64)
+    dst_row = b
+    if HAS_DST_ROWS:
+        dst_row = tl.load(dst_rows_ptr + b).to(tl.int64)
+    start = 0
+    if HAS_SRC_START:
+        start = tl.load(src_start_ptr + b).to(tl.int64) * start_scale
+    c = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)).to(tl.int64)
+    t = tl.arange(0, BLOCK_T).to(tl.int64)
+    inside = (c < channels)[:, None] & (t < length)[None, :]
+    src = src_ptr + src_row * src_stride_n + c[:, None] * src_stride_c + (start + t)[None, :] * src_stride_t
+    x = tl.load(src, mask=inside)
+    dst = dst_ptr + dst_row * dst_stride_n + c[:, None] * dst_stride_c + t[None, :] * dst_stride_t
+    tl.store(dst, x, mask=inside)
+
+
+def copy_history(
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    length: int,
+    src_rows: torch.Tensor | None = None,
+    src_start: torch.Tensor | None = None,
+    dst_rows: torch.Tensor | None = None,
+    start_scale: int = 1,
+) -> None:
+    """dst[dst_rows[b], c, t] = src[src_rows[b], c, src_start[b] * start_scale + t] for every row b, channel c and
+    t < length.
+
+    src [Ns, C, Ls] and dst [Nd, C, Ld] in one dtype, any strides (a conv's state is [N, C, context] contiguous, the
+    channels-last vocoder's buffers [B, T, C] in memory); src_rows, src_start and dst_rows [B] integer device
+    tensors (None: b, 0 and b). `start_scale` turns a row's valid frames into its input samples, so the end index
+    needs no kernel of its own. The caller keeps src_start[b] * start_scale + length within Ls (device values, not
+    checked here: that would sync).
+    """
+    if src.dim() != 3 or dst.dim() != 3 or src.shape[1] != dst.shape[1]:
+        raise ValueError(f"copy_history: src {tuple(src.shape)} and dst {tuple(dst.shape)} must be [N, C, L] alike")
+    if src.dtype != dst.dtype:
+        raise ValueError(f"copy_history: src is {src.dtype} but dst {dst.dtype}")
+    if not 0 <= length <= dst.shape[2] or length > src.shape[2]:
+        raise ValueError(f"copy_history: length {length} does not fit src {tuple(src.shape)} / dst {tuple(dst.shape)}")
+    rows = _row_count("copy_history", src, dst, src_rows, src_start, dst_rows)
+    channels = src.shape[1]
+    if rows == 0 or length == 0 or channels == 0:
+        return
+    block_t = triton.next_power_of_2(length)
+    block_c = min(triton.next_power_of_2(channels), max(HISTORY_TILE // block_t, 1))
+    _copy_history_kernel[(rows, triton.cdiv(channels, block_c))](
+        src,
+        dst,
+        src if src_rows is None else src_rows,  # an unused pointer where the index is absent
+        src if src_start is None else src_start,
+        src if dst_rows is None else dst_rows,
+        channels,
+        length,
+        start_scale,
+        *src.stride(),
+        *dst.stride(),
+        HAS_SRC_ROWS=src_rows is not None,
+        HAS_SRC_START=src_start is not None,
+        HAS_DST_ROWS=dst_rows is not None,
+        BLOCK_C=block_c,
+        BLOCK_T=block_t,
     )

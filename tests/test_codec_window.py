@@ -1,7 +1,8 @@
-"""The codec transformer's K/V windows through kernels/codec_window.py against the PyTorch path: the copy kernel
-against indexing, and the decoder with `window_kernel` against without, bit for bit (waveforms and the whole
-streaming state), eagerly and through codec_step with padded scratch rows. On CPU through the Triton interpreter;
-tools/bench_codec.py --window-kernel checks the same on the GPU, under graph replay too."""
+"""The codec's streaming windows through kernels/codec_window.py against the PyTorch path: the copy kernels against
+indexing, and the decoder with `window_kernel` (the transformer's K/V windows) and with `history_kernel` (the convs'
+input histories, default and channels-last vocoder) against without, bit for bit (waveforms and the whole streaming
+state), eagerly and through codec_step with padded scratch rows. On CPU through the Triton interpreter;
+tools/bench_codec.py --window-kernel / --history-kernel check the same on the GPU, under graph replay too."""
 
 import os
 
@@ -9,10 +10,10 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 
 import pytest
 import torch
-from omni.kernels.codec_window import copy_windows
+from omni.kernels.codec_window import copy_history, copy_windows
 
 from omni.models.qwen3_tts.codec import CodecDecoder
-from omni.models.qwen3_tts.codec_graphs import codec_step
+from omni.models.qwen3_tts.codec_graphs import codec_step, fuse_channels_last
 from tests.codec_streams import UTTERANCES, one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
@@ -52,9 +53,13 @@ def test_bad_arguments_fail_clearly():
         copy_windows(src, torch.zeros(1, 3, 5, 4), 3)
 
 
-def _decoder(dtype: torch.dtype, window_kernel: bool) -> CodecDecoder:
+def _decoder(
+    dtype: torch.dtype, window_kernel: bool, history_kernel: bool = False, channels_last: bool = False
+) -> CodecDecoder:
     model = tiny_codec_decoder(dtype)
-    model.window_kernel = window_kernel
+    if channels_last:
+        fuse_channels_last(model)
+    model.window_kernel, model.history_kernel = window_kernel, history_kernel
     return model
 
 
@@ -71,11 +76,17 @@ def test_one_frame_steps_with_the_window_kernel_equal_without():
     assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
 
 
-def test_codec_step_with_scratch_rows_equals_without():
+@pytest.mark.parametrize("switch", ["window_kernel", "history_kernel", "history_kernel+channels_last"])
+def test_codec_step_with_scratch_rows_equals_without(switch):
     """codec_step as a graph replays it: padded rows pointing at one scratch slot with 0 frames."""
     results = []
     for kernel in (False, True):
-        model = _decoder(torch.float32, kernel)
+        model = _decoder(
+            torch.float32,
+            window_kernel=kernel and switch == "window_kernel",
+            history_kernel=kernel and switch.startswith("history_kernel"),
+            channels_last=switch.endswith("channels_last"),
+        )
         state = model.new_state(4)
         for step, frames in enumerate(([3, 1], [2, 3])):
             codes = UTTERANCES[:2, 3 * step : 3 * step + 3].clone()
@@ -86,6 +97,56 @@ def test_codec_step_with_scratch_rows_equals_without():
     (want, want_state), (got, got_state) = results
     assert torch.equal(got, want)
     assert all(torch.equal(g, w) for g, w in zip(got_state, want_state, strict=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_history_copy_equals_indexing(dtype):
+    gen = torch.Generator().manual_seed(4)
+    state = torch.randn(5, 20, 3, generator=gen).to(dtype)  # [slots, channels, context]: 20 channels, not a power of 2
+    rows = torch.tensor([4, 0, 2])
+    for channels_last in (False, True):  # the default path's buffers and the channels-last vocoder's
+        shape = (3, 12, 20) if channels_last else (3, 20, 12)
+        full = torch.zeros(shape, dtype=dtype)
+        full = full.transpose(1, 2) if channels_last else full  # [B, C, L] either way
+        copy_history(state, full, 3, src_rows=rows)  # state -> buffer head, rows indirected on the source side
+        assert torch.equal(full[..., :3], state[rows]) and not full[..., 3:].any()
+        # buffer -> state: each row's `context` samples from frames[b] * per_frame on, into its own state row
+        full.copy_(torch.randn(full.shape, generator=gen).to(dtype))
+        out = state.clone()
+        frames, out_rows = torch.tensor([2, 0, 4]), torch.tensor([1, 3, 0])
+        copy_history(full, out, 3, src_start=frames, dst_rows=out_rows, start_scale=2)
+        for b in range(3):
+            start = 2 * int(frames[b])
+            assert torch.equal(out[int(out_rows[b])], full[b, :, start : start + 3])
+        assert torch.equal(out[[2, 4]], state[[2, 4]])  # rows nobody writes are left alone
+
+
+def test_history_copy_bad_arguments_fail_clearly():
+    src = torch.zeros(2, 3, 5)
+    with pytest.raises(ValueError, match="alike"):
+        copy_history(src, torch.zeros(2, 4, 5), 3)
+    with pytest.raises(ValueError, match="float64"):
+        copy_history(src, torch.zeros(2, 3, 5, dtype=torch.float64), 3)
+    with pytest.raises(ValueError, match="length"):
+        copy_history(src, torch.zeros(2, 3, 2), 3)
+    with pytest.raises(ValueError, match="one length"):
+        copy_history(src, src.clone(), 3, src_rows=torch.tensor([0, 1]), dst_rows=torch.tensor([1]))
+
+
+@pytest.mark.parametrize(
+    "dtype,channels_last", [(torch.float32, False), (torch.bfloat16, False), (torch.float32, True)]
+)
+def test_decoder_with_the_history_kernel_equals_without(dtype, channels_last):
+    """Uneven primed streams and one-frame steps: the same waveforms and state, bit for bit, with the convs'
+    histories copied by the kernel; through the default vocoder and the channels-last one."""
+    runs = []
+    for kernel in (False, True):
+        model = _decoder(dtype, window_kernel=False, history_kernel=kernel, channels_last=channels_last)
+        runs.append([stream(model), one_frame_steps(model)])
+    for (want, want_state), (got, got_state) in zip(*runs, strict=True):
+        assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+        assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
+    assert all(bool(h[3].any()) for h in runs[0][0][1].history)  # every conv's history was written
 
 
 COMPILE = """
@@ -103,6 +164,18 @@ for on in (True, False):  # the window state -> buffer copy, and buffer -> state
                   "BLOCK_L": 64}
     signature = pointers | strides | {name: "constexpr" for name in flags}
     ptx = compile(ASTSource(_copy_windows_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    assert "ld.global" in ptx and "st.global" in ptx
+from omni.kernels.codec_window import _copy_history_kernel
+
+pointers = {name: "*bf16" for name in ("src_ptr", "dst_ptr")} | {name: "*i64" for name in
+    ("src_rows_ptr", "src_start_ptr", "dst_rows_ptr")}
+ints = {name: "i32" for name in ("channels", "length", "start_scale", "src_stride_n", "src_stride_c",
+    "src_stride_t", "dst_stride_n", "dst_stride_c", "dst_stride_t")}
+flags = {"HAS_SRC_ROWS", "HAS_SRC_START", "HAS_DST_ROWS", "BLOCK_C", "BLOCK_T"}
+for on in (True, False):  # the history state -> buffer copy, and buffer -> state
+    constexprs = {"HAS_SRC_ROWS": on, "HAS_SRC_START": not on, "HAS_DST_ROWS": not on, "BLOCK_C": 64, "BLOCK_T": 64}
+    signature = pointers | ints | {name: "constexpr" for name in flags}
+    ptx = compile(ASTSource(_copy_history_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "ld.global" in ptx and "st.global" in ptx
 print("compiled")
 """

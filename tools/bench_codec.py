@@ -520,6 +520,12 @@ def main() -> None:
         "codec's unit_tail_kernel)",
     )
     parser.add_argument(
+        "--history-kernel",
+        action="store_true",
+        help="the stateful convs' histories through kernels/codec_window.copy_history in every mode (the codec's "
+        "history_kernel)",
+    )
+    parser.add_argument(
         "--ab",
         default="",
         help=f"comma-separated decoder settings of {AB_SETTINGS}: after the modes, the fused-cl+graph step with each "
@@ -574,6 +580,7 @@ def main() -> None:
     decoder.attention_kernel = args.attention_kernel
     decoder.residual_snake_kernel = args.residual_snake_kernel  # these two: the channels-last vocoder only
     decoder.unit_tail_kernel = args.unit_tail_kernel
+    decoder.history_kernel = args.history_kernel
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -739,6 +746,12 @@ def main() -> None:
         check(
             "unit_tail_kernel_vs_separate",
             lambda: check_close(cfg, device, switched_on("unit_tail_kernel"), base=fuse_cl),
+        )
+    if args.history_kernel:
+        check("history_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("history_kernel")))
+        check(
+            "history_kernel_vs_copies_cl",
+            lambda: check_bitwise(cfg, device, switched_on("history_kernel"), base=fuse_cl),
         )
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))

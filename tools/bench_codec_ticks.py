@@ -2,6 +2,7 @@
 
     python tools/bench_codec_ticks.py --out bench_codec_ticks.json [--steady-share 0.62]
     python tools/bench_codec_ticks.py --device cpu --rows 6 --ticks 1 --iters 1   # CPU smoke test, tiny widths
+    OMNI_CODEC_HISTORY_KERNEL=1 python tools/bench_codec_ticks.py --kernels 1x1   # a codec setting, as the service
 
 A tick of the codec service decodes rows of several chunk lengths (the talker's ramp chunks of 2, 4 and 8 frames
 beside its 15-frame ones, and early sends), so `plan_replays` splits it over graph replays, each with a fixed cost
@@ -43,6 +44,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 from bench_codec import our_decoder, time_step  # noqa: E402
 from omni.services.codec.config import CodecConfig  # noqa: E402
 from omni.services.codec.engine import engine_from_config  # noqa: E402
+from omni.services.common.config import load_config  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
@@ -172,7 +174,8 @@ def main() -> None:
     torch.set_grad_enabled(False)  # the eager steps of --kernels, as the graphs were captured
 
     if args.device == "cuda":  # the service's build: its kernels and graphs, as engine_from_config makes them
-        config = CodecConfig(device="cuda", dtype="bfloat16", max_streams=256)
+        # with the codec's settings from the environment, as the service reads them (OMNI_CODEC_HISTORY_KERNEL=1)
+        config = load_config(CodecConfig, "codec", {"device": "cuda", "dtype": "bfloat16", "max_streams": 256})
         decoder = our_decoder(CodecDecoderConfig(), torch.bfloat16, "cuda")
         main_graphs = engine_from_config(decoder, config, None, 24000).graphs
         side_graphs = CodecGraphs(decoder, main_graphs.state, args.side_buckets, main_graphs.chunk_lengths)
@@ -186,7 +189,8 @@ def main() -> None:
     costs = {f"{b}x{t}": round(ms, 3) for (b, t), ms in sorted(main_graphs.replay_ms.items())}
     overlapped = Overlapped(main_graphs, side_graphs)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
-    print(json.dumps({"device": device, "torch": torch.__version__, "replay_ms": costs}))
+    switches = {name: getattr(decoder, name) for name in decoder.KERNEL_SWITCHES}
+    print(json.dumps({"device": device, "torch": torch.__version__, "kernel_switches": switches, "replay_ms": costs}))
 
     census = {}
     for key in args.kernels:  # one eager codec_step over the graph's own buffers (scratch rows), and one replay

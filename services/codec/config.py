@@ -107,6 +107,12 @@ class CodecConfig(ServiceConfig):
         "by one Triton kernel each way instead of gathers, concatenations, a stack and an index put (the same bits; "
         "one H200, 128-row graph step at 2 frames 11.38 -> 8.91 ms, at 15 frames 40.30 -> 37.58 (run 91))",
     )
+    history_kernel: bool = option(
+        False,
+        "on CUDA: each stateful conv's input history copied between the state's rows and its [history | new] buffer "
+        "by one Triton kernel each way instead of ~6 small kernels (a gather, a copy, an end index, a gather, an "
+        "index put; the same bits; 21 convs: ~100 fewer kernels a codec step)",
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:

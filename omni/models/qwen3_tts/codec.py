@@ -119,14 +119,13 @@ class CodecState:
         frames: torch.Tensor,
         windows: "StepWindows",
         key_positions: torch.Tensor,
-        history: list[torch.Tensor],
+        batch: "_Batch",
     ) -> None:
         """Write one step's results back into rows `rows`: advance positions by `frames`, new window, conv history."""
         self.positions[rows] += frames
         windows.store()
         self.key_positions[rows] = key_positions
-        for h, new in zip(self.history, history, strict=True):
-            h[rows] = new
+        batch.store()
 
 
 class StepWindows:
@@ -191,22 +190,73 @@ class StepWindowsInPlace(StepWindows):
 
 
 class _Batch:
-    """The state rows of one `decode_streams` call, read and replaced by the modules as the forward passes."""
+    """The conv histories of one step's state rows, read and replaced by the modules as the forward passes (the
+    PyTorch path): every conv's rows gathered up front, each conv's [history ‖ new] buffer built by concatenation,
+    its new history gathered just behind each row's valid end, all written back by `store`."""
 
-    def __init__(self, frames: torch.Tensor, history: list[torch.Tensor]):
+    def __init__(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor):
+        self.state, self.rows = state, rows
         self.frames = frames  # [B] valid frames per row
-        self.history = history
+        self.history = self.read()
+
+    def read(self) -> list[torch.Tensor]:
+        return [h[self.rows] for h in self.state.history]
+
+    def context(self, index: int) -> int:
+        """The input samples conv number `index` carries."""
+        return self.state.history[index].shape[-1]
 
     def step(self, index: int, x: torch.Tensor, per_frame: int) -> torch.Tensor:
-        """[history ‖ x] for conv number `index`; stores the last `context` samples before each row's valid end."""
-        past = self.history[index]
-        full = torch.cat([past, x], dim=-1)
-        context = past.shape[-1]
-        # Row b's valid input ends at context + frames[b]*per_frame in `full`; its new history is just before that.
-        start = self.frames * per_frame
-        idx = (start[:, None] + torch.arange(context, device=x.device)[None, :])[:, None, :]
-        self.history[index] = full.gather(2, idx.expand(-1, full.shape[1], -1))
+        """[history ‖ x] for conv number `index`; keeps the last `context` samples before each row's valid end."""
+        full = torch.cat([self.history[index], x], dim=-1)
+        self.keep(index, full, per_frame)
         return full
+
+    def fill(self, index: int, full: torch.Tensor) -> None:
+        """The rows' history of conv number `index` into the head of its [history ‖ new] buffer `full`."""
+        full[..., : self.context(index)] = self.history[index]
+
+    def keep(self, index: int, full: torch.Tensor, per_frame: int) -> None:
+        """Conv number `index`'s new history out of its [history ‖ new] buffer: row b's valid input ends at
+        context + frames[b]*per_frame in `full`, its new history is the `context` samples just before that."""
+        start = self.frames * per_frame
+        idx = (start[:, None] + torch.arange(self.context(index), device=full.device)[None, :])[:, None, :]
+        self.history[index] = full.gather(2, idx.expand(-1, full.shape[1], -1))
+
+    def store(self) -> None:
+        for h, new in zip(self.state.history, self.history, strict=True):
+            h[self.rows] = new
+
+
+class _BatchInPlace(_Batch):
+    """_Batch by `kernels/codec_window.copy_history` (CUDA, or the Triton interpreter): a conv's history goes from
+    the state's rows straight into its [history ‖ new] buffer, and its new history straight back into the state's
+    rows (no other conv reads it): two kernels a conv instead of ~6. Copies: the same bits as _Batch."""
+
+    def read(self) -> list[torch.Tensor]:
+        return []  # each conv's history is read in `fill`
+
+    def step(self, index: int, x: torch.Tensor, per_frame: int) -> torch.Tensor:
+        context = self.context(index)
+        full = torch.empty(*x.shape[:2], context + x.shape[-1], dtype=x.dtype, device=x.device)
+        self.fill(index, full)
+        full[..., context:] = x
+        self.keep(index, full, per_frame)
+        return full
+
+    def fill(self, index: int, full: torch.Tensor) -> None:
+        from omni.kernels.codec_window import copy_history
+
+        copy_history(self.state.history[index], full, self.context(index), src_rows=self.rows)
+
+    def keep(self, index: int, full: torch.Tensor, per_frame: int) -> None:
+        from omni.kernels.codec_window import copy_history
+
+        history, context = self.state.history[index], self.context(index)
+        copy_history(full, history, context, src_start=self.frames, start_scale=per_frame, dst_rows=self.rows)
+
+    def store(self) -> None:
+        pass  # each conv's history went back in `keep`
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -574,6 +624,9 @@ class CodecDecoder(nn.Module):
         # With the channels-last vocoder, each residual unit's second SnakeBeta, 1x1 conv2 and closing add as one
         # Triton GEMM (kernels/unit_tail.py): the codec's `unit_tail_kernel`. Sums in another order than cuDNN.
         self.unit_tail_kernel = False
+        # The conv histories through kernels/codec_window.copy_history (CUDA, or the Triton interpreter): the codec's
+        # `history_kernel` setting. The same bits either way.
+        self.history_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -584,6 +637,7 @@ class CodecDecoder(nn.Module):
         "transformer_kernels",
         "residual_snake_kernel",
         "unit_tail_kernel",
+        "history_kernel",
     )
 
     @property
@@ -723,7 +777,7 @@ class CodecDecoder(nn.Module):
         self._check_codes(codes, dims=3)
         frames = torch.tensor(lengths, dtype=torch.long, device=device)
         rows = torch.tensor(slots, dtype=torch.long, device=device)
-        batch = _Batch(frames, [h[rows] for h in state.history])
+        batch = self.step_history(state, rows, frames)
 
         x, windows, key_positions = self._front(codes, batch, state, rows)
         if not emit:  # priming: only the last prime_tail_frames frames of each row go through the conv stack
@@ -732,7 +786,7 @@ class CodecDecoder(nn.Module):
             x = x.gather(2, idx[:, None, :].expand(-1, x.shape[1], -1))
             batch.frames = tail
         wav = self._back(x, batch)
-        state.store(rows, frames, windows, key_positions, batch.history)
+        state.store(rows, frames, windows, key_positions, batch)
         return [wav[i, : n * spf] for i, n in enumerate(lengths)] if emit else []
 
     @torch.no_grad()
@@ -749,6 +803,11 @@ class CodecDecoder(nn.Module):
         if not pieces:
             return torch.zeros(b, 0, dtype=state.key.dtype, device=state.key.device)
         return torch.cat(pieces, dim=1)
+
+    def step_history(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor) -> _Batch:
+        """The conv histories of a step over state rows `rows` with `frames` valid frames each (by the decoder's
+        `history_kernel`)."""
+        return (_BatchInPlace if self.history_kernel else _Batch)(state, rows, frames)
 
     def _front(self, codes, batch, state, rows, mark=lambda stage: None):
         """RVQ decode, pre_conv and the transformer of state rows `rows`: codes [B,T,16] -> ([B, latent, T], the

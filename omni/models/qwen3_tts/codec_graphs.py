@@ -56,7 +56,7 @@ def codec_step(
     """
     mark = mark or (lambda stage: None)
     vocoder = getattr(decoder, "channels_last_vocoder", None)
-    batch = _Batch(frames, [h[rows] for h in state.history])
+    batch = decoder.step_history(state, rows, frames)
     x, windows, key_positions = decoder._front(codes, batch, state, rows, mark)
     mark("transformer")
     for transposed, convnext in decoder.upsample:
@@ -71,7 +71,7 @@ def codec_step(
             x = block(x, batch)
             mark(f"vocoder.block{i}")
         wav = decoder.decoder[-1](decoder.decoder[-2](x), batch).clamp(-1, 1)[:, 0]
-    state.store(rows, frames, windows, key_positions, batch.history)
+    state.store(rows, frames, windows, key_positions, batch)
     mark("vocoder.out")
     return wav
 
@@ -153,14 +153,11 @@ def fused_residual_unit(unit: ResidualUnit, x: torch.Tensor, batch: _Batch) -> t
     from omni.kernels.snakebeta import bias_residual, snakebeta
 
     conv1, conv2 = unit.conv1, unit.conv2
-    past = batch.history[conv1.state_index]
-    context = past.shape[-1]
+    context = batch.context(conv1.state_index)
     full = torch.empty(*x.shape[:2], context + x.shape[-1], dtype=x.dtype, device=x.device)
-    full[..., :context] = past
+    batch.fill(conv1.state_index, full)
     snakebeta(x, unit.act1.alpha, unit.act1.beta, out=full[..., context:])
-    # As _Batch.step: the new history is the `context` samples just before each row's valid end.
-    idx = (batch.frames * conv1.per_frame)[:, None] + torch.arange(context, device=x.device)[None, :]
-    batch.history[conv1.state_index] = full.gather(2, idx[:, None, :].expand(-1, full.shape[1], -1))
+    batch.keep(conv1.state_index, full, conv1.per_frame)
     h = F.conv1d(full, conv1.conv.weight, None, dilation=conv1.conv.dilation)
     h = snakebeta(h, unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias)
     return bias_residual(x, F.conv1d(h, conv2.conv.weight), conv2.conv.bias)
@@ -234,7 +231,7 @@ class ChannelsLastVocoder:
             full = snaked if snaked is not None else self._snake_into(up, snake, x, bias, batch)
             y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
             # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
-            length = full.shape[-1] - batch.history[up.state_index].shape[-1]
+            length = full.shape[-1] - batch.context(up.state_index)
             x, bias = self._channels_last(y)[..., up.stride : up.stride * (length + 1)], up.conv.bias
             snaked = None  # the first unit's SnakeBeta adds the transposed conv's bias: a kernel of its own
             for unit in units:
@@ -306,18 +303,15 @@ class ChannelsLastVocoder:
         """A channels-last [history ‖ new] input buffer for `conv` with the history filled in, and its `new` part."""
         from omni.kernels.channels_last import channels_last_empty
 
-        past = batch.history[conv.state_index]
-        context = past.shape[-1]
+        context = batch.context(conv.state_index)
         full = channels_last_empty(x.shape[0], x.shape[1], context + x.shape[-1], x)
-        full[..., :context] = past
+        batch.fill(conv.state_index, full)
         return full, full[..., context:]
 
     @staticmethod
     def _keep(conv: nn.Module, batch: _Batch, full: torch.Tensor) -> None:
-        """As _Batch.step: the new history is the `context` samples just before each row's valid end."""
-        context = batch.history[conv.state_index].shape[-1]
-        idx = (batch.frames * conv.per_frame)[:, None] + torch.arange(context, device=full.device)[None, :]
-        batch.history[conv.state_index] = full.gather(2, idx[:, None, :].expand(-1, full.shape[1], -1))
+        """`conv`'s new history out of its filled buffer (_Batch.keep)."""
+        batch.keep(conv.state_index, full, conv.per_frame)
 
 
 def fuse_channels_last(decoder: CodecDecoder, fast_sine: bool = False) -> int:
