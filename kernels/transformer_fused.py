@@ -16,10 +16,11 @@ import triton.language as tl
 
 
 def add_rms_norm_reference(
-    x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float
+    x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float, scale: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The eager residual add, then the RMSNorm of its (rounded) sum."""
-    total = x + delta
+    """The eager residual add (of `scale * delta`, rounded, where a LayerScale scales it: the codec's transformer),
+    then the RMSNorm of its (rounded) sum."""
+    total = x + (delta if scale is None else scale * delta)
     return total, rms_norm_reference(total, weight, eps)
 
 
@@ -69,15 +70,32 @@ def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, n, x_stride, out_stride, eps, BLOCK:
 
 @triton.jit
 def _add_rms_norm_kernel(
-    x_ptr, d_ptr, w_ptr, sum_ptr, out_ptr, n, x_stride, d_stride, sum_stride, out_stride, eps, BLOCK: tl.constexpr
+    x_ptr,
+    d_ptr,
+    scale_ptr,
+    w_ptr,
+    sum_ptr,
+    out_ptr,
+    n,
+    x_stride,
+    d_stride,
+    sum_stride,
+    out_stride,
+    eps,
+    HAS_SCALE: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     # The residual add and the RMSNorm that reads its sum: the sum is rounded to the dtype (as `x + d` is) and
-    # stored, and the norm is `_rms_norm_kernel`'s arithmetic on that rounded sum.
+    # stored, and the norm is `_rms_norm_kernel`'s arithmetic on that rounded sum. With a LayerScale, d is first
+    # scaled and rounded, as `scale * d` is.
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     inside = offs < n
     x = tl.load(x_ptr + row * x_stride + offs, mask=inside, other=0.0).to(tl.float32)
     d = tl.load(d_ptr + row * d_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    if HAS_SCALE:
+        scale = tl.load(scale_ptr + offs, mask=inside, other=0.0).to(tl.float32)
+        d = (scale * d).to(sum_ptr.dtype.element_ty).to(tl.float32)
     total = (x + d).to(sum_ptr.dtype.element_ty)
     tl.store(sum_ptr + row * sum_stride + offs, total, mask=inside)
     _store_rms_norm(total.to(tl.float32), w_ptr, out_ptr + row * out_stride, offs, inside, n, eps)
@@ -190,19 +208,22 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 
 
 def add_rms_norm(
-    x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float
+    x: torch.Tensor, delta: torch.Tensor, weight: torch.Tensor, eps: float, scale: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(x + delta, rms_norm(x + delta)) in one kernel: a decoder's residual add and the norm after it."""
+    """(x + delta, rms_norm(x + delta)) in one kernel: a decoder's residual add and the norm after it; with `scale`
+    [n] (a LayerScale, in x's dtype) the add is x + scale * delta, rounded as the eager modules round it."""
     n = x.shape[-1]
     if delta.shape != x.shape or delta.dtype != x.dtype:
         raise ValueError(f"delta {tuple(delta.shape)} {delta.dtype} must match x {tuple(x.shape)} {x.dtype}")
+    if scale is not None and (scale.shape != (n,) or scale.dtype != x.dtype):
+        raise ValueError(f"scale {tuple(scale.shape)} {scale.dtype} must be [{n}] in {x.dtype}")
     x_rows, x_stride = _rows(x, n)
     d_rows, d_stride = _rows(delta, n)
     total = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     _add_rms_norm_kernel[(x_rows.shape[0],)](
-        x_rows, d_rows, weight, total, out, n, x_stride, d_stride, n, n, eps,
-        BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1,
+        x_rows, d_rows, weight if scale is None else scale, weight, total, out, n, x_stride, d_stride, n, n, eps,
+        HAS_SCALE=scale is not None, BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1,
     )  # fmt: skip
     return total, out
 

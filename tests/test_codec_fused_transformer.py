@@ -114,6 +114,50 @@ def test_rope_reads_tokens_whatever_a_size_1_dim_says():
     assert torch.equal(got, want)
 
 
+def test_add_norm_kernel_equals_separate_adds_and_norms(monkeypatch):
+    """The codec's `add_norm_kernel` over the fused transformer: each LayerScale'd residual add in one kernel with
+    the norm after it, 2 per layer, fp32 to the bit (the same roundings, the norm the fused one's arithmetic); set
+    off, the layer-by-layer forward again."""
+    plain = tiny_codec_decoder(torch.float32)
+    fuse_transformer(plain)
+    model = tiny_codec_decoder(torch.float32)
+    fuse_transformer(model)
+    model.add_norm_kernel = True
+    assert model.add_norm_kernel and not plain.add_norm_kernel
+    calls = []
+    real = transformer_fused.add_rms_norm
+    monkeypatch.setattr(transformer_fused, "add_rms_norm", lambda *a, **k: calls.append(k["scale"]) or real(*a, **k))
+    for want_run, got_run in ((stream(plain), stream(model)), (one_frame_steps(plain), one_frame_steps(model))):
+        (want, want_state), (got, got_state) = want_run, got_run
+        assert all(
+            torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True)
+        )
+    layers = model.pre_transformer.layers
+    scales = [s for layer in layers for s in (layer.self_attn_layer_scale.scale, layer.mlp_layer_scale.scale)]
+    steps = 1 + len(PLAN) + 3  # stream's priming step and its plan's, then one_frame_steps' three
+    assert len(calls) == steps * len(scales) and all(c is s for c, s in zip(calls, scales * steps, strict=True))
+    model.add_norm_kernel = False
+    calls.clear()
+    stream(model)
+    assert not calls and not model.add_norm_kernel
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_add_rms_norm_with_a_layer_scale(dtype):
+    gen = torch.Generator().manual_seed(5)
+    x, delta = (torch.randn(3, 2, 24, generator=gen) * 3).to(dtype), torch.randn(3, 2, 24, generator=gen).to(dtype)
+    w, scale = (1 + torch.randn(24, generator=gen) * 0.1).to(dtype), (torch.rand(24, generator=gen) * 0.2).to(dtype)
+    total, normed = transformer_fused.add_rms_norm(x, delta, w, 1e-5, scale=scale)
+    want_total, want_normed = transformer_fused.add_rms_norm_reference(x, delta, w, 1e-5, scale=scale)
+    if dtype == torch.float32:  # the eager roundings: the scaled delta, then the sum
+        assert torch.equal(total, x + scale * delta) and torch.equal(normed, transformer_fused.rms_norm(total, w, 1e-5))
+    else:  # the interpreter truncates its bf16 conversions (see test_rope_alone_equals_the_eager_rope)
+        torch.testing.assert_close(total, want_total, rtol=0, atol=float(want_total.abs().max()) * 2**-6)
+    torch.testing.assert_close(normed, want_normed, rtol=0, atol=float(want_normed.abs().max()) * 2**-6)
+    with pytest.raises(ValueError, match="scale"):
+        transformer_fused.add_rms_norm(x, delta, w, 1e-5, scale=scale[:5])
+
+
 COMPILE = """
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile

@@ -526,6 +526,12 @@ def main() -> None:
         "history_kernel)",
     )
     parser.add_argument(
+        "--add-norm-kernel",
+        action="store_true",
+        help="the transformer's residual adds each in one kernel with the next RMSNorm, in every mode (the codec's "
+        "add_norm_kernel)",
+    )
+    parser.add_argument(
         "--ab",
         default="",
         help=f"comma-separated decoder settings of {AB_SETTINGS}: after the modes, the fused-cl+graph step with each "
@@ -581,6 +587,7 @@ def main() -> None:
     decoder.residual_snake_kernel = args.residual_snake_kernel  # these two: the channels-last vocoder only
     decoder.unit_tail_kernel = args.unit_tail_kernel
     decoder.history_kernel = args.history_kernel
+    decoder.add_norm_kernel = args.add_norm_kernel
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -752,6 +759,12 @@ def main() -> None:
         check(
             "history_kernel_vs_copies_cl",
             lambda: check_bitwise(cfg, device, switched_on("history_kernel"), base=fuse_cl),
+        )
+    if args.add_norm_kernel:  # over the fused transformer: its norms' arithmetic, so the same bits
+        fused_transformer = switched_on("transformer_kernels")
+        check(
+            "add_norm_kernel_vs_separate",
+            lambda: check_bitwise(cfg, device, switched_on("add_norm_kernel"), base=fused_transformer),
         )
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))

@@ -114,6 +114,12 @@ class CodecConfig(ServiceConfig):
         "index put; the same bits; 21 convs; one H200, graph step 1x1 -15.3%, 128x2 -6.5%, 128x15 -1.1% in one "
         "process (run 117))",
     )
+    add_norm_kernel: bool = option(
+        False,
+        "on CUDA: each of the transformer's residual adds, its LayerScale applied, in one Triton kernel with the "
+        "RMSNorm after it (the talker's fused_add_norm for the codec): 32 kernels fewer a codec step, 3 -> 1 per "
+        "add; with transformer_kernels the same bits",
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:

@@ -16,6 +16,7 @@ Module tree = the `decoder.` keys of the official `speech_tokenizer/model.safete
 import functools
 import json
 import math
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -575,12 +576,16 @@ class WindowTransformer(nn.Module):
             attend = functools.partial(window_attention, qpos=qpos, kpos=kpos, window=self.window)
         else:
             attend = functools.partial(masked_attention, mask=window_mask(qpos, kpos, self.window))  # one mask a step
-        h = self.input_proj(x)
+        y = self.output_proj(self.run_layers(self.input_proj(x), cos, sin, windows, attend))
+        return y, kpos.gather(1, windows.keep_index)
+
+    def run_layers(self, h, cos, sin, windows: StepWindows, attend) -> torch.Tensor:
+        """The layers and the final norm: h [B,T,H] -> the normed output [B,T,H], each layer's new window kept in
+        `windows`. The codec's `add_norm_kernel` replaces it (codec_graphs.fused_run_layers)."""
         for i, layer in enumerate(self.layers):
             h, keys, values = layer(h, cos, sin, functools.partial(windows.around, i), attend)
             windows.keep(i, keys, values)
-        y = self.output_proj(self.norm(h))
-        return y, kpos.gather(1, windows.keep_index)
+        return self.norm(h)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -638,7 +643,23 @@ class CodecDecoder(nn.Module):
         "residual_snake_kernel",
         "unit_tail_kernel",
         "history_kernel",
+        "add_norm_kernel",
     )
+
+    @property
+    def add_norm_kernel(self) -> bool:
+        """The transformer's residual adds (with their LayerScale) each in one kernel with the RMSNorm after it
+        (codec_graphs.fused_run_layers; the codec's `add_norm_kernel`)."""
+        return "run_layers" in self.pre_transformer.__dict__
+
+    @add_norm_kernel.setter
+    def add_norm_kernel(self, on: bool) -> None:
+        from omni.models.qwen3_tts.codec_graphs import fused_run_layers
+
+        if on:
+            self.pre_transformer.run_layers = types.MethodType(fused_run_layers, self.pre_transformer)
+        else:
+            self.pre_transformer.__dict__.pop("run_layers", None)  # the class's again
 
     @property
     def transformer_kernels(self) -> bool:

@@ -37,6 +37,7 @@ from omni.models.qwen3_tts.codec import (
     ResidualUnit,
     RMSNorm,
     SnakeBeta,
+    WindowTransformer,
     _Batch,
 )
 
@@ -131,6 +132,25 @@ def _fused_codec_project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
     k = rms_norm_rope(qkv[..., nq : nq + nk].view(b, t, self.kv_heads, self.head_dim), None, 0.0, *rope)
     v = qkv[..., nq + nk :].view(b, t, self.kv_heads, self.head_dim)
     return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+
+def fused_run_layers(self: WindowTransformer, h, cos, sin, windows, attend) -> torch.Tensor:
+    """WindowTransformer.run_layers with each residual add in one kernel with the RMSNorm that reads its sum (the
+    codec's `add_norm_kernel`): the attention's, its LayerScale applied, with the layer's post-attention norm, the
+    MLP's with the next layer's input norm (the last with the final norm). The eager roundings; the norms are the
+    fused RMSNorm's arithmetic (`transformer_kernels`), so with those on the same bits. 32 kernels fewer a step."""
+    from omni.kernels.transformer_fused import add_rms_norm
+
+    layers = self.layers
+    x, h = h, layers[0].input_layernorm(h)
+    for i, layer in enumerate(layers):
+        attn, keys, values = layer.self_attn(h, cos, sin, functools.partial(windows.around, i), attend)
+        windows.keep(i, keys, values)
+        post = layer.post_attention_layernorm
+        x, h = add_rms_norm(x, attn, post.weight, post.eps, scale=layer.self_attn_layer_scale.scale)
+        after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
+        x, h = add_rms_norm(x, layer.mlp(h), after.weight, after.eps, scale=layer.mlp_layer_scale.scale)
+    return h
 
 
 def fuse_residual_units(decoder: CodecDecoder) -> int:
