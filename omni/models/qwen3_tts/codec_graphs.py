@@ -137,8 +137,10 @@ def _fused_codec_project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Te
 def fused_run_layers(self: WindowTransformer, h, cos, sin, windows, attend) -> torch.Tensor:
     """WindowTransformer.run_layers with each residual add in one kernel with the RMSNorm that reads its sum (the
     codec's `add_norm_kernel`): the attention's, its LayerScale applied, with the layer's post-attention norm, the
-    MLP's with the next layer's input norm (the last with the final norm). The eager roundings; the norms are the
-    fused RMSNorm's arithmetic (`transformer_kernels`), so with those on the same bits. 32 kernels fewer a step."""
+    MLP's with the next layer's input norm (the last with the final norm). 32 kernels fewer a step. The eager
+    roundings as written, the norms the fused RMSNorm's arithmetic (`transformer_kernels`): with those on, the same
+    bits under the Triton interpreter, but not on an H200 (run 119: fp32 within 6e-6, bf16 as close to fp32 as the
+    separate kernels; the cause not found, the compiler contracting a multiply and an add into an FMA one guess)."""
     from omni.kernels.transformer_fused import add_rms_norm
 
     layers = self.layers
