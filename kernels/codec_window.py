@@ -25,6 +25,29 @@ import triton.language as tl
 
 
 @triton.jit
+def _copy_rows(
+    b,
+    src_rows_ptr,
+    src_start_ptr,
+    dst_rows_ptr,
+    HAS_SRC_ROWS: tl.constexpr,
+    HAS_SRC_START: tl.constexpr,
+    HAS_DST_ROWS: tl.constexpr,
+):
+    """Row b's source row, destination row and source start (int64): the index tensors' entries, or b, b and 0."""
+    src_row = b
+    if HAS_SRC_ROWS:
+        src_row = tl.load(src_rows_ptr + b).to(tl.int64)
+    dst_row = b
+    if HAS_DST_ROWS:
+        dst_row = tl.load(dst_rows_ptr + b).to(tl.int64)
+    start = 0
+    if HAS_SRC_START:
+        start = tl.load(src_start_ptr + b).to(tl.int64)
+    return src_row, dst_row, start
+
+
+@triton.jit
 def _copy_windows_kernel(
     src_ptr,
     dst_ptr,
@@ -47,15 +70,9 @@ def _copy_windows_kernel(
 ):
     b = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1).to(tl.int64)
-    src_row = b
-    if HAS_SRC_ROWS:
-        src_row = tl.load(src_rows_ptr + b).to(tl.int64)
-    dst_row = b
-    if HAS_DST_ROWS:
-        dst_row = tl.load(dst_rows_ptr + b).to(tl.int64)
-    start = 0
-    if HAS_SRC_START:
-        start = tl.load(src_start_ptr + b).to(tl.int64)
+    src_row, dst_row, start = _copy_rows(
+        b, src_rows_ptr, src_start_ptr, dst_rows_ptr, HAS_SRC_ROWS, HAS_SRC_START, HAS_DST_ROWS
+    )
     d = tl.arange(0, DIM_PAD)
     src = src_ptr + src_row * src_stride_n + head * src_stride_h
     dst = dst_ptr + dst_row * dst_stride_n + head * dst_stride_h
@@ -162,15 +179,10 @@ def _copy_history_kernel(
     # One program: row b, channels [BLOCK_C tile], all `length` samples (BLOCK_T >= length). The load and the store
     # each follow their own tensor's strides; Triton moves the tile between the two orders when they differ.
     b = tl.program_id(0).to(tl.int64)
-    src_row = b
-    if HAS_SRC_ROWS:
-        src_row = tl.load(src_rows_ptr + b).to(tl.int64)
-    dst_row = b
-    if HAS_DST_ROWS:
-        dst_row = tl.load(dst_rows_ptr + b).to(tl.int64)
-    start = 0
-    if HAS_SRC_START:
-        start = tl.load(src_start_ptr + b).to(tl.int64) * start_scale
+    src_row, dst_row, start = _copy_rows(
+        b, src_rows_ptr, src_start_ptr, dst_rows_ptr, HAS_SRC_ROWS, HAS_SRC_START, HAS_DST_ROWS
+    )
+    start = start * start_scale
     c = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)).to(tl.int64)
     t = tl.arange(0, BLOCK_T).to(tl.int64)
     inside = (c < channels)[:, None] & (t < length)[None, :]
