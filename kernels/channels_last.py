@@ -17,17 +17,15 @@ instruction with an absolute error of ~1e-6, far below a bf16 store's rounding, 
 outputs (the fp32 decoder keeps exact sines) and never under the Triton interpreter, which has no libdevice.
 """
 
-import os
-
 import torch
 import triton
 import triton.language as tl
+from omni.kernels import INTERPRETED
 from omni.kernels.snakebeta import check_snakebeta_args, snakebeta_launch_args
 from triton.language.extra import libdevice
 
 # Elements per program (BLOCK_T * BLOCK_C). Under the Triton interpreter (CPU tests) every program is a round of
 # numpy calls, so there the tiles are large: fewer programs, same results.
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 TILE = 1 << 16 if INTERPRETED else 4096
 
 

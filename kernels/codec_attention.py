@@ -10,13 +10,11 @@ projection reads (no transpose copy). Not bitwise against SDPA: the sums run in 
 """
 
 import math
-import os
 
 import torch
 import triton
 import triton.language as tl
-
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+from omni.kernels import INTERPRETED
 
 
 @triton.jit

@@ -17,11 +17,10 @@ index as a multiply, an arange and an add, its gather, and the index put at the 
 buffers are [B, T, C] in memory, the state [N, C, context]).
 """
 
-import os
-
 import torch
 import triton
 import triton.language as tl
+from omni.kernels import INTERPRETED
 
 
 @triton.jit
@@ -151,7 +150,7 @@ def _row_count(
 
 # Elements per program. Under the Triton interpreter (CPU tests) every program is a round of numpy calls, so there
 # the tiles are large: fewer programs, same results.
-HISTORY_TILE = 1 << 16 if os.environ.get("TRITON_INTERPRET") == "1" else 4096
+HISTORY_TILE = 1 << 16 if INTERPRETED else 4096
 
 
 @triton.jit

@@ -11,13 +11,11 @@ softmax over blocks of keys, accumulating in fp32 (the only roundings are the in
 """
 
 import math
-import os
 
 import torch
 import triton
 import triton.language as tl
-
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+from omni.kernels import INTERPRETED
 
 
 def decode_attention_reference(

@@ -25,14 +25,12 @@ What cannot be bit-identical, and why (tests/test_sampling_kernel.py asserts eve
   4 ulps, so the noise may differ by a few ulps; on a GPU both are CUDA's `logf`/`expf`.
 """
 
-import os
-
 import torch
 import triton
 import triton.language as tl
+from omni.kernels import INTERPRETED
 from triton.language.extra import libdevice
 
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 MAX_VOCAB = 4096  # one row in registers per program (the talker's vocabulary is 3072, the predictor's 2048)
 # Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
 UNIFORM_BITS = 23  # as omni.talker.sampling.UNIFORM_BITS: the top 23 bits of the hash, scaled by 2^-23

@@ -13,6 +13,7 @@ model gives the eager results up to the order of one fp32 sum.
 import torch
 import triton
 import triton.language as tl
+from omni.kernels import INTERPRETED
 
 
 def add_rms_norm_reference(
@@ -83,6 +84,7 @@ def _add_rms_norm_kernel(
     out_stride,
     eps,
     HAS_SCALE: tl.constexpr,
+    EXACT_MUL: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # The residual add and the RMSNorm that reads its sum: the sum is rounded to the dtype (as `x + d` is) and
@@ -95,7 +97,14 @@ def _add_rms_norm_kernel(
     d = tl.load(d_ptr + row * d_stride + offs, mask=inside, other=0.0).to(tl.float32)
     if HAS_SCALE:
         scale = tl.load(scale_ptr + offs, mask=inside, other=0.0).to(tl.float32)
-        d = (scale * d).to(sum_ptr.dtype.element_ty).to(tl.float32)
+        if EXACT_MUL:  # an explicit mul.rn.f32 (no ftz): otherwise the compiler contracts it with the add into one
+            # FMA and the product is never rounded (run 119's check: not bitwise)
+            d = tl.inline_asm_elementwise(
+                "mul.rn.f32 $0, $1, $2;", "=f,f,f", [scale, d], dtype=tl.float32, is_pure=True, pack=1
+            )
+        else:  # the interpreter runs no PTX, and numpy contracts nothing
+            d = scale * d
+        d = d.to(sum_ptr.dtype.element_ty).to(tl.float32)
     total = (x + d).to(sum_ptr.dtype.element_ty)
     tl.store(sum_ptr + row * sum_stride + offs, total, mask=inside)
     _store_rms_norm(total.to(tl.float32), w_ptr, out_ptr + row * out_stride, offs, inside, n, eps)
@@ -223,7 +232,8 @@ def add_rms_norm(
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     _add_rms_norm_kernel[(x_rows.shape[0],)](
         x_rows, d_rows, weight if scale is None else scale, weight, total, out, n, x_stride, d_stride, n, n, eps,
-        HAS_SCALE=scale is not None, BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1,
+        HAS_SCALE=scale is not None, EXACT_MUL=not INTERPRETED, BLOCK=triton.next_power_of_2(n),
+        num_warps=4 if n >= 1024 else 1,
     )  # fmt: skip
     return total, out
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
-from omni.kernels.channels_last import INTERPRETED, _snake, channels_last_empty, check_snake_out, is_channels_last
+from omni.kernels import INTERPRETED
+from omni.kernels.channels_last import _snake, channels_last_empty, check_snake_out, is_channels_last
 
 
 @triton.jit

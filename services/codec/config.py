@@ -118,8 +118,7 @@ class CodecConfig(ServiceConfig):
         False,
         "on CUDA: each of the transformer's residual adds, its LayerScale applied, in one Triton kernel with the "
         "RMSNorm after it (the talker's fused_add_norm for the codec): 32 kernels fewer a codec step (off: one H200, "
-        "graph step 1x1 -3.9%, 128x1 -1.4%, 128x2 +0.5%, 128x15 -0.1% in one process; not bitwise against the "
-        "separate kernels there, fp32 within 6e-6 (run 119))",
+        "graph step 1x1 -3.9%, 128x1 -1.4%, 128x2 +0.5%, 128x15 -0.1% in one process (run 119))",
     )
 
     def validate(self) -> "CodecConfig":

@@ -138,9 +138,9 @@ def fused_run_layers(self: WindowTransformer, h, cos, sin, windows, attend) -> t
     """WindowTransformer.run_layers with each residual add in one kernel with the RMSNorm that reads its sum (the
     codec's `add_norm_kernel`): the attention's, its LayerScale applied, with the layer's post-attention norm, the
     MLP's with the next layer's input norm (the last with the final norm). 32 kernels fewer a step. The eager
-    roundings as written, the norms the fused RMSNorm's arithmetic (`transformer_kernels`): with those on, the same
-    bits under the Triton interpreter, but not on an H200 (run 119: fp32 within 6e-6, bf16 as close to fp32 as the
-    separate kernels; the cause not found, the compiler contracting a multiply and an add into an FMA one guess)."""
+    roundings, the norms the fused RMSNorm's arithmetic (`transformer_kernels`): with those on, the same bits. (Run
+    119 found it not bitwise on an H200: the compiler had contracted the LayerScale's multiply and the add into one
+    FMA; `add_rms_norm` now multiplies by an explicit mul.rn, not yet run on a GPU.)"""
     from omni.kernels.transformer_fused import add_rms_norm
 
     layers = self.layers
