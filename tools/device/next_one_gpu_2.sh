@@ -1,5 +1,5 @@
-# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (all six codec kernel
-# flags) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles of the eager step and every check (the checks'
+# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (the codec kernel
+# flags on by default) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles of the eager step and every check (the checks'
 # lines are past the tail below: read them in $OUT/codec_today.json).
 # Why: to see whether run 107's step (graph 128x2 7.36 ms, 128x15 35.54; run 101 6.924 and 35.230) moves between
 # machines as the stack does, before the next codec change is chosen from its profile.
@@ -9,6 +9,6 @@
 source tools/device/setup.sh
 stamp start
 python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
-    --residual-snake-kernel --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark \
+    --residual-snake-kernel --history-kernel --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark \
     --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 | grep -v '"stages"' | cut -c1-400 | tail -80
 stamp codec
