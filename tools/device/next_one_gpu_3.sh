@@ -1,6 +1,7 @@
-# One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults (the talker's norm+rope+write kernel since session
-# 28, run 109; the codec's kernels on by default, history_kernel since session 31) in the stack at 128, 512, 800 and 1,024 streams opened at once, with each level's
-# GPU utilization (nvidia-smi, tools/gpu_sampler.py) and the codec's planned share, for the spread between machines.
+# One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults (the talker's norm+rope+write kernel since
+# session 28, run 109; the codec's kernels on by default, history_kernel since session 31) in the stack at 128, 512,
+# 800 and 1,024 streams opened at once, with each level's GPU utilization (nvidia-smi, tools/gpu_sampler.py) and the
+# codec's planned share, for the spread between machines.
 # Why: run 110 (one machine) gave 833.7 / 1,426.3 / 1,355.6 / 1,405.6 audio-s/s, no gapped request at any level, the
 # GPU 85% / 89% / 91% / 90% busy; session 26's defaults spread 3-10% between machines (runs 101-102, 106).
 # Run 118 (session 31's defaults): 512 streams 1,444.7, no gap.
