@@ -7,7 +7,12 @@ mean, add, rsqrt, multiply, cast, scale) and RoPE as ~6. Each function here is o
 
 They reproduce the PyTorch module's roundings, not only its maths: compute in fp32, round to the activation dtype
 exactly where the eager code does (after the normalisation, after each product of RoPE, after SiLU), so a bf16
-model gives the eager results up to the order of one fp32 sum.
+model gives the eager results up to the order of one fp32 sum. That holds as written (and under the Triton
+interpreter); compiled for sm_90, LLVM contracts a product and the sum after it into one FMA where nothing stops it,
+skipping that product's rounding: RoPE's `y * cos + rotate(y) * sin` (8 `fma.rn.bf16` a kernel in bf16,
+`fma.rn.f32` in fp32; found in session 31 from the PTX), so on the GPU RoPE is within an ulp per element of the
+eager one, not equal to it (the GPU checks compare these kernels as close). The LayerScale product of
+`add_rms_norm` is kept out of such an FMA by an explicit `mul.rn.f32` (its check is bitwise).
 """
 
 import torch

@@ -90,12 +90,13 @@ def fuse_snakebeta(decoder: CodecDecoder) -> int:
 
 
 def fuse_transformer(decoder: CodecDecoder) -> int:
-    """Run the codec's sliding-window transformer with the talker's fused kernels (CUDA, or the Triton interpreter),
-    in place and idempotent; returns how many modules changed. Each RMSNorm is one kernel, q/k/v one GEMM over
-    concatenated weights (the Linears' weights become views of it: `state_dict()` is unchanged) with RoPE one kernel
-    per tensor, gate/up one GEMM with SiLU·up one kernel: ~45 kernels a layer -> ~20 (docs/perf-notes.md, session
-    23). The kernels keep the eager roundings (RoPE to the bit; a norm's sum in another order), and the one GEMM
-    may round differently from three. Call after the decoder is on its device and dtype."""
+    """Run the codec's sliding-window transformer with the talker's fused kernels (CUDA, or the Triton interpreter), in
+    place and idempotent; returns how many modules changed. Each RMSNorm is one kernel, q/k/v one GEMM over concatenated
+    weights (the Linears' weights become views of it: `state_dict()` is unchanged) with RoPE one kernel per tensor,
+    gate/up one GEMM with SiLU·up one kernel: ~45 kernels a layer -> ~20 (docs/perf-notes.md, session 23). The kernels
+    keep the eager roundings (RoPE to the bit on CPU, within an ulp on the GPU where the compiler contracts a product
+    into an FMA; a norm's sum in another order), and the one GEMM may round differently from three. Call after the
+    decoder is on its device and dtype."""
     from omni.models.qwen3_tts.talker_fused import fuse_modules
 
     for module in decoder.pre_transformer.modules():
