@@ -17,7 +17,7 @@ import functools
 import json
 import math
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -213,6 +213,21 @@ class _Batch:
         self.keep(index, full, per_frame)
         return full
 
+    def buffer(
+        self, index: int, x: torch.Tensor, empty: Callable[..., torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Conv number `index`'s [history ‖ new] input buffer for x [B, C, T] with the rows' history filled in, and
+        its new part (for the caller to write). `empty(batch, channels, length, like)` allocates it (default: a
+        contiguous [B, C, context + T]; the channels-last vocoder passes its own)."""
+        context = self.context(index)
+        b, c, t = x.shape
+        if empty is None:
+            full = torch.empty(b, c, context + t, dtype=x.dtype, device=x.device)
+        else:
+            full = empty(b, c, context + t, x)
+        self.fill(index, full)
+        return full, full[..., context:]
+
     def fill(self, index: int, full: torch.Tensor) -> None:
         """The rows' history of conv number `index` into the head of its [history ‖ new] buffer `full`."""
         full[..., : self.context(index)] = self.history[index]
@@ -238,10 +253,8 @@ class _BatchInPlace(_Batch):
         return []  # each conv's history is read in `fill`
 
     def step(self, index: int, x: torch.Tensor, per_frame: int) -> torch.Tensor:
-        context = self.context(index)
-        full = torch.empty(*x.shape[:2], context + x.shape[-1], dtype=x.dtype, device=x.device)
-        self.fill(index, full)
-        full[..., context:] = x
+        full, new = self.buffer(index, x)
+        new.copy_(x)
         self.keep(index, full, per_frame)
         return full
 

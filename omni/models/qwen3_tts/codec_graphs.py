@@ -176,10 +176,8 @@ def fused_residual_unit(unit: ResidualUnit, x: torch.Tensor, batch: _Batch) -> t
     from omni.kernels.snakebeta import bias_residual, snakebeta
 
     conv1, conv2 = unit.conv1, unit.conv2
-    context = batch.context(conv1.state_index)
-    full = torch.empty(*x.shape[:2], context + x.shape[-1], dtype=x.dtype, device=x.device)
-    batch.fill(conv1.state_index, full)
-    snakebeta(x, unit.act1.alpha, unit.act1.beta, out=full[..., context:])
+    full, new = batch.buffer(conv1.state_index, x)
+    snakebeta(x, unit.act1.alpha, unit.act1.beta, out=new)
     batch.keep(conv1.state_index, full, conv1.per_frame)
     h = F.conv1d(full, conv1.conv.weight, None, dilation=conv1.conv.dilation)
     h = snakebeta(h, unit.act2.alpha, unit.act2.beta, bias=conv1.conv.bias)
@@ -326,10 +324,7 @@ class ChannelsLastVocoder:
         """A channels-last [history ‖ new] input buffer for `conv` with the history filled in, and its `new` part."""
         from omni.kernels.channels_last import channels_last_empty
 
-        context = batch.context(conv.state_index)
-        full = channels_last_empty(x.shape[0], x.shape[1], context + x.shape[-1], x)
-        batch.fill(conv.state_index, full)
-        return full, full[..., context:]
+        return batch.buffer(conv.state_index, x, channels_last_empty)
 
     @staticmethod
     def _keep(conv: nn.Module, batch: _Batch, full: torch.Tensor) -> None:
