@@ -7,18 +7,20 @@ mean, add, rsqrt, multiply, cast, scale) and RoPE as ~6. Each function here is o
 
 They reproduce the PyTorch module's roundings, not only its maths: compute in fp32, round to the activation dtype
 exactly where the eager code does (after the normalisation, after each product of RoPE, after SiLU), so a bf16
-model gives the eager results up to the order of one fp32 sum. That holds as written (and under the Triton
-interpreter); compiled for sm_90, LLVM contracts a product and the sum after it into one FMA where nothing stops it,
-skipping that product's rounding: RoPE's `y * cos + rotate(y) * sin` (8 `fma.rn.bf16` a kernel in bf16,
-`fma.rn.f32` in fp32; found in session 31 from the PTX), so on the GPU RoPE is within an ulp per element of the
-eager one, not equal to it (the GPU checks compare these kernels as close). The LayerScale product of
-`add_rms_norm` is kept out of such an FMA by an explicit `mul.rn.f32` (its check is bitwise).
+model gives the eager results up to the order of one fp32 sum. Compiled for sm_90, LLVM would contract a product
+and the sum after it into one FMA where nothing stops it, skipping that product's rounding (RoPE's
+`y * cos + rotate(y) * sin` had 8 `fma.rn.bf16` a kernel in bf16, `fma.rn.f32` in fp32, and the LayerScale's
+`x + scale * d` one: run 119's failed bitwise check; found in session 31 from the PTX), so those products go
+through `_rounded_product`, an explicit `mul.rn.f32`.
 """
 
 import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+
+# The interpreter runs no PTX (and numpy contracts nothing): plain products there.
+_EXACT_MUL = tl.constexpr(not INTERPRETED)
 
 
 def add_rms_norm_reference(
@@ -56,6 +58,18 @@ def silu_mul_reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
+def _rounded_product(a, b):
+    """a * b in fp32 (broadcast), rounded on its own: an explicit `mul.rn.f32`, so the compiler cannot contract it
+    with a sum after it into an FMA (`libdevice.mul_rn` is `mul.rn.ftz`, which flushes denormals PyTorch keeps)."""
+    if _EXACT_MUL:
+        return tl.inline_asm_elementwise(
+            "mul.rn.f32 $0, $1, $2;", "=f,f,f", [a, b], dtype=tl.float32, is_pure=True, pack=1
+        )
+    else:
+        return a * b
+
+
+@triton.jit
 def _store_rms_norm(x, w_ptr, out_row_ptr, offs, inside, n, eps):
     """One row's RMSNorm (x: the row in fp32) stored at out_row_ptr + offs, rounded as the eager module rounds; the
     one copy of this arithmetic, so a norm gives the same bits whichever kernel runs it."""
@@ -89,7 +103,6 @@ def _add_rms_norm_kernel(
     out_stride,
     eps,
     HAS_SCALE: tl.constexpr,
-    EXACT_MUL: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # The residual add and the RMSNorm that reads its sum: the sum is rounded to the dtype (as `x + d` is) and
@@ -102,13 +115,7 @@ def _add_rms_norm_kernel(
     d = tl.load(d_ptr + row * d_stride + offs, mask=inside, other=0.0).to(tl.float32)
     if HAS_SCALE:
         scale = tl.load(scale_ptr + offs, mask=inside, other=0.0).to(tl.float32)
-        if EXACT_MUL:  # an explicit mul.rn.f32 (no ftz): otherwise the compiler contracts it with the add into one
-            # FMA and the product is never rounded (run 119's check: not bitwise)
-            d = tl.inline_asm_elementwise(
-                "mul.rn.f32 $0, $1, $2;", "=f,f,f", [scale, d], dtype=tl.float32, is_pure=True, pack=1
-            )
-        else:  # the interpreter runs no PTX, and numpy contracts nothing
-            d = scale * d
+        d = _rounded_product(scale, d)
         d = d.to(sum_ptr.dtype.element_ty).to(tl.float32)
     total = (x + d).to(sum_ptr.dtype.element_ty)
     tl.store(sum_ptr + row * sum_stride + offs, total, mask=inside)
@@ -151,8 +158,8 @@ def _store_norm_rope(
     s1 = tl.load(sin_row_ptr + i, mask=i < HALF, other=0.0).to(tl.float32)
     s2 = tl.load(sin_row_ptr + i + HALF, mask=i < HALF, other=0.0).to(tl.float32)
     # y * cos + rotate_half(y) * sin, each product rounded as the eager bf16 ops round it
-    o1 = (y1 * c1).to(dt).to(tl.float32) + (-y2 * s1).to(dt).to(tl.float32)
-    o2 = (y2 * c2).to(dt).to(tl.float32) + (y1 * s2).to(dt).to(tl.float32)
+    o1 = _rounded_product(y1, c1).to(dt).to(tl.float32) + _rounded_product(-y2, s1).to(dt).to(tl.float32)
+    o2 = _rounded_product(y2, c2).to(dt).to(tl.float32) + _rounded_product(y1, s2).to(dt).to(tl.float32)
     tl.store(out_row_ptr + lo_offs, o1.to(dt), mask=inside)
     tl.store(out_row_ptr + lo_offs + HALF, o2.to(dt), mask=inside)
 
@@ -237,7 +244,7 @@ def add_rms_norm(
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     _add_rms_norm_kernel[(x_rows.shape[0],)](
         x_rows, d_rows, weight if scale is None else scale, weight, total, out, n, x_stride, d_stride, n, n, eps,
-        HAS_SCALE=scale is not None, EXACT_MUL=not INTERPRETED, BLOCK=triton.next_power_of_2(n),
+        HAS_SCALE=scale is not None, BLOCK=triton.next_power_of_2(n),
         num_warps=4 if n >= 1024 else 1,
     )  # fmt: skip
     return total, out

@@ -160,17 +160,23 @@ def test_add_rms_norm_with_a_layer_scale(dtype):
 
 
 COMPILE = """
+import re
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
 from omni.kernels.transformer_fused import _rms_norm_rope_kernel
 
-signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "cos_ptr": "*bf16", "sin_ptr": "*bf16", "out_ptr": "*bf16",
-             "heads": "i32", "x_stride": "i32", "out_stride": "i32", "rope_stride": "i32", "eps": "fp32",
-             "HALF": "constexpr", "HEADS_PAD": "constexpr", "HALF_PAD": "constexpr", "NORM": "constexpr"}
-for norm in (True, False):  # the talker's q/k norm + RoPE, and RoPE alone (the codec's)
-    constexprs = {"HALF": 32, "HEADS_PAD": 16, "HALF_PAD": 32, "NORM": norm}
-    ptx = compile(ASTSource(_rms_norm_rope_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-    assert ("sqrt" in ptx) == norm, "the norm's square root only where asked for"
+for dtype in ("bf16", "fp32"):
+    signature = {name: f"*{dtype}" for name in ("x_ptr", "w_ptr", "cos_ptr", "sin_ptr", "out_ptr")}
+    signature |= {name: "i32" for name in ("heads", "x_stride", "out_stride", "rope_stride")} | {"eps": "fp32"}
+    signature |= {name: "constexpr" for name in ("HALF", "HEADS_PAD", "HALF_PAD", "NORM")}
+    for norm in (True, False):  # the talker's q/k norm + RoPE, and RoPE alone (the codec's)
+        constexprs = {"HALF": 32, "HEADS_PAD": 16, "HALF_PAD": 32, "NORM": norm}
+        source = ASTSource(_rms_norm_rope_kernel, signature, constexprs)
+        ptx = compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+        assert ("sqrt" in ptx) == norm, "the norm's square root only where asked for"
+        # RoPE's products rounded on their own (the norm's sum of squares may use FMAs; it has no bf16 one)
+        fmas = re.findall(r"\\bfma\\.[a-z0-9.]+", ptx)
+        assert (fmas if not norm else [f for f in fmas if "bf16" in f]) == [], (dtype, norm, fmas)
 print("compiled")
 """
 
@@ -190,10 +196,10 @@ for dtype in ("fp32", "bf16"):
     pointers = ("x_ptr", "d_ptr", "scale_ptr", "w_ptr", "sum_ptr", "out_ptr")
     ints = ("n", "x_stride", "d_stride", "sum_stride", "out_stride")
     signature = {name: f"*{dtype}" for name in pointers} | {name: "i32" for name in ints} | {"eps": "fp32"}
-    signature |= {name: "constexpr" for name in ("HAS_SCALE", "EXACT_MUL", "BLOCK")}
+    signature |= {name: "constexpr" for name in ("HAS_SCALE", "BLOCK")}
     fmas = []
     for scale in (False, True):
-        constexprs = {"HAS_SCALE": scale, "EXACT_MUL": True, "BLOCK": 512}
+        constexprs = {"HAS_SCALE": scale, "BLOCK": 512}
         source = ASTSource(_add_rms_norm_kernel, signature, constexprs)
         ptx = compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1}).asm["ptx"]
         fmas.append(len(re.findall(r"\bfma\.", ptx)))
