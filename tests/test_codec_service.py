@@ -800,8 +800,8 @@ def test_async_scheduling_is_a_setting_that_excludes_coalescing(decoder):
 def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
     """Every codec kernel setting won its GPU A/B: fast_sine (run 89), window_kernel (run 91), rvq_kernel,
     attention_kernel and transformer_kernels (run 93, then in the stack: runs 95 and 97), residual_snake_kernel (run
-    101) and history_kernel (run 117; docs/benchmarks.md). Each can be turned off from the environment. On CPU none
-    of them applies: the decoder stays PyTorch's."""
+    101), history_kernel (run 117) and add_norm_kernel (run 120; docs/benchmarks.md). Each can be turned off from the
+    environment. On CPU none of them applies: the decoder stays PyTorch's."""
     from omni.services.codec.engine import engine_from_config
     from omni.services.common.config import load_config
 
@@ -815,12 +815,13 @@ def test_the_measured_codec_kernels_are_on_by_default_and_can_be_turned_off():
         "transformer_kernels",
         "residual_snake_kernel",
         "history_kernel",
+        "add_norm_kernel",
     )
     config = CodecConfig()
     assert all(getattr(config, name) for name in settings)
     env = {
         f"OMNI_CODEC_{name.upper()}": value
-        for name, value in zip(settings, ("0", "false", "no", "0", "off", "False", "0"), strict=True)
+        for name, value in zip(settings, ("0", "false", "no", "0", "off", "False", "0", "off"), strict=True)
     }
     off = load_config(CodecConfig, "codec", env=env)
     assert not any(getattr(off, name) for name in settings)

@@ -131,3 +131,28 @@ def test_fused_talker_equals_eager_talker(tiny_model_dir):
         got, _ = runners[1].decode_step(slots)
         assert torch.equal(got, want), f"step {step}"
     torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-4, atol=1e-4)
+
+
+def test_check_fused_kernels_tool_reports_each_kernel_against_its_eager_definition(tmp_path):
+    """tools/check_fused_kernels.py (run on the GPU, where the compiler could contract a product into an FMA) on
+    this CPU: every kernel in both dtypes at both shapes, with RoPE alone and the fp32 residual sums bit for bit."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "fused.json"
+    cmd = [sys.executable, str(root / "tools/check_fused_kernels.py"), "--device", "cpu", "--rows", "3", "--out", out]
+    run = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, cwd=root, env=os.environ | {"TRITON_INTERPRET": "1"}
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["shape"], r["dtype"]) for r in rows} == {
+        (s, d) for s in ("talker", "codec") for d in ("float32", "bfloat16")
+    }
+    assert len(rows) == 4 * 8 and all(r["elements"] > 0 for r in rows)
+    exact = [r for r in rows if r["dtype"] == "float32" and r["kernel"] in ("rope", "add_sum", "scaled_add_sum")]
+    assert len(exact) == 6 and all(r["equal"] and r["differing"] == 0 for r in exact), exact
+    assert run.stdout.count("\n| talker |") + run.stdout.count("\n| codec |") == 32

@@ -115,10 +115,10 @@ class CodecConfig(ServiceConfig):
         "process (run 117))",
     )
     add_norm_kernel: bool = option(
-        False,
+        True,
         "on CUDA: each of the transformer's residual adds, its LayerScale applied, in one Triton kernel with the "
-        "RMSNorm after it (the talker's fused_add_norm for the codec): 32 kernels fewer a codec step (off: one H200, "
-        "graph step 1x1 -3.9%, 128x1 -1.4%, 128x2 +0.5%, 128x15 -0.1% in one process (run 119))",
+        "RMSNorm after it (the talker's fused_add_norm for the codec): 32 kernels fewer a codec step (the same bits; "
+        "one H200, graph step 1x1 -3.7%, 1x15 -4.9%, 128x1 -2.8%, 128x2 -2.5%, 128x15 +0.2% in one process (run 120))",
     )
 
     def validate(self) -> "CodecConfig":
