@@ -8,6 +8,10 @@ row's new window (an int64 index read per element), a stack and an index put: fi
 and tensor at 128 rows, whatever the chunk length, so they weigh most in short chunks. With `copy_windows` a
 layer's past window goes from the state's rows straight into the [past ‖ new] buffer, and its new window from that
 buffer straight back into the state's rows: two passes. Copies, so the state and the outputs keep the same bits.
+With the codec's `window_pair_kernel` a layer's keys and values move together: `concat_windows` builds both [past ‖
+new] buffers in one launch (the step's new keys and values copied in behind the past), `copy_windows(..., pair=)`
+keeps both new windows in one: two launches a layer instead of six (the count, not the bytes, is what a short
+chunk's step pays for).
 
 Each of the 21 stateful convs carries its last `context` input samples (`CodecState.history`, [slots, channels,
 context]) the same way, and there the cost is the kernel count, not the bytes (a few samples per row): the PyTorch
@@ -50,6 +54,8 @@ def _copy_rows(
 def _copy_windows_kernel(
     src_ptr,
     dst_ptr,
+    src2_ptr,
+    dst2_ptr,
     src_rows_ptr,
     src_start_ptr,
     dst_rows_ptr,
@@ -69,17 +75,68 @@ def _copy_windows_kernel(
 ):
     b = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1).to(tl.int64)
+    second = tl.program_id(2) == 1  # the pair's second copy (a layer's values beside its keys)
     src_row, dst_row, start = _copy_rows(
         b, src_rows_ptr, src_start_ptr, dst_rows_ptr, HAS_SRC_ROWS, HAS_SRC_START, HAS_DST_ROWS
     )
     d = tl.arange(0, DIM_PAD)
-    src = src_ptr + src_row * src_stride_n + head * src_stride_h
-    dst = dst_ptr + dst_row * dst_stride_n + head * dst_stride_h
+    src = tl.where(second, src2_ptr, src_ptr) + src_row * src_stride_n + head * src_stride_h
+    dst = tl.where(second, dst2_ptr, dst_ptr) + dst_row * dst_stride_n + head * dst_stride_h
     for first in range(0, length, BLOCK_L):
         w = first + tl.arange(0, BLOCK_L).to(tl.int64)
         inside = (w < length)[:, None] & (d < DIM)[None, :]
         x = tl.load(src + (start + w)[:, None] * src_stride_l + d[None, :], mask=inside)
         tl.store(dst + w[:, None] * dst_stride_l + d[None, :], x, mask=inside)
+
+
+@triton.jit
+def _concat_windows_kernel(
+    past_k_ptr,
+    past_v_ptr,
+    new_k_ptr,
+    new_v_ptr,
+    full_k_ptr,
+    full_v_ptr,
+    rows_ptr,
+    window,
+    total,
+    past_stride_n,
+    past_stride_h,
+    past_stride_l,
+    new_k_stride_b,
+    new_k_stride_h,
+    new_k_stride_l,
+    new_v_stride_b,
+    new_v_stride_h,
+    new_v_stride_l,
+    full_stride_b,
+    full_stride_h,
+    full_stride_l,
+    DIM: tl.constexpr,
+    DIM_PAD: tl.constexpr,
+    BLOCK_L: tl.constexpr,
+):
+    # One program: row b, one head, keys (axis 2 = 0) or values (1); positions [0, window) from the state's row,
+    # [window, total) from the step's new keys or values.
+    b = tl.program_id(0).to(tl.int64)
+    head = tl.program_id(1).to(tl.int64)
+    second = tl.program_id(2) == 1
+    row = tl.load(rows_ptr + b).to(tl.int64)
+    past = tl.where(second, past_v_ptr, past_k_ptr) + row * past_stride_n + head * past_stride_h
+    new_stride_l = tl.where(second, new_v_stride_l, new_k_stride_l)
+    new = tl.where(second, new_v_ptr, new_k_ptr)
+    new += b * tl.where(second, new_v_stride_b, new_k_stride_b) + head * tl.where(
+        second, new_v_stride_h, new_k_stride_h
+    )
+    full = tl.where(second, full_v_ptr, full_k_ptr) + b * full_stride_b + head * full_stride_h
+    d = tl.arange(0, DIM_PAD)[None, :]
+    for first in range(0, total, BLOCK_L):
+        w = (first + tl.arange(0, BLOCK_L).to(tl.int64))[:, None]
+        inside = (w < total) & (d < DIM)
+        from_past = w < window
+        x = tl.load(past + w * past_stride_l + d, mask=inside & from_past)
+        y = tl.load(new + (w - window) * new_stride_l + d, mask=inside & ~from_past)
+        tl.store(full + w * full_stride_l + d, tl.where(from_past, x, y), mask=inside)
 
 
 def copy_windows(
@@ -89,13 +146,15 @@ def copy_windows(
     src_rows: torch.Tensor | None = None,
     src_start: torch.Tensor | None = None,
     dst_rows: torch.Tensor | None = None,
+    pair: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> None:
     """dst[dst_rows[b], h, w] = src[src_rows[b], h, src_start[b] + w] for every row b, head h and w < length.
 
     src [Ns, H, Ls, D] and dst [Nd, H, Ld, D] in one dtype with the last dim contiguous; src_rows, src_start and
     dst_rows [B] integer device tensors (None: b, 0 and b). The rows count B is the index tensors' length, or src's
     first dim when neither is given. The caller keeps src_start[b] + length within Ls (device values, not checked
-    here: that would sync), and length within Ld.
+    here: that would sync), and length within Ld. `pair` (src2, dst2), tensors of src's and dst's shapes, dtype and
+    strides, is copied the same way by the same launch (a layer's values beside its keys).
     """
     if src.dim() != 4 or dst.dim() != 4 or src.shape[1] != dst.shape[1] or src.shape[3] != dst.shape[3]:
         raise ValueError(f"copy_windows: src {tuple(src.shape)} and dst {tuple(dst.shape)} must be [N, H, L, D] alike")
@@ -103,13 +162,18 @@ def copy_windows(
         raise ValueError("copy_windows: src and dst need one dtype and a contiguous last dim")
     if not 0 <= length <= dst.shape[2] or length > src.shape[2]:
         raise ValueError(f"copy_windows: length {length} does not fit src {tuple(src.shape)} / dst {tuple(dst.shape)}")
+    src2, dst2 = pair if pair is not None else (src, dst)
+    if any(_layout(a) != _layout(b) for a, b in ((src, src2), (dst, dst2))):
+        raise ValueError("copy_windows: the pair's tensors need src's and dst's shapes, dtype and strides")
     rows = _row_count("copy_windows", src, dst, src_rows, src_start, dst_rows)
     if rows == 0 or length == 0:
         return
     heads, dim = src.shape[1], src.shape[3]
-    _copy_windows_kernel[(rows, heads)](
+    _copy_windows_kernel[(rows, heads, 1 if pair is None else 2)](
         src,
         dst,
+        src2,
+        dst2,
         src if src_rows is None else src_rows,  # an unused pointer where the index is absent
         src if src_start is None else src_start,
         src if dst_rows is None else dst_rows,
@@ -125,8 +189,47 @@ def copy_windows(
         HAS_DST_ROWS=dst_rows is not None,
         DIM=dim,
         DIM_PAD=triton.next_power_of_2(dim),
-        BLOCK_L=min(triton.next_power_of_2(max(length, 1)), max(4096 // triton.next_power_of_2(dim), 1)),
+        BLOCK_L=_window_block(length, dim),
     )
+
+
+def concat_windows(
+    past_keys: torch.Tensor, past_values: torch.Tensor, rows: torch.Tensor, keys: torch.Tensor, values: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A layer's [past ‖ new] keys and values in one launch: out[b] = cat(past[rows[b]], new[b]) along the positions.
+
+    past_keys / past_values [N, H, W, D] (the state's layer, one layout for both), rows [B] integer device tensor,
+    keys / values [B, H, T, D] (any strides, the last dim contiguous: the step's new ones) -> two contiguous
+    [B, H, W + T, D] tensors. The same bits as `torch.cat([past[rows], new], dim=2)`.
+    """
+    if past_keys.dim() != 4 or _layout(past_keys) != _layout(past_values):
+        raise ValueError("concat_windows: past keys and values need one [N, H, W, D] shape, dtype and strides")
+    n, heads, window, dim = past_keys.shape
+    b, t = keys.shape[0], keys.shape[2]
+    if values.shape != keys.shape or keys.shape[1] != heads or keys.shape[3] != dim or rows.shape != (b,):
+        raise ValueError(
+            f"concat_windows: keys {tuple(keys.shape)}, values {tuple(values.shape)} and rows {tuple(rows.shape)} "
+            f"do not fit the past [{n}, {heads}, {window}, {dim}]"
+        )
+    if {keys.dtype, values.dtype} != {past_keys.dtype} or keys.stride(-1) != 1 or values.stride(-1) != 1:
+        raise ValueError("concat_windows: keys and values need the past's dtype and a contiguous last dim")
+    full = torch.empty(2, b, heads, window + t, dim, dtype=keys.dtype, device=keys.device)
+    if b and heads and window + t:
+        _concat_windows_kernel[(b, heads, 2)](
+            past_keys, past_values, keys, values, full[0], full[1], rows, window, window + t,
+            *past_keys.stride()[:3], *keys.stride()[:3], *values.stride()[:3], *full[0].stride()[:3],
+            DIM=dim, DIM_PAD=triton.next_power_of_2(dim), BLOCK_L=_window_block(window + t, dim),
+        )  # fmt: skip
+    return full[0], full[1]
+
+
+def _layout(x: torch.Tensor) -> tuple:
+    return x.shape, x.dtype, x.stride()
+
+
+def _window_block(length: int, dim: int) -> int:
+    """Positions per loop turn: the whole window where it fits in 4,096 elements."""
+    return min(triton.next_power_of_2(max(length, 1)), max(4096 // triton.next_power_of_2(dim), 1))
 
 
 def _row_count(

@@ -10,10 +10,10 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 
 import pytest
 import torch
-from omni.kernels.codec_window import copy_history, copy_windows
+from omni.kernels.codec_window import concat_windows, copy_history, copy_windows
 
 from omni.models.qwen3_tts.codec import CodecDecoder
-from omni.models.qwen3_tts.codec_graphs import codec_step, fuse_channels_last
+from omni.models.qwen3_tts.codec_graphs import codec_step, fuse_channels_last, fuse_transformer
 from tests.codec_streams import UTTERANCES, one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
@@ -53,39 +53,88 @@ def test_bad_arguments_fail_clearly():
         copy_windows(src, torch.zeros(1, 3, 5, 4), 3)
 
 
-def _decoder(
-    dtype: torch.dtype, window_kernel: bool, history_kernel: bool = False, channels_last: bool = False
-) -> CodecDecoder:
-    model = tiny_codec_decoder(dtype)
-    if channels_last:
-        fuse_channels_last(model)
-    model.window_kernel, model.history_kernel = window_kernel, history_kernel
-    return model
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_pair_copy_equals_two_copies(dtype):
+    """Keys and values in one launch: each of the pair as copy_windows copies it alone."""
+    gen = torch.Generator().manual_seed(5)
+    keys, values = (torch.randn(4, 2, 9, 6, generator=gen).to(dtype) for _ in range(2))
+    start, rows = torch.tensor([0, 5, 3, 1]), torch.tensor([2, 0, 5, 3])
+    want_k, want_v, got_k, got_v = (torch.zeros(6, 2, 4, 6, dtype=dtype) for _ in range(4))
+    copy_windows(keys, want_k, 4, src_start=start, dst_rows=rows)
+    copy_windows(values, want_v, 4, src_start=start, dst_rows=rows)
+    copy_windows(keys, got_k, 4, src_start=start, dst_rows=rows, pair=(values, got_v))
+    assert torch.equal(got_k, want_k) and torch.equal(got_v, want_v) and not torch.equal(got_k, got_v)
+    with pytest.raises(ValueError, match="pair"):
+        copy_windows(keys, got_k, 4, pair=(values[:, :, :8], got_v))
+    with pytest.raises(ValueError, match="pair"):
+        copy_windows(keys, got_k, 4, pair=(values, got_v.transpose(1, 2).contiguous().transpose(1, 2)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_decoder_with_the_window_kernel_equals_without(dtype):
-    (want, want_state), (got, got_state) = (stream(_decoder(dtype, kernel)) for kernel in (False, True))
+def test_concat_windows_equals_cat(dtype):
+    """[past rows ‖ new] for keys and values in one launch; the new values strided as a fused projection's slice."""
+    gen = torch.Generator().manual_seed(6)
+    past_k, past_v = (torch.randn(5, 2, 7, 6, generator=gen).to(dtype) for _ in range(2))
+    rows = torch.tensor([4, 0, 4])
+    new_k = torch.randn(3, 4, 2, 6, generator=gen).to(dtype).transpose(1, 2)  # [B, H, T, D] of a [B, T, H, D]
+    qkv = torch.randn(3, 4, 5 * 6, generator=gen).to(dtype)
+    new_v = qkv[..., 3 * 6 :].view(3, 4, 2, 6).transpose(1, 2)
+    keys, values = concat_windows(past_k, past_v, rows, new_k, new_v)
+    assert torch.equal(keys, torch.cat([past_k[rows], new_k], dim=2))
+    assert torch.equal(values, torch.cat([past_v[rows], new_v], dim=2))
+    with pytest.raises(ValueError, match="fit"):
+        concat_windows(past_k, past_v, rows[:2], new_k, new_v)
+    with pytest.raises(ValueError, match="one"):
+        concat_windows(past_k, past_v[:, :, :6], rows, new_k, new_v)
+    with pytest.raises(ValueError, match="dtype"):
+        concat_windows(past_k, past_v, rows, new_k.double(), new_v)
+
+
+def _decoder(dtype: torch.dtype, channels_last: bool = False, fused: bool = False, **switches: bool) -> CodecDecoder:
+    """The tiny decoder (the channels-last vocoder, the fused transformer where asked) with the kernel switches
+    `switches` set."""
+    model = tiny_codec_decoder(dtype)
+    if channels_last:
+        fuse_channels_last(model)
+    if fused:
+        fuse_transformer(model)  # the new values are then a column slice of one q/k/v GEMM: strided
+    for name, on in switches.items():
+        setattr(model, name, on)
+    return model
+
+
+@pytest.mark.parametrize(
+    "dtype,switch,fused",
+    [
+        (torch.float32, "window_kernel", False),
+        (torch.bfloat16, "window_kernel", False),
+        (torch.float32, "window_pair_kernel", False),
+        (torch.bfloat16, "window_pair_kernel", False),
+        (torch.float32, "window_pair_kernel", True),
+    ],
+)
+def test_decoder_with_the_window_kernels_equals_without(dtype, switch, fused):
+    (want, want_state), (got, got_state) = (stream(_decoder(dtype, fused=fused, **{switch: k})) for k in (False, True))
     assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
     assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
-    assert bool(want_state.key[:, 3].any()) and bool(want_state.key[:, 0].any())  # the windows were written
+    assert bool(want_state.key[:, 3].any()) and bool(want_state.value[:, 0].any())  # the windows were written
 
 
-def test_one_frame_steps_with_the_window_kernel_equal_without():
-    (want, want_state), (got, got_state) = (one_frame_steps(_decoder(torch.bfloat16, k)) for k in (False, True))
+@pytest.mark.parametrize("switch", ["window_kernel", "window_pair_kernel"])
+def test_one_frame_steps_with_the_window_kernels_equal_without(switch):
+    (want, want_state), (got, got_state) = (one_frame_steps(_decoder(torch.bfloat16, **{switch: k})) for k in (0, 1))
     assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
 
 
-@pytest.mark.parametrize("switch", ["window_kernel", "history_kernel", "history_kernel+channels_last"])
+@pytest.mark.parametrize(
+    "switch", ["window_kernel", "window_pair_kernel", "history_kernel", "history_kernel+channels_last"]
+)
 def test_codec_step_with_scratch_rows_equals_without(switch):
     """codec_step as a graph replays it: padded rows pointing at one scratch slot with 0 frames."""
     results = []
     for kernel in (False, True):
         model = _decoder(
-            torch.float32,
-            window_kernel=kernel and switch == "window_kernel",
-            history_kernel=kernel and switch.startswith("history_kernel"),
-            channels_last=switch.endswith("channels_last"),
+            torch.float32, channels_last=switch.endswith("channels_last"), **{switch.split("+")[0]: kernel}
         )
         state = model.new_state(4)
         for step, frames in enumerate(([3, 1], [2, 3])):
@@ -141,7 +190,7 @@ def test_decoder_with_the_history_kernel_equals_without(dtype, channels_last):
     histories copied by the kernel; through the default vocoder and the channels-last one."""
     runs = []
     for kernel in (False, True):
-        model = _decoder(dtype, window_kernel=False, history_kernel=kernel, channels_last=channels_last)
+        model = _decoder(dtype, channels_last=channels_last, history_kernel=kernel)
         runs.append([stream(model), one_frame_steps(model)])
     for (want, want_state), (got, got_state) in zip(*runs, strict=True):
         assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
@@ -152,9 +201,9 @@ def test_decoder_with_the_history_kernel_equals_without(dtype, channels_last):
 COMPILE = """
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
-from omni.kernels.codec_window import _copy_windows_kernel
+from omni.kernels.codec_window import _concat_windows_kernel, _copy_windows_kernel
 
-pointers = {name: "*bf16" for name in ("src_ptr", "dst_ptr")} | {name: "*i64" for name in
+pointers = {name: "*bf16" for name in ("src_ptr", "dst_ptr", "src2_ptr", "dst2_ptr")} | {name: "*i64" for name in
     ("src_rows_ptr", "src_start_ptr", "dst_rows_ptr")}
 strides = {name: "i32" for name in ("length", "src_stride_n", "src_stride_h", "src_stride_l", "dst_stride_n",
     "dst_stride_h", "dst_stride_l")}
@@ -165,6 +214,14 @@ for on in (True, False):  # the window state -> buffer copy, and buffer -> state
     signature = pointers | strides | {name: "constexpr" for name in flags}
     ptx = compile(ASTSource(_copy_windows_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "ld.global" in ptx and "st.global" in ptx
+signature = {name: "*bf16" for name in ("past_k_ptr", "past_v_ptr", "new_k_ptr", "new_v_ptr", "full_k_ptr",
+    "full_v_ptr")} | {"rows_ptr": "*i64"} | {name: "i32" for name in ("window", "total")}
+signature |= {f"{t}_stride_{d}": "i32" for t in ("past", "new_k", "new_v", "full") for d in
+    (("n", "h", "l") if t == "past" else ("b", "h", "l"))}
+signature |= {name: "constexpr" for name in ("DIM", "DIM_PAD", "BLOCK_L")}
+constexprs = {"DIM": 64, "DIM_PAD": 64, "BLOCK_L": 64}
+ptx = compile(ASTSource(_concat_windows_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+assert "ld.global" in ptx and "st.global" in ptx
 from omni.kernels.codec_window import _copy_history_kernel
 
 pointers = {name: "*bf16" for name in ("src_ptr", "dst_ptr")} | {name: "*i64" for name in

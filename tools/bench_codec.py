@@ -526,6 +526,11 @@ def main() -> None:
         "history_kernel)",
     )
     parser.add_argument(
+        "--window-pair-kernel",
+        action="store_true",
+        help="a layer's K and V windows by one kernel launch each way, in every mode (the codec's window_pair_kernel)",
+    )
+    parser.add_argument(
         "--add-norm-kernel",
         action="store_true",
         help="the transformer's residual adds each in one kernel with the next RMSNorm, in every mode (the codec's "
@@ -588,6 +593,7 @@ def main() -> None:
     decoder.unit_tail_kernel = args.unit_tail_kernel
     decoder.history_kernel = args.history_kernel
     decoder.add_norm_kernel = args.add_norm_kernel
+    decoder.window_pair_kernel = args.window_pair_kernel
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
@@ -765,6 +771,14 @@ def main() -> None:
         check(
             "add_norm_kernel_vs_separate",
             lambda: check_bitwise(cfg, device, switched_on("add_norm_kernel"), base=fused_transformer),
+        )
+    if args.window_pair_kernel:  # over the fused transformer too: its new values are a strided slice
+        check("window_pair_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("window_pair_kernel")))
+        check(
+            "window_pair_kernel_vs_copies_fused",
+            lambda: check_bitwise(
+                cfg, device, switched_on("window_pair_kernel"), base=switched_on("transformer_kernels")
+            ),
         )
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))

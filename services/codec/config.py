@@ -121,6 +121,13 @@ class CodecConfig(ServiceConfig):
         "one H200, graph step 1x1 -3.7%, 1x15 -4.9%, 128x1 -2.8%, 128x2 -2.5%, 128x15 +0.2% in one process (run 120))",
     )
 
+    window_pair_kernel: bool = option(
+        False,
+        "on CUDA: a transformer layer's K and V windows by one Triton launch each way (both [past | new] buffers "
+        "built by one kernel, both new windows kept by one) instead of window_kernel's three launches each: 32 "
+        "kernels fewer a codec step (the same bits; not yet timed on a GPU)",
+    )
+
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:
             raise ValueError(f"max_streams must be >= 1, got {self.max_streams}")

@@ -190,6 +190,25 @@ class StepWindowsInPlace(StepWindows):
         pass  # each layer's window went back in `keep`
 
 
+class StepWindowsPaired(StepWindowsInPlace):
+    """StepWindowsInPlace with a layer's keys and values in one launch each way (`concat_windows` builds both
+    [past ‖ new] buffers, `copy_windows` with a pair keeps both new windows): two kernels a layer instead of six.
+    Copies: the same bits."""
+
+    def around(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        from omni.kernels.codec_window import concat_windows
+
+        return concat_windows(self.state.key[layer], self.state.value[layer], self.rows, k, v)
+
+    def keep(self, layer: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        from omni.kernels.codec_window import copy_windows
+
+        state_keys, state_values = self.state.key[layer], self.state.value[layer]
+        copy_windows(
+            keys, state_keys, self.window, src_start=self.frames, dst_rows=self.rows, pair=(values, state_values)
+        )
+
+
 class _Batch:
     """The conv histories of one step's state rows, read and replaced by the modules as the forward passes (the
     PyTorch path): every conv's rows gathered up front, each conv's [history ‖ new] buffer built by concatenation,
@@ -645,6 +664,9 @@ class CodecDecoder(nn.Module):
         # The conv histories through kernels/codec_window.copy_history (CUDA, or the Triton interpreter): the codec's
         # `history_kernel` setting. The same bits either way.
         self.history_kernel = False
+        # A layer's K and V windows by one kernel launch each way (StepWindowsPaired) instead of window_kernel's
+        # three each: the codec's `window_pair_kernel`. The same bits either way.
+        self.window_pair_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -657,6 +679,7 @@ class CodecDecoder(nn.Module):
         "unit_tail_kernel",
         "history_kernel",
         "add_norm_kernel",
+        "window_pair_kernel",
     )
 
     @property
@@ -838,6 +861,13 @@ class CodecDecoder(nn.Module):
             return torch.zeros(b, 0, dtype=state.key.dtype, device=state.key.device)
         return torch.cat(pieces, dim=1)
 
+    def step_windows(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor) -> StepWindows:
+        """The transformer's K/V windows of a step over state rows `rows` with `frames` valid frames each (by the
+        decoder's `window_pair_kernel`, else its `window_kernel`)."""
+        if self.window_pair_kernel:
+            return StepWindowsPaired(state, rows, frames)
+        return (StepWindowsInPlace if self.window_kernel else StepWindows)(state, rows, frames)
+
     def step_history(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor) -> _Batch:
         """The conv histories of a step over state rows `rows` with `frames` valid frames each (by the decoder's
         `history_kernel`)."""
@@ -849,7 +879,7 @@ class CodecDecoder(nn.Module):
         x = self.quantizer(codes)  # [B, codebook_dim, T]
         mark("rvq")
         x = self.pre_conv(x, batch).transpose(1, 2)
-        windows = (StepWindowsInPlace if self.window_kernel else StepWindows)(state, rows, batch.frames)
+        windows = self.step_windows(state, rows, batch.frames)
         positions, key_positions = state.positions[rows], state.key_positions[rows]
         x, key_positions = self.pre_transformer(x, positions, windows, key_positions)
         return x.transpose(1, 2), windows, key_positions
