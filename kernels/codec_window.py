@@ -99,7 +99,7 @@ def _concat_windows_kernel(
     full_v_ptr,
     rows_ptr,
     window,
-    total,
+    length,
     past_stride_n,
     past_stride_h,
     past_stride_l,
@@ -116,8 +116,8 @@ def _concat_windows_kernel(
     DIM_PAD: tl.constexpr,
     BLOCK_L: tl.constexpr,
 ):
-    # One program: row b, one head, keys (axis 2 = 0) or values (1); positions [0, window) from the state's row,
-    # [window, total) from the step's new keys or values.
+    # One program: row b, one head, keys (axis 2 = 0) or values (1): the state row's `window` positions, then the
+    # step's `length` new ones behind them, each by a loop of its own (no tile mixes the two sources).
     b = tl.program_id(0).to(tl.int64)
     head = tl.program_id(1).to(tl.int64)
     second = tl.program_id(2) == 1
@@ -130,13 +130,15 @@ def _concat_windows_kernel(
     )
     full = tl.where(second, full_v_ptr, full_k_ptr) + b * full_stride_b + head * full_stride_h
     d = tl.arange(0, DIM_PAD)[None, :]
-    for first in range(0, total, BLOCK_L):
+    for first in range(0, window, BLOCK_L):
         w = (first + tl.arange(0, BLOCK_L).to(tl.int64))[:, None]
-        inside = (w < total) & (d < DIM)
-        from_past = w < window
-        x = tl.load(past + w * past_stride_l + d, mask=inside & from_past)
-        y = tl.load(new + (w - window) * new_stride_l + d, mask=inside & ~from_past)
-        tl.store(full + w * full_stride_l + d, tl.where(from_past, x, y), mask=inside)
+        inside = (w < window) & (d < DIM)
+        tl.store(full + w * full_stride_l + d, tl.load(past + w * past_stride_l + d, mask=inside), mask=inside)
+    full += window * full_stride_l
+    for first in range(0, length, BLOCK_L):
+        t = (first + tl.arange(0, BLOCK_L).to(tl.int64))[:, None]
+        inside = (t < length) & (d < DIM)
+        tl.store(full + t * full_stride_l + d, tl.load(new + t * new_stride_l + d, mask=inside), mask=inside)
 
 
 def copy_windows(
@@ -216,9 +218,9 @@ def concat_windows(
     full = torch.empty(2, b, heads, window + t, dim, dtype=keys.dtype, device=keys.device)
     if b and heads and window + t:
         _concat_windows_kernel[(b, heads, 2)](
-            past_keys, past_values, keys, values, full[0], full[1], rows, window, window + t,
+            past_keys, past_values, keys, values, full[0], full[1], rows, window, t,
             *past_keys.stride()[:3], *keys.stride()[:3], *values.stride()[:3], *full[0].stride()[:3],
-            DIM=dim, DIM_PAD=triton.next_power_of_2(dim), BLOCK_L=_window_block(window + t, dim),
+            DIM=dim, DIM_PAD=triton.next_power_of_2(dim), BLOCK_L=_window_block(max(window, t), dim),
         )  # fmt: skip
     return full[0], full[1]
 

@@ -215,7 +215,7 @@ for on in (True, False):  # the window state -> buffer copy, and buffer -> state
     ptx = compile(ASTSource(_copy_windows_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "ld.global" in ptx and "st.global" in ptx
 signature = {name: "*bf16" for name in ("past_k_ptr", "past_v_ptr", "new_k_ptr", "new_v_ptr", "full_k_ptr",
-    "full_v_ptr")} | {"rows_ptr": "*i64"} | {name: "i32" for name in ("window", "total")}
+    "full_v_ptr")} | {"rows_ptr": "*i64"} | {name: "i32" for name in ("window", "length")}
 signature |= {f"{t}_stride_{d}": "i32" for t in ("past", "new_k", "new_v", "full") for d in
     (("n", "h", "l") if t == "past" else ("b", "h", "l"))}
 signature |= {name: "constexpr" for name in ("DIM", "DIM_PAD", "BLOCK_L")}
