@@ -1,25 +1,15 @@
-# One-GPU call (nvidia-h200, ~4 minutes), next: `add_norm_kernel` after its fix (session 31: the LayerScale's product
-# by an explicit mul.rn.f32; in run 119 the compiler had contracted it with the residual add into an unrounded FMA,
-# and the check failed), its check and the A/B again, with today's defaults (history_kernel on) as the base.
-# Why: run 119 timed it at 1x1 -3.9%, 1x15 -4.4%, 128x1 -1.4%, 128x2 +0.5%, 128x15 -0.1% (rule: 128x2 >= 1% shorter,
-# not met) and its bitwise check failed. The fix changes one instruction per element; the A/B is repeated with 6
-# rounds because run 119's 128x2 rounds spread 6.65-6.88 ms.
-# Prediction: add_norm_kernel_vs_separate bitwise in fp32 and bf16; A/B as run 119 within 1 point (128x2 -1 to +1%).
-# Rule, written before the run: on by default only if the check is bitwise and the run-119 rule holds (no median
-# more than 0.5% longer, 128x2 at least 1% shorter). Otherwise it stays off and the note says so.
+# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (the codec kernel
+# flags on by default, add_norm_kernel since run 120) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles
+# of the eager step and every check (the checks' lines are past the tail below: read them in $OUT/codec_today.json).
+# Why: to choose the next codec change from its profile; run 123's census: 304 kernels a 1x1 replay, at 128x15 the
+# bias + residual kernel 4.52 ms and SnakeBeta 3.32 ms of 32.85.
+# Prediction: graph 128x2 6.2-6.8 ms, 128x15 34.0-35.5 ms; in the 15-frame profile `_snakebeta_cl_kernel` 17
+# launches at 9-12% of the CUDA time, `_bias_residual_cl_kernel` 12 at 12-15%; every check passes.
+# No rule: a measurement.
 source tools/device/setup.sh
 stamp start
-F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
---history-kernel"
-python3 tools/bench_codec.py --fast-sine --transformer-kernels --history-kernel --add-norm-kernel \
-    --modes fused-cl,fused-cl+graph --batches 16 --chunks 2 --cudnn-benchmark --min-seconds 0.2 \
-    --out $OUT/checks.json 2>&1 | grep -E '"check": "(add_norm|graph_vs|channels_last_graph)|"error"' | cut -c1-400
-stamp checks
-python3 tools/bench_codec.py $F --modes fused-cl+graph --batches 128 --chunks 1 2 15 --cudnn-benchmark \
-    --min-seconds 0.5 --no-checks --ab add_norm_kernel --ab-rounds 6 --out $OUT/ab128.json 2>&1 \
-    | grep -E '^\{"ab"|"error"'
-stamp ab128
-python3 tools/bench_codec.py $F --modes fused-cl+graph --batches 1 --chunks 1 15 --cudnn-benchmark \
-    --min-seconds 0.3 --no-checks --ab add_norm_kernel --ab-rounds 6 --out $OUT/ab1.json 2>&1 \
-    | grep -E '^\{"ab"|"error"'
-stamp ab1
+python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
+    --residual-snake-kernel --history-kernel --add-norm-kernel --modes fused-cl,fused-cl+graph --batches 128 \
+    --chunks 1 2 4 8 15 --cudnn-benchmark --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 \
+    | grep -v '"stages"' | cut -c1-400 | tail -80
+stamp codec

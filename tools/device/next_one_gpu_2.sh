@@ -1,14 +1,9 @@
-# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (the codec kernel
-# flags on by default) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles of the eager step and every check (the checks'
-# lines are past the tail below: read them in $OUT/codec_today.json).
-# Why: to see whether run 107's step (graph 128x2 7.36 ms, 128x15 35.54; run 101 6.924 and 35.230) moves between
-# machines as the stack does, before the next codec change is chosen from its profile.
-# Prediction: graph 128x2 6.8-7.6 ms, 128x15 34.8-36.3 ms; in the 15-frame profile `_snakebeta_cl_kernel` 17
-# launches at 9-12% of the CUDA time, `_bias_residual_cl_kernel` 12 at 12-15%; every check passes.
-# No rule: a measurement.
+# One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults in the stack at 128, 512, 800 and 1,024 streams
+# opened at once, with each level's GPU utilization and the codec's planned share, for the spread between machines.
+# Why: run 121 (one machine, session 32's defaults) gave 852.7 / 1,452.3 / 1,474.3 audio-s/s at 128 / 512 / 800, no
+# gapped request, the GPU 84% / 90% / 91% busy; 1,024 not run with these defaults (run 110: 1,405.6, no gap).
+# Prediction: 128 TTFA p99 180-240 ms; 512 1,390-1,500 audio-s/s with no gap; 800 1,330-1,500 and 1,024 1,350-1,500
+# with at most 0.5% gapped, 0% with a 100 ms buffer; utilization 86-92% at 512 and above.
 source tools/device/setup.sh
 stamp start
-python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
-    --residual-snake-kernel --history-kernel --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark \
-    --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 | grep -v '"stages"' | cut -c1-400 | tail -80
-stamp codec
+$S --concurrency 128 512 800 1024 --level-timeout 150 --out /tmp/T; save T
