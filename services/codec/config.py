@@ -120,7 +120,6 @@ class CodecConfig(ServiceConfig):
         "RMSNorm after it (the talker's fused_add_norm for the codec): 32 kernels fewer a codec step (the same bits; "
         "one H200, graph step 1x1 -3.7%, 1x15 -4.9%, 128x1 -2.8%, 128x2 -2.5%, 128x15 +0.2% in one process (run 120))",
     )
-
     window_pair_kernel: bool = option(
         False,
         "on CUDA: a transformer layer's K and V windows by one Triton launch each way (both [past | new] buffers "

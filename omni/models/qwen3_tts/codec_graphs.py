@@ -94,9 +94,9 @@ def fuse_transformer(decoder: CodecDecoder) -> int:
     place and idempotent; returns how many modules changed. Each RMSNorm is one kernel, q/k/v one GEMM over concatenated
     weights (the Linears' weights become views of it: `state_dict()` is unchanged) with RoPE one kernel per tensor,
     gate/up one GEMM with SiLU·up one kernel: ~45 kernels a layer -> ~20 (docs/perf-notes.md, session 23). The kernels
-    keep the eager roundings (RoPE to the bit on CPU, within an ulp on the GPU where the compiler contracts a product
-    into an FMA; a norm's sum in another order), and the one GEMM may round differently from three. Call after the
-    decoder is on its device and dtype."""
+    keep the eager roundings (RoPE to the bit, on the GPU too since its products are explicit `mul.rn`s, run 120; a
+    norm's sum in another order), and the one GEMM may round differently from three. Call after the decoder is on its
+    device and dtype."""
     from omni.models.qwen3_tts.talker_fused import fuse_modules
 
     for module in decoder.pre_transformer.modules():
@@ -139,9 +139,8 @@ def fused_run_layers(self: WindowTransformer, h, cos, sin, windows, attend) -> t
     """WindowTransformer.run_layers with each residual add in one kernel with the RMSNorm that reads its sum (the
     codec's `add_norm_kernel`): the attention's, its LayerScale applied, with the layer's post-attention norm, the
     MLP's with the next layer's input norm (the last with the final norm). 32 kernels fewer a step. The eager
-    roundings, the norms the fused RMSNorm's arithmetic (`transformer_kernels`): with those on, the same bits. (Run
-    119 found it not bitwise on an H200: the compiler had contracted the LayerScale's multiply and the add into one
-    FMA; `add_rms_norm` now multiplies by an explicit mul.rn, not yet run on a GPU.)"""
+    roundings, the norms the fused RMSNorm's arithmetic (`transformer_kernels`): with those on, the same bits (on an
+    H200 too since the LayerScale's product is an explicit mul.rn, run 120; run 119's FMA had not been)."""
     from omni.kernels.transformer_fused import add_rms_norm
 
     layers = self.layers
