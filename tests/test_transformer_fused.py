@@ -8,6 +8,10 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
 
 import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -136,11 +140,6 @@ def test_fused_talker_equals_eager_talker(tiny_model_dir):
 def test_check_fused_kernels_tool_reports_each_kernel_against_its_eager_definition(tmp_path):
     """tools/check_fused_kernels.py (run on the GPU, where the compiler could contract a product into an FMA) on
     this CPU: every kernel in both dtypes at both shapes, with RoPE alone and the fp32 residual sums bit for bit."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
     root = Path(__file__).resolve().parent.parent
     out = tmp_path / "fused.json"
     cmd = [sys.executable, str(root / "tools/check_fused_kernels.py"), "--device", "cpu", "--rows", "3", "--out", out]
