@@ -4,7 +4,11 @@ input histories, default and channels-last vocoder) against without, bit for bit
 state), eagerly and through codec_step with padded scratch rows. On CPU through the Triton interpreter;
 tools/bench_codec.py --window-kernel / --history-kernel check the same on the GPU, under graph replay too."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
 
@@ -13,9 +17,12 @@ import torch
 from omni.kernels.codec_window import concat_windows, copy_history, copy_windows
 
 from omni.models.qwen3_tts.codec import CodecDecoder
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER
 from omni.models.qwen3_tts.codec_graphs import codec_step, fuse_channels_last, fuse_transformer
 from tests.codec_streams import UTTERANCES, one_frame_steps, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -241,3 +248,24 @@ print("compiled")
 def test_kernel_compiles_for_sm90(tmp_path):
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_census_tool_counts_what_the_pair_kernel_removes(tmp_path):
+    """tools/census_codec_step.py (the launches of one codec step, counted on the CPU) with the service's defaults
+    and with window_pair_kernel on: per transformer layer, 4 window copies and the 2 PyTorch copies of the new K/V
+    become one copy of both windows and one concatenation."""
+    runs = {}
+    for name, extra in (("base", []), ("pair", ["--on", "window_pair_kernel"])):
+        out = tmp_path / f"{name}.json"
+        cmd = [sys.executable, str(ROOT / "tools/census_codec_step.py"), "--tiny", "--out", str(out), *extra]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = json.loads(out.read_text())
+    layers = TINY_DECODER["num_hidden_layers"]
+    base, pair = runs["base"], runs["pair"]
+    assert base["kernel_switches"]["window_kernel"] and not base["kernel_switches"]["window_pair_kernel"]
+    assert pair["kernel_switches"]["window_pair_kernel"]
+    assert base["launches"]["_copy_windows_kernel"] == 4 * layers and "_concat_windows_kernel" not in base["launches"]
+    assert pair["launches"]["_copy_windows_kernel"] == layers and pair["launches"]["_concat_windows_kernel"] == layers
+    assert base["ops"]["copy_"] - pair["ops"].get("copy_", 0) == 2 * layers
+    assert base["total"] - pair["total"] == 4 * layers
