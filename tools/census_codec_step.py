@@ -5,9 +5,10 @@ defaults, where this counts 278: cuDNN's extra kernels and memsets are not PyTor
 
     TRITON_INTERPRET=1 python tools/census_codec_step.py [--tiny] [--on window_pair_kernel] [--off add_norm_kernel]
 
-The decoder is built as the service builds it on a GPU (channels-last vocoder, the kernel switches of the codec's
-settings, read from the environment as the service reads them: OMNI_CODEC_*), with random weights, in bf16; --on and
---off override single switches. One warm-up step, then one counted step of --rows rows of --frames frames.
+The decoder is built as the service builds it on a GPU (`engine.apply_kernels`: the vocoder's fused kernels and the
+kernel switches of the codec's settings, read from the environment as the service reads them: OMNI_CODEC_*), with
+random weights, in bf16; --on and --off override single switches. One warm-up step, then one counted step of --rows
+rows of --frames frames.
 """
 
 import argparse
@@ -26,11 +27,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from omni.services.codec.config import CodecConfig  # noqa: E402
+from omni.services.codec.engine import apply_kernels  # noqa: E402
 from omni.services.common.config import load_config  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
-from omni.models.qwen3_tts.codec_graphs import codec_step, fuse_channels_last  # noqa: E402
+from omni.models.qwen3_tts.codec_graphs import codec_step  # noqa: E402
 
 # Ops that move no data (views, allocations): no kernel of their own.
 NO_KERNEL = {
@@ -87,13 +89,14 @@ def census(step, counter: OpCounter) -> dict:
 
 
 def build(tiny: bool, on: list[str], off: list[str]) -> CodecDecoder:
-    config = load_config(CodecConfig, "codec")
+    config = load_config(CodecConfig, "codec", {"dtype": "bfloat16"})
     decoder = CodecDecoder(CodecDecoderConfig(**TINY_DECODER) if tiny else CodecDecoderConfig())
-    decoder = decoder.to(torch.bfloat16).eval()
-    if config.fused_kernels == "channels_last":
-        fuse_channels_last(decoder, fast_sine=config.fast_sine)
-    for name in decoder.KERNEL_SWITCHES:
-        setattr(decoder, name, (getattr(config, name) or name in on) and name not in off)
+    decoder = decoder.to(getattr(torch, config.dtype)).eval()
+    apply_kernels(decoder, config)  # as the service on a GPU
+    for name in on:
+        setattr(decoder, name, True)
+    for name in off:
+        setattr(decoder, name, False)
     return decoder
 
 

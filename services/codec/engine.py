@@ -531,18 +531,11 @@ def codec_graph_buckets(requested: list[int], max_streams: int) -> list[int]:
     return sorted({min(b, max_streams) for b in requested if b >= 1})
 
 
-def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | None, sample_rate: int) -> CodecEngine:
-    """The engine the service runs: on CUDA with the configured Triton kernels and CUDA graphs, eager on CPU."""
-    on_cuda = torch.device(config.device).type == "cuda"
-    if on_cuda:
-        # cuDNN's default heuristics pick slow algorithms for the vocoder's long 1-D convs (channels-last above all);
-        # autotuned here, the graph warm-ups below time each captured shape once and the graphs keep the choice.
-        torch.backends.cudnn.benchmark = True
-    if on_cuda and config.dtype == "float32":
-        # fp32 is the exact path (chunked = whole within 1e-4): no TF32 in the convs either.
-        torch.backends.cudnn.allow_tf32 = False
+def apply_kernels(decoder, config: CodecConfig) -> None:
+    """The configured Triton kernels on `decoder` (on its device and dtype; the service applies them on CUDA): the
+    vocoder's fused kernels, then the decoder's kernel switches, each a codec setting of the same name."""
     # The Triton kernels are for bf16/fp16 (their fp32 sin is less exact than PyTorch's); fp32 keeps PyTorch's.
-    if on_cuda and config.dtype != "float32" and config.fused_kernels != "off":
+    if config.dtype != "float32" and config.fused_kernels != "off":
         from omni.models.qwen3_tts.codec_graphs import fuse_channels_last, fuse_residual_units, fuse_snakebeta
 
         if config.fused_kernels == "channels_last":
@@ -554,11 +547,23 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
             fused = fuse_snakebeta(decoder)
             units = fuse_residual_units(decoder) if config.fused_kernels == "all" else 0
             log.info("codec: Triton kernels on: %d SnakeBeta, %d fused residual units", fused, units)
-    # The decoder's kernel switches, each a codec setting of the same name.
     for setting in decoder.KERNEL_SWITCHES:
-        if on_cuda and getattr(config, setting):
+        if getattr(config, setting):
             setattr(decoder, setting, True)
             log.info("codec: Triton kernels on: %s", setting)
+
+
+def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | None, sample_rate: int) -> CodecEngine:
+    """The engine the service runs: on CUDA with the configured Triton kernels and CUDA graphs, eager on CPU."""
+    on_cuda = torch.device(config.device).type == "cuda"
+    if on_cuda:
+        # cuDNN's default heuristics pick slow algorithms for the vocoder's long 1-D convs (channels-last above all);
+        # autotuned here, the graph warm-ups below time each captured shape once and the graphs keep the choice.
+        torch.backends.cudnn.benchmark = True
+        if config.dtype == "float32":
+            # fp32 is the exact path (chunked = whole within 1e-4): no TF32 in the convs either.
+            torch.backends.cudnn.allow_tf32 = False
+        apply_kernels(decoder, config)
     buckets: list[int] = []
     lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
     if on_cuda and config.cuda_graphs:
