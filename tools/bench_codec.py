@@ -586,14 +586,11 @@ def main() -> None:
 
     decoder = our_decoder(cfg, dtype, device)
     official = official_decoder(decoder, dtype, device) if "official" in modes else None
-    decoder.window_kernel = args.window_kernel  # after the official copy, which takes only the weights
-    decoder.rvq_kernel = args.rvq_kernel
-    decoder.attention_kernel = args.attention_kernel
-    decoder.residual_snake_kernel = args.residual_snake_kernel  # these two: the channels-last vocoder only
-    decoder.unit_tail_kernel = args.unit_tail_kernel
-    decoder.history_kernel = args.history_kernel
-    decoder.add_norm_kernel = args.add_norm_kernel
-    decoder.window_pair_kernel = args.window_pair_kernel
+    # Each kernel switch from its flag, after the official copy (which takes only the weights); residual_snake_kernel
+    # and unit_tail_kernel act on the channels-last vocoder only; transformer_kernels below, to report what it fused.
+    for name in AB_SETTINGS:
+        if name != "transformer_kernels":
+            setattr(decoder, name, getattr(args, name))
     if args.transformer_kernels:
         print(json.dumps({"transformer_modules_fused": fuse_transformer(decoder)}), flush=True)
     if official is not None:
