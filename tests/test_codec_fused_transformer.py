@@ -143,6 +143,43 @@ def test_add_norm_kernel_equals_separate_adds_and_norms(monkeypatch):
     assert not calls and not model.add_norm_kernel
 
 
+@pytest.mark.parametrize(
+    "dtype,others",
+    [
+        (torch.float32, {}),
+        (torch.bfloat16, {}),
+        (torch.bfloat16, {"window_kernel": True, "attention_kernel": True}),  # kernels reading the strided q and k
+        (torch.float32, {"window_pair_kernel": True, "add_norm_kernel": True}),
+    ],
+)
+def test_qk_rope_kernel_equals_rope_apart(monkeypatch, dtype, others):
+    """The codec's `qk_rope_kernel` over the fused transformer: q and k by one RoPE launch a layer instead of two,
+    to the bit (q and k are then views of one tensor, with other strides than apart); set off, two again."""
+    plain, model = tiny_codec_decoder(dtype), tiny_codec_decoder(dtype)
+    for decoder in (plain, model):
+        fuse_transformer(decoder)
+        for name, on in others.items():
+            setattr(decoder, name, on)
+    model.qk_rope_kernel = True
+    assert model.qk_rope_kernel and not plain.qk_rope_kernel
+    calls = []
+    real = transformer_fused.rms_norm_rope
+    monkeypatch.setattr(transformer_fused, "rms_norm_rope", lambda x, *a: calls.append(x.shape[2]) or real(x, *a))
+    for want_run, got_run in ((stream(plain), stream(model)), (one_frame_steps(plain), one_frame_steps(model))):
+        (want, want_state), (got, got_state) = want_run, got_run
+        assert all(
+            torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True)
+        )
+    steps = 1 + len(PLAN) + 3  # stream's priming step and its plan's, then one_frame_steps' three
+    layers, heads = CFG.num_hidden_layers, CFG.num_attention_heads + CFG.num_key_value_heads
+    apart = [CFG.num_attention_heads, CFG.num_key_value_heads]  # the heads of each launch: q's, then k's
+    assert sorted(calls) == sorted(apart * layers * steps + [heads] * layers * steps)
+    model.qk_rope_kernel = False
+    calls.clear()
+    one_frame_steps(model)
+    assert calls == apart * layers * 3
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_add_rms_norm_with_a_layer_scale(dtype):
     gen = torch.Generator().manual_seed(5)

@@ -301,3 +301,41 @@ def test_bench_codec_ticks_tool_plans_and_overlaps_a_tick_and_keeps_its_audio(tm
     (row,) = report["rows"]
     assert row["rows"] == 6 and 1 <= row["side_replays"] < len(row["planned_plan"])
     assert row["planned_capture_ms"] <= row["previous_capture_ms"]
+
+
+def test_bench_codec_ticks_ab_times_a_switch_on_realistic_ticks_and_checks_its_audio(tmp_path):
+    """tools/bench_codec_ticks.py --ab on this CPU: a bitwise switch (window_pair_kernel) decodes the tick as the base
+    does and gets a table row per row count with every round timed both ways; a switch that sums in another order
+    (attention_kernel) is caught by the same check, so the on side did run with its switch."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, str(root / "tools/bench_codec_ticks.py"), "--device", "cpu", "--rows", "5", "3"]
+    command += ["--ticks", "1", "--iters", "1", "--ab-rounds", "2"]
+    env = {**os.environ, "TRITON_INTERPRET": "1"}  # the switches' Triton kernels on the CPU
+    reports = {}
+    for switch in ("window_pair_kernel", "attention_kernel"):
+        out = tmp_path / f"{switch}.json"
+        run = subprocess.run(
+            [*command, "--ab", switch, "--out", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=root,
+            env=env,
+        )
+        (reports[switch],) = [(run, ab) for ab in json.loads(out.read_text())["ab"]]
+    run, pair = reports["window_pair_kernel"]
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert pair["switches"] == ["window_pair_kernel"] and pair["check"] == {"wav_equal": True, "state_equal": True}
+    assert [row["rows"] for row in pair["rows"]] == [5, 3]
+    for row in pair["rows"]:
+        assert all(len(row["rounds"][side]) == 2 and min(row["rounds"][side]) > 0 for side in ("base", "on"))
+        assert row["replays"]["base"] >= 1 and row["replays"]["on"] >= 1
+    run, attention = reports["attention_kernel"]
+    assert run.returncode != 0 and "CHECK FAILED" in run.stderr
+    assert not attention["check"]["wav_equal"]

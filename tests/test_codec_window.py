@@ -250,12 +250,12 @@ def test_kernel_compiles_for_sm90(tmp_path):
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
 
 
-def test_census_tool_counts_what_the_pair_kernel_removes(tmp_path):
+def test_census_tool_counts_what_the_pair_and_qk_rope_kernels_remove(tmp_path):
     """tools/census_codec_step.py (the launches of one codec step, counted on the CPU) with the service's defaults
     and with window_pair_kernel on: per transformer layer, 4 window copies and the 2 PyTorch copies of the new K/V
-    become one copy of both windows and one concatenation."""
+    become one copy of both windows and one concatenation; with qk_rope_kernel on, one RoPE launch a layer, not two."""
     runs = {}
-    for name, extra in (("base", []), ("pair", ["--on", "window_pair_kernel"])):
+    for name, extra in (("base", []), ("pair", ["--on", "window_pair_kernel"]), ("qk", ["--on", "qk_rope_kernel"])):
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_codec_step.py"), "--tiny", "--out", str(out), *extra]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -269,3 +269,7 @@ def test_census_tool_counts_what_the_pair_kernel_removes(tmp_path):
     assert pair["launches"]["_copy_windows_kernel"] == layers and pair["launches"]["_concat_windows_kernel"] == layers
     assert base["ops"]["copy_"] - pair["ops"].get("copy_", 0) == 2 * layers
     assert base["total"] - pair["total"] == 4 * layers
+    qk = runs["qk"]
+    assert base["kernel_switches"]["transformer_kernels"] and not base["kernel_switches"]["qk_rope_kernel"]
+    assert base["launches"]["_rms_norm_rope_kernel"] == 2 * layers and qk["launches"]["_rms_norm_rope_kernel"] == layers
+    assert base["total"] - qk["total"] == layers

@@ -531,6 +531,12 @@ def main() -> None:
         help="a layer's K and V windows by one kernel launch each way, in every mode (the codec's window_pair_kernel)",
     )
     parser.add_argument(
+        "--qk-rope-kernel",
+        action="store_true",
+        help="RoPE of a layer's q and k by one launch, in every mode (the codec's qk_rope_kernel; needs "
+        "--transformer-kernels to act)",
+    )
+    parser.add_argument(
         "--add-norm-kernel",
         action="store_true",
         help="the transformer's residual adds each in one kernel with the next RMSNorm, in every mode (the codec's "
@@ -776,6 +782,11 @@ def main() -> None:
             lambda: check_bitwise(
                 cfg, device, switched_on("window_pair_kernel"), base=switched_on("transformer_kernels")
             ),
+        )
+    if args.qk_rope_kernel:  # over the fused transformer: only its project reads the switch
+        check(
+            "qk_rope_kernel_vs_apart",
+            lambda: check_bitwise(cfg, device, switched_on("qk_rope_kernel"), base=switched_on("transformer_kernels")),
         )
     check("chunked_vs_whole", lambda: check_chunked_equals_whole(cfg, device))
     check("graph_vs_eager", lambda: check_graph_equals_eager(decoder, device))

@@ -3,6 +3,7 @@
     python tools/bench_codec_ticks.py --out bench_codec_ticks.json [--steady-share 0.62]
     python tools/bench_codec_ticks.py --device cpu --rows 6 --ticks 1 --iters 1   # CPU smoke test, tiny widths
     OMNI_CODEC_HISTORY_KERNEL=1 python tools/bench_codec_ticks.py --kernels 1x1   # a codec setting, as the service
+    python tools/bench_codec_ticks.py --ab window_pair_kernel --ab qk_rope_kernel --rows 40 81 128 --ticks 3
 
 A tick of the codec service decodes rows of several chunk lengths (the talker's ramp chunks of 2, 4 and 8 frames
 beside its 15-frame ones, and early sends), so `plan_replays` splits it over graph replays, each with a fixed cost
@@ -23,6 +24,11 @@ checks that the overlapped tick leaves the same audio and state as the serial on
 same kernels over the same rows. On CPU (tiny widths, graphs not captured, no side stream) only that check and the
 plans mean anything; the times are host times.
 
+`--ab SWITCHES` instead times realistic ticks with those decoder kernel switches on against the service's build, in
+alternating order in this process (`ab_ticks`): the A/B for a switch whose gain is per replay (fewer launches), over
+the mix of replays the service runs rather than one graph step. It checks that both sides decode a tick to the same
+audio and state (so it is for the bitwise switches).
+
 Run 114 (session 30, the overlap alone): overlapped / serial 0.94-0.96 at 81 rows, 0.97-0.98 at 128-200.
 """
 
@@ -32,6 +38,7 @@ import itertools
 import json
 import math
 import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -156,6 +163,83 @@ def kernel_census(step, top: int = 12) -> dict:
     }
 
 
+def ab_ticks(main_graphs: CodecGraphs, switches: list[str], args) -> dict:
+    """Decoder switches on against the service's build, over realistic ticks: a second CodecGraphs captured with
+    `switches` on (the same decoder, so the same weights and cuDNN choices; a state of its own), the same tick decoded
+    by both from the same state (equal audio and state: the bitwise switches' claim), then every tick composition
+    timed on each side in alternating order over --ab-rounds rounds (as the service decodes a tick: `decode_step`,
+    each side by its own plan). Per row count, the median over rounds of a round's summed tick times."""
+    decoder, state = main_graphs.decoder, main_graphs.state
+
+    @contextlib.contextmanager
+    def switched_on():
+        """The switches on while the on side captures or decodes (a replay keeps what it captured; on the CPU,
+        without graphs, each decode runs the decoder as it is)."""
+        before = {name: getattr(decoder, name) for name in switches}
+        for name in switches:
+            setattr(decoder, name, True)
+        try:
+            yield
+        finally:
+            for name, was in before.items():
+                setattr(decoder, name, was)
+
+    with switched_on():
+        on_graphs = CodecGraphs(
+            decoder, decoder.new_state(state.num_slots), main_graphs.buckets, main_graphs.chunk_lengths,
+            capture=args.device == "cuda",
+        )  # fmt: skip
+    sides = {"base": main_graphs, "on": on_graphs}
+    context = {"base": contextlib.nullcontext, "on": switched_on}
+    print(json.dumps({"ab": switches, "on_replay_ms": {f"{b}x{t}": round(ms, 3) for (b, t), ms in
+                                                        sorted(on_graphs.replay_ms.items())}}))  # fmt: skip
+
+    lengths = tick_lengths(min(81, max(args.rows)), args.steady_share[0], random.Random(7))
+    chunks, slots = codes_for(lengths, 7), list(range(len(lengths)))
+    for t, s in zip(on_graphs.state.tensors(), state.tensors(), strict=True):
+        t.copy_(s)
+    waves = {}
+    for name, graphs in sides.items():
+        with context[name]():
+            waves[name] = [w.clone() for w in graphs.decode_streams(slots, chunks)]
+    rows = {name: slot_rows(graphs.state, slots) for name, graphs in sides.items()}
+    check = {
+        "wav_equal": all(torch.equal(a, b) for a, b in zip(waves["base"], waves["on"], strict=True)),
+        "state_equal": all(torch.equal(a, b) for a, b in zip(rows["base"], rows["on"], strict=True)),
+    }
+    print(json.dumps({"ab_check": check}), flush=True)
+
+    ticks = []  # (rows, lengths, chunks) of every composition, the same for both sides
+    for n, k in itertools.product(args.rows, range(args.ticks)):
+        lengths = tick_lengths(n, args.steady_share[0], random.Random(1000 * n + k))
+        ticks.append((n, codes_for(lengths, k)))
+    totals = {(name, n, r): 0.0 for name in sides for n in args.rows for r in range(args.ab_rounds)}
+    for r in range(args.ab_rounds):
+        for index, (n, chunks) in enumerate(ticks):
+            order = list(sides) if (r + index) % 2 == 0 else list(reversed(sides))
+            for name in order:
+                step = lambda g=sides[name], c=chunks: g.decode_step(list(range(len(c))), c)  # noqa: E731
+                with context[name]():
+                    totals[name, n, r] += time_step(step, args.device, math.inf, args.iters) * 1000.0
+
+    print("| rows | ticks | base ms (median round) | on ms | change | replays a tick (base / on) |")
+    print("|---|---|---|---|---|---|")
+    table = []
+    for n in args.rows:
+        med = {name: statistics.median(totals[name, n, r] for r in range(args.ab_rounds)) for name in sides}
+        replays = {
+            name: sum(len(plan_replays([c.shape[0] for c in chunks], g.replay_ms)) for m, chunks in ticks if m == n)
+            for name, g in sides.items()
+        }
+        change = med["on"] / med["base"] - 1.0
+        rounds = {name: [round(totals[name, n, r], 3) for r in range(args.ab_rounds)] for name in sides}
+        table.append({"rows": n, "base_ms": round(med["base"], 3), "on_ms": round(med["on"], 3),
+                      "change": round(change, 4), "replays": replays, "rounds": rounds})  # fmt: skip
+        print(f"| {n} | {args.ticks} | {med['base']:.2f} | {med['on']:.2f} | {100 * change:+.1f}% | "
+              f"{replays['base']} / {replays['on']} |", flush=True)  # fmt: skip
+    return {"switches": switches, "check": check, "rows": table}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, nargs="+", default=[40, 81, 128, 200])
@@ -169,6 +253,14 @@ def main() -> None:
     parser.add_argument(
         "--kernels", nargs="*", default=[], metavar="BxT", help="graphs to count the kernels of (CUDA), e.g. 1x1 128x15"
     )
+    parser.add_argument(
+        "--ab",
+        action="append",
+        help="comma-separated decoder kernel switches (CodecDecoder.KERNEL_SWITCHES): time realistic ticks with them "
+        "on against the service's build, alternating in this process (ab_ticks), instead of the planner table; "
+        "repeat for several A/Bs against the same build",
+    )
+    parser.add_argument("--ab-rounds", type=int, default=6, help="rounds of --ab (each times every tick both ways)")
     parser.add_argument("--out", default="bench_codec_ticks.json")
     args = parser.parse_args()
     torch.set_grad_enabled(False)  # the eager steps of --kernels, as the graphs were captured
@@ -178,16 +270,13 @@ def main() -> None:
         config = load_config(CodecConfig, "codec", {"device": "cuda", "dtype": "bfloat16", "max_streams": 256})
         decoder = our_decoder(CodecDecoderConfig(), torch.bfloat16, "cuda")
         main_graphs = engine_from_config(decoder, config, None, 24000).graphs
-        side_graphs = CodecGraphs(decoder, main_graphs.state, args.side_buckets, main_graphs.chunk_lengths)
     else:
         decoder = our_decoder(CodecDecoderConfig(**TINY_DECODER), torch.float32, "cpu")
         state = decoder.new_state(max(args.rows) + 1)
         buckets = [b for b in (1, 2, 4, 8) if b <= max(args.rows)]
         main_graphs = CodecGraphs(decoder, state, buckets, (1, 4, 8, 15), capture=False)
-        side_graphs = CodecGraphs(decoder, state, buckets[:-1], (1, 4, 8, 15), capture=False)
     state = main_graphs.state
     costs = {f"{b}x{t}": round(ms, 3) for (b, t), ms in sorted(main_graphs.replay_ms.items())}
-    overlapped = Overlapped(main_graphs, side_graphs)
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     switches = {name: getattr(decoder, name) for name in decoder.KERNEL_SWITCHES}
     print(json.dumps({"device": device, "torch": torch.__version__, "kernel_switches": switches, "replay_ms": costs}))
@@ -202,6 +291,22 @@ def main() -> None:
             "replay_ms": round(main_graphs.replay_ms[bucket, length], 3),
         }
         print(json.dumps({"kernels": {key: census[key]}}), flush=True)
+
+    if args.ab:
+        report = {"replay_ms": costs, "kernels": census, "ab": []}
+        for switches in args.ab:
+            report["ab"].append(ab_ticks(main_graphs, switches.split(","), args))
+            Path(args.out).write_text(json.dumps(report, indent=1))
+        failed = [ab for ab in report["ab"] if not (ab["check"]["wav_equal"] and ab["check"]["state_equal"])]
+        if failed:
+            sys.exit(f"CHECK FAILED (a tick's audio or state unlike the base's): {[ab['switches'] for ab in failed]}")
+        return
+
+    if args.device == "cuda":  # the side stream's graphs: the small buckets again, in a pool of their own
+        side_graphs = CodecGraphs(decoder, main_graphs.state, args.side_buckets, main_graphs.chunk_lengths)
+    else:
+        side_graphs = CodecGraphs(decoder, state, main_graphs.buckets[:-1], (1, 4, 8, 15), capture=False)
+    overlapped = Overlapped(main_graphs, side_graphs)
 
     # Same audio and state both ways: decode one tick of several replays from a saved state each way.
     def side_keys(lengths: list[int]) -> int:

@@ -127,6 +127,12 @@ class CodecConfig(ServiceConfig):
         "kernels fewer a codec step (the same bits; off: one H200, graph step 1x1 -6.4% / -8.2%, 128x2 +1.2% / "
         "-0.8%, 128x15 -0.1% / +0.4% in one process (runs 122, 124))",
     )
+    qk_rope_kernel: bool = option(
+        False,
+        "on CUDA, with transformer_kernels: RoPE of a transformer layer's q and k by one Triton launch over the "
+        "adjacent q|k columns of the fused q/k/v projection instead of one each: 8 kernels fewer a codec step (the "
+        "same bits)",
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:

@@ -510,6 +510,8 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(cfg.hidden_size, self.kv_heads * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(self.heads * self.head_dim, cfg.hidden_size, bias=bias)
+        # Read by the fused project only (codec_graphs._fused_codec_project): the decoder's `qk_rope_kernel`.
+        self.qk_rope = False
 
     def project(self, x, cos, sin):
         """x [B,T,H] -> q [B,heads,T,D], k, v [B,kv,T,D], RoPE on q and k (cos/sin [B,1,T,D]). The codec's
@@ -680,7 +682,20 @@ class CodecDecoder(nn.Module):
         "history_kernel",
         "add_norm_kernel",
         "window_pair_kernel",
+        "qk_rope_kernel",
     )
+
+    @property
+    def qk_rope_kernel(self) -> bool:
+        """With transformer_kernels: RoPE of a layer's q and k by one launch over the adjacent q|k columns of the
+        fused q/k/v projection instead of one each (codec_graphs._fused_codec_project; the codec's `qk_rope_kernel`).
+        The same bits; no effect on the eager transformer."""
+        return self.pre_transformer.layers[0].self_attn.qk_rope
+
+    @qk_rope_kernel.setter
+    def qk_rope_kernel(self, on: bool) -> None:
+        for layer in self.pre_transformer.layers:
+            layer.self_attn.qk_rope = on
 
     @property
     def add_norm_kernel(self) -> bool:

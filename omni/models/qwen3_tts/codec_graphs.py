@@ -122,15 +122,21 @@ def unfuse_transformer(decoder: CodecDecoder) -> int:
 
 
 def _fused_codec_project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> tuple:
-    """codec.Attention.project with one q/k/v GEMM and RoPE as one kernel per tensor (the same layouts out)."""
+    """codec.Attention.project with one q/k/v GEMM and RoPE as one kernel per tensor, or with `qk_rope` one kernel
+    for both (the same bits: the codec has no q/k norm, so its q and k heads are all alike to RoPE). The same shapes
+    out; with `qk_rope` q and k are views of one [B, T, heads + kv_heads, D] tensor."""
     from omni.kernels.transformer_fused import rms_norm_rope
 
     b, t, _ = x.shape
     qkv = F.linear(x, self.qkv_weight)
     nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
     rope = cos.transpose(1, 2), sin.transpose(1, 2)  # [B, 1, T, D] -> [B, T, 1, D], the kernel's layout
-    q = rms_norm_rope(qkv[..., :nq].view(b, t, self.heads, self.head_dim), None, 0.0, *rope)
-    k = rms_norm_rope(qkv[..., nq : nq + nk].view(b, t, self.kv_heads, self.head_dim), None, 0.0, *rope)
+    if self.qk_rope:
+        qk = rms_norm_rope(qkv[..., : nq + nk].view(b, t, self.heads + self.kv_heads, self.head_dim), None, 0.0, *rope)
+        q, k = qk[:, :, : self.heads], qk[:, :, self.heads :]
+    else:
+        q = rms_norm_rope(qkv[..., :nq].view(b, t, self.heads, self.head_dim), None, 0.0, *rope)
+        k = rms_norm_rope(qkv[..., nq : nq + nk].view(b, t, self.kv_heads, self.head_dim), None, 0.0, *rope)
     v = qkv[..., nq + nk :].view(b, t, self.kv_heads, self.head_dim)
     return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
