@@ -121,17 +121,18 @@ class CodecConfig(ServiceConfig):
         "one H200, graph step 1x1 -3.7%, 1x15 -4.9%, 128x1 -2.8%, 128x2 -2.5%, 128x15 +0.2% in one process (run 120))",
     )
     window_pair_kernel: bool = option(
-        False,
+        True,
         "on CUDA: a transformer layer's K and V windows by one Triton launch each way (both [past | new] buffers "
         "built by one kernel, both new windows kept by one) instead of window_kernel's three launches each: 32 "
-        "kernels fewer a codec step (the same bits; off: one H200, graph step 1x1 -6.4% / -8.2%, 128x2 +1.2% / "
-        "-0.8%, 128x15 -0.1% / +0.4% in one process (runs 122, 124))",
+        "kernels fewer a codec step (the same bits; one H200, realistic ticks of 40 / 81 / 128 rows -1.2% / -1.4% / "
+        "-0.7% (run 125); graph step 1x1 -6.4% / -8.2%, 128x2 +1.2% / -0.8%, 128x15 -0.1% / +0.4% (runs 122, 124))",
     )
     qk_rope_kernel: bool = option(
         False,
         "on CUDA, with transformer_kernels: RoPE of a transformer layer's q and k by one Triton launch over the "
         "adjacent q|k columns of the fused q/k/v projection instead of one each: 8 kernels fewer a codec step (the "
-        "same bits)",
+        "same bits; off: one H200, realistic ticks of 40 / 81 / 128 rows -0.0% / -0.3% / +0.1%, graph step 1x1 "
+        "+0.3%, 128x15 +0.2% (run 125))",
     )
 
     def validate(self) -> "CodecConfig":

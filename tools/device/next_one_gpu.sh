@@ -1,5 +1,5 @@
 # One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (the codec kernel
-# flags on by default, add_norm_kernel since run 120) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles
+# flags on by default, window_pair_kernel since run 125) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles
 # of the eager step and every check (the checks' lines are past the tail below: read them in $OUT/codec_today.json).
 # Why: to choose the next codec change from its profile; run 123's census: 304 kernels a 1x1 replay, at 128x15 the
 # bias + residual kernel 4.52 ms and SnakeBeta 3.32 ms of 32.85.
@@ -9,7 +9,7 @@
 source tools/device/setup.sh
 stamp start
 python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
-    --residual-snake-kernel --history-kernel --add-norm-kernel --modes fused-cl,fused-cl+graph --batches 128 \
-    --chunks 1 2 4 8 15 --cudnn-benchmark --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 \
+    --residual-snake-kernel --history-kernel --add-norm-kernel --window-pair-kernel --modes fused-cl,fused-cl+graph \
+    --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 \
     | grep -v '"stages"' | cut -c1-400 | tail -80
 stamp codec
