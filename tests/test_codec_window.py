@@ -252,23 +252,25 @@ def test_kernel_compiles_for_sm90(tmp_path):
 
 def test_census_tool_counts_what_the_pair_and_qk_rope_kernels_remove(tmp_path):
     """tools/census_codec_step.py (the launches of one codec step, counted on the CPU) with the service's defaults
-    and with window_pair_kernel on: per transformer layer, 4 window copies and the 2 PyTorch copies of the new K/V
-    become one copy of both windows and one concatenation; with qk_rope_kernel on, one RoPE launch a layer, not two."""
+    (window_pair_kernel on since run 125) and with it off: per transformer layer, one copy of both windows and one
+    concatenation against 4 window copies and the 2 PyTorch copies of the new K/V; with qk_rope_kernel on, one RoPE
+    launch a layer, not two."""
     runs = {}
-    for name, extra in (("base", []), ("pair", ["--on", "window_pair_kernel"]), ("qk", ["--on", "qk_rope_kernel"])):
+    variants = (("base", []), ("apart", ["--off", "window_pair_kernel"]), ("qk", ["--on", "qk_rope_kernel"]))
+    for name, extra in variants:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_codec_step.py"), "--tiny", "--out", str(out), *extra]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
         assert done.returncode == 0, done.stderr[-3000:]
         runs[name] = json.loads(out.read_text())
     layers = TINY_DECODER["num_hidden_layers"]
-    base, pair = runs["base"], runs["pair"]
-    assert base["kernel_switches"]["window_kernel"] and not base["kernel_switches"]["window_pair_kernel"]
-    assert pair["kernel_switches"]["window_pair_kernel"]
-    assert base["launches"]["_copy_windows_kernel"] == 4 * layers and "_concat_windows_kernel" not in base["launches"]
-    assert pair["launches"]["_copy_windows_kernel"] == layers and pair["launches"]["_concat_windows_kernel"] == layers
-    assert base["ops"]["copy_"] - pair["ops"].get("copy_", 0) == 2 * layers
-    assert base["total"] - pair["total"] == 4 * layers
+    base, apart = runs["base"], runs["apart"]
+    assert base["kernel_switches"]["window_kernel"] and base["kernel_switches"]["window_pair_kernel"]
+    assert not apart["kernel_switches"]["window_pair_kernel"]
+    assert apart["launches"]["_copy_windows_kernel"] == 4 * layers and "_concat_windows_kernel" not in apart["launches"]
+    assert base["launches"]["_copy_windows_kernel"] == layers and base["launches"]["_concat_windows_kernel"] == layers
+    assert apart["ops"]["copy_"] - base["ops"].get("copy_", 0) == 2 * layers
+    assert apart["total"] - base["total"] == 4 * layers
     qk = runs["qk"]
     assert base["kernel_switches"]["transformer_kernels"] and not base["kernel_switches"]["qk_rope_kernel"]
     assert base["launches"]["_rms_norm_rope_kernel"] == 2 * layers and qk["launches"]["_rms_norm_rope_kernel"] == layers
