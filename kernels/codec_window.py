@@ -18,7 +18,9 @@ context]) the same way, and there the cost is the kernel count, not the bytes (a
 path spends ~6 small kernels per conv (a gather of the rows, the copy into the [history ‖ new] buffer, the end
 index as a multiply, an arange and an add, its gather, and the index put at the end of the step) where
 `copy_history` spends two, one each way, whatever the two tensors' memory layouts (the channels-last vocoder's
-buffers are [B, T, C] in memory, the state [N, C, context]).
+buffers are [B, T, C] in memory, the state [N, C, context]). With the codec's `history_swap_kernel`, `swap_history`
+spends one: called once the buffer's new part is written, it fills the buffer's head from the state's row and
+keeps the new history into that row in the same launch.
 """
 
 import torch
@@ -343,3 +345,75 @@ def copy_history(
         BLOCK_C=block_c,
         BLOCK_T=block_t,
     )
+
+
+@triton.jit
+def _swap_history_kernel(
+    history_ptr,
+    full_ptr,
+    rows_ptr,
+    frames_ptr,
+    channels,
+    context,
+    per_frame,
+    h_stride_n,
+    h_stride_c,
+    h_stride_t,
+    f_stride_n,
+    f_stride_c,
+    f_stride_t,
+    BLOCK_C: tl.constexpr,
+    BLOCK_T: tl.constexpr,
+):
+    # One program: row b, channels [BLOCK_C tile], all `context` samples. Everything is loaded before anything is
+    # stored: the new history's head may still be old history (fewer new samples than context), read from the state
+    # row this program then overwrites. Rows are distinct except padded scratch rows, which have 0 frames and so
+    # store back what they load.
+    b = tl.program_id(0).to(tl.int64)
+    row = tl.load(rows_ptr + b).to(tl.int64)
+    end = tl.load(frames_ptr + b).to(tl.int64) * per_frame  # row b's new samples: its new history starts there
+    c = (tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)).to(tl.int64)
+    t = tl.arange(0, BLOCK_T).to(tl.int64)
+    inside = (c < channels)[:, None] & (t < context)[None, :]
+    state = history_ptr + row * h_stride_n + c[:, None] * h_stride_c
+    buffer = full_ptr + b * f_stride_n + c[:, None] * f_stride_c
+    old = tl.load(state + t[None, :] * h_stride_t, mask=inside)
+    p = end + t  # sample t of the new history in [history ‖ new] coordinates
+    in_old = (p < context)[None, :]
+    kept = tl.where(
+        in_old,
+        tl.load(state + p[None, :] * h_stride_t, mask=inside & in_old),
+        tl.load(buffer + p[None, :] * f_stride_t, mask=inside & ~in_old),
+    )
+    tl.store(buffer + t[None, :] * f_stride_t, old, mask=inside)
+    tl.store(state + t[None, :] * h_stride_t, kept, mask=inside)
+
+
+def swap_history(
+    history: torch.Tensor, full: torch.Tensor, rows: torch.Tensor, frames: torch.Tensor, per_frame: int
+) -> None:
+    """A conv's history both ways in one launch, for a buffer whose new part is written: for every row b, channel c
+    and t < context (history's last dim), full[b, c, t] = history[rows[b], c, t] (the buffer's head) and
+    history[rows[b], c, t] = [old history ‖ full's new part][b, c, frames[b] * per_frame + t] (the new history,
+    the `context` samples just before row b's valid end). `copy_history` there and back, as one kernel.
+
+    history [N, C, context] and full [B, C, context + T] in one dtype, any strides; rows and frames [B] integer
+    device tensors. rows must be distinct but for rows with 0 frames (they store back what they read); the caller
+    keeps frames[b] * per_frame <= T (device values, not checked here: that would sync)."""
+    if history.dim() != 3 or full.dim() != 3 or history.shape[1] != full.shape[1]:
+        raise ValueError(f"swap_history: history {tuple(history.shape)} and full {tuple(full.shape)} must be [N, C, L]")
+    if history.dtype != full.dtype:
+        raise ValueError(f"swap_history: history is {history.dtype} but full {full.dtype}")
+    context = history.shape[2]
+    if full.shape[2] < context:
+        raise ValueError(f"swap_history: full {tuple(full.shape)} is shorter than the context {context}")
+    rows_count = _row_count("swap_history", history, full, rows, frames, None)
+    channels = history.shape[1]
+    if rows_count == 0 or context == 0 or channels == 0:
+        return
+    block_t = triton.next_power_of_2(context)
+    block_c = min(triton.next_power_of_2(channels), max(HISTORY_TILE // block_t, 1))
+    _swap_history_kernel[(rows_count, triton.cdiv(channels, block_c))](
+        history, full, rows, frames, channels, context, per_frame, *history.stride(), *full.stride(),
+        BLOCK_C=block_c, BLOCK_T=block_t,
+    )  # fmt: skip

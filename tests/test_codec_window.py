@@ -1,8 +1,9 @@
 """The codec's streaming windows through kernels/codec_window.py against the PyTorch path: the copy kernels against
-indexing, and the decoder with `window_kernel` (the transformer's K/V windows) and with `history_kernel` (the convs'
-input histories, default and channels-last vocoder) against without, bit for bit (waveforms and the whole streaming
-state), eagerly and through codec_step with padded scratch rows. On CPU through the Triton interpreter;
-tools/bench_codec.py --window-kernel / --history-kernel check the same on the GPU, under graph replay too."""
+indexing, and the decoder with `window_kernel` / `window_pair_kernel` (the transformer's K/V windows) and with
+`history_kernel` / `history_swap_kernel` (the convs' input histories, default and channels-last vocoder) against
+without, bit for bit (waveforms and the whole streaming state), eagerly and through codec_step with padded scratch
+rows. On CPU through the Triton interpreter; tools/bench_codec.py --window-kernel / --history-kernel (and the others'
+flags) check the same on the GPU, under graph replay too."""
 
 import json
 import os
@@ -14,7 +15,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 
 import pytest
 import torch
-from omni.kernels.codec_window import concat_windows, copy_history, copy_windows
+from omni.kernels.codec_window import concat_windows, copy_history, copy_windows, swap_history
 
 from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER
@@ -134,7 +135,15 @@ def test_one_frame_steps_with_the_window_kernels_equal_without(switch):
 
 
 @pytest.mark.parametrize(
-    "switch", ["window_kernel", "window_pair_kernel", "history_kernel", "history_kernel+channels_last"]
+    "switch",
+    [
+        "window_kernel",
+        "window_pair_kernel",
+        "history_kernel",
+        "history_kernel+channels_last",
+        "history_swap_kernel",
+        "history_swap_kernel+channels_last",
+    ],
 )
 def test_codec_step_with_scratch_rows_equals_without(switch):
     """codec_step as a graph replays it: padded rows pointing at one scratch slot with 0 frames."""
@@ -189,15 +198,62 @@ def test_history_copy_bad_arguments_fail_clearly():
         copy_history(src, src.clone(), 3, src_rows=torch.tensor([0, 1]), dst_rows=torch.tensor([1]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_history_swap_equals_the_two_copies(dtype):
+    """swap_history after the buffer's new part is written: its head from the state's rows and the new history back,
+    as copy_history there and back; a new history that starts inside the old one (fewer new samples than context),
+    and padded rows on one scratch slot with 0 frames, which store back what they read."""
+    gen = torch.Generator().manual_seed(5)
+    state = torch.randn(6, 20, 3, generator=gen).to(dtype)  # [slots, channels, context]
+    rows, frames = torch.tensor([4, 0, 2, 5, 5]), torch.tensor([2, 0, 1, 0, 0])  # slot 5: scratch, twice
+    for channels_last, per_frame in ((False, 1), (True, 2)):
+        shape = (5, 7, 20) if channels_last else (5, 20, 7)  # context 3 + 4 new samples
+        full = torch.randn(shape, generator=gen).to(dtype)
+        full = full.transpose(1, 2) if channels_last else full  # [B, C, L] either way
+        want_full = full.clone()
+        want_full[..., :3] = state[rows]
+        want_state = state.clone()
+        for b in range(3):  # the distinct rows; the scratch rows keep their slot as it was
+            start = per_frame * int(frames[b])
+            want_state[int(rows[b])] = want_full[b, :, start : start + 3]
+        got_state = state.clone()
+        swap_history(got_state, full, rows, frames, per_frame)
+        assert torch.equal(full, want_full) and torch.equal(got_state, want_state)
+        moved = 3 - per_frame  # row 2 has 1 frame: the old history's tail moved up by its new samples
+        assert torch.equal(got_state[2, :, :moved], state[2, :, per_frame:])
+
+
+def test_history_swap_bad_arguments_fail_clearly():
+    state, rows, frames = torch.zeros(2, 3, 4), torch.tensor([0, 1]), torch.tensor([1, 1])
+    with pytest.raises(ValueError, match="must be"):
+        swap_history(state, torch.zeros(2, 5, 6), rows, frames, 1)
+    with pytest.raises(ValueError, match="float64"):
+        swap_history(state, torch.zeros(2, 3, 6, dtype=torch.float64), rows, frames, 1)
+    with pytest.raises(ValueError, match="shorter"):
+        swap_history(state, torch.zeros(2, 3, 3), rows, frames, 1)
+    with pytest.raises(ValueError, match="one length"):
+        swap_history(state, torch.zeros(2, 3, 6), rows, frames[:1], 1)
+
+
 @pytest.mark.parametrize(
-    "dtype,channels_last", [(torch.float32, False), (torch.bfloat16, False), (torch.float32, True)]
+    "dtype,channels_last,switch",
+    [
+        (torch.float32, False, "history_kernel"),
+        (torch.bfloat16, False, "history_kernel"),
+        (torch.float32, True, "history_kernel"),
+        (torch.float32, False, "history_swap_kernel"),
+        (torch.bfloat16, False, "history_swap_kernel"),
+        (torch.float32, True, "history_swap_kernel"),
+        (torch.bfloat16, True, "history_swap_kernel+residual_snake_kernel"),  # a buffer kept after the next op
+    ],
 )
-def test_decoder_with_the_history_kernel_equals_without(dtype, channels_last):
+def test_decoder_with_the_history_kernels_equals_without(dtype, channels_last, switch):
     """Uneven primed streams and one-frame steps: the same waveforms and state, bit for bit, with the convs'
-    histories copied by the kernel; through the default vocoder and the channels-last one."""
+    histories copied by the kernels; through the default vocoder and the channels-last one."""
     runs = []
+    name, *others = switch.split("+")
     for kernel in (False, True):
-        model = _decoder(dtype, channels_last=channels_last, history_kernel=kernel)
+        model = _decoder(dtype, channels_last=channels_last, **{name: kernel}, **dict.fromkeys(others, True))
         runs.append([stream(model), one_frame_steps(model)])
     for (want, want_state), (got, got_state) in zip(*runs, strict=True):
         assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
@@ -241,6 +297,14 @@ for on in (True, False):  # the history state -> buffer copy, and buffer -> stat
     signature = pointers | ints | {name: "constexpr" for name in flags}
     ptx = compile(ASTSource(_copy_history_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     assert "ld.global" in ptx and "st.global" in ptx
+from omni.kernels.codec_window import _swap_history_kernel
+
+signature = {"history_ptr": "*bf16", "full_ptr": "*bf16", "rows_ptr": "*i64", "frames_ptr": "*i64"}
+signature |= {name: "i32" for name in ("channels", "context", "per_frame", "h_stride_n", "h_stride_c", "h_stride_t",
+    "f_stride_n", "f_stride_c", "f_stride_t")} | {"BLOCK_C": "constexpr", "BLOCK_T": "constexpr"}
+constexprs = {"BLOCK_C": 64, "BLOCK_T": 64}
+ptx = compile(ASTSource(_swap_history_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+assert "ld.global" in ptx and "st.global" in ptx
 print("compiled")
 """
 
@@ -250,13 +314,18 @@ def test_kernel_compiles_for_sm90(tmp_path):
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
 
 
-def test_census_tool_counts_what_the_pair_and_qk_rope_kernels_remove(tmp_path):
+def test_census_tool_counts_what_the_pair_qk_rope_and_swap_kernels_remove(tmp_path):
     """tools/census_codec_step.py (the launches of one codec step, counted on the CPU) with the service's defaults
     (window_pair_kernel on since run 125) and with it off: per transformer layer, one copy of both windows and one
     concatenation against 4 window copies and the 2 PyTorch copies of the new K/V; with qk_rope_kernel on, one RoPE
-    launch a layer, not two."""
+    launch a layer, not two; with history_swap_kernel on, one history launch a stateful conv, not two."""
     runs = {}
-    variants = (("base", []), ("apart", ["--off", "window_pair_kernel"]), ("qk", ["--on", "qk_rope_kernel"]))
+    variants = (
+        ("base", []),
+        ("apart", ["--off", "window_pair_kernel"]),
+        ("qk", ["--on", "qk_rope_kernel"]),
+        ("swap", ["--on", "history_swap_kernel"]),
+    )
     for name, extra in variants:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_codec_step.py"), "--tiny", "--out", str(out), *extra]
@@ -275,3 +344,7 @@ def test_census_tool_counts_what_the_pair_and_qk_rope_kernels_remove(tmp_path):
     assert base["kernel_switches"]["transformer_kernels"] and not base["kernel_switches"]["qk_rope_kernel"]
     assert base["launches"]["_rms_norm_rope_kernel"] == 2 * layers and qk["launches"]["_rms_norm_rope_kernel"] == layers
     assert base["total"] - qk["total"] == layers
+    swap, convs = runs["swap"], len(tiny_codec_decoder(torch.float32).stateful)
+    assert base["kernel_switches"]["history_kernel"] and not base["kernel_switches"]["history_swap_kernel"]
+    assert base["launches"]["_copy_history_kernel"] == 2 * convs and "_copy_history_kernel" not in swap["launches"]
+    assert swap["launches"]["_swap_history_kernel"] == convs and base["total"] - swap["total"] == convs

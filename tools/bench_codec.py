@@ -531,6 +531,11 @@ def main() -> None:
         help="a layer's K and V windows by one kernel launch each way, in every mode (the codec's window_pair_kernel)",
     )
     parser.add_argument(
+        "--history-swap-kernel",
+        action="store_true",
+        help="each conv's history both ways by one launch, in every mode (the codec's history_swap_kernel)",
+    )
+    parser.add_argument(
         "--qk-rope-kernel",
         action="store_true",
         help="RoPE of a layer's q and k by one launch, in every mode (the codec's qk_rope_kernel; needs "
@@ -782,6 +787,12 @@ def main() -> None:
             lambda: check_bitwise(
                 cfg, device, switched_on("window_pair_kernel"), base=switched_on("transformer_kernels")
             ),
+        )
+    if args.history_swap_kernel:
+        check("history_swap_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("history_swap_kernel")))
+        check(
+            "history_swap_kernel_vs_copies_cl",
+            lambda: check_bitwise(cfg, device, switched_on("history_swap_kernel"), base=fuse_cl),
         )
     if args.qk_rope_kernel:  # over the fused transformer: only its project reads the switch
         check(

@@ -134,6 +134,12 @@ class CodecConfig(ServiceConfig):
         "same bits; off: one H200, realistic ticks of 40 / 81 / 128 rows -0.0% / -0.3% / +0.1%, graph step 1x1 "
         "+0.3%, 128x15 +0.2% (run 125))",
     )
+    history_swap_kernel: bool = option(
+        False,
+        "on CUDA: each stateful conv's history into its [history | new] buffer and its new history back into the "
+        "state's rows by one Triton launch instead of history_kernel's two: 21 kernels fewer a codec step (the same "
+        "bits; not yet measured on a GPU)",
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:

@@ -235,9 +235,10 @@ class _Batch:
     def buffer(
         self, index: int, x: torch.Tensor, empty: Callable[..., torch.Tensor] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Conv number `index`'s [history ‖ new] input buffer for x [B, C, T] with the rows' history filled in, and
-        its new part (for the caller to write). `empty(batch, channels, length, like)` allocates it (default: a
-        contiguous [B, C, context + T]; the channels-last vocoder passes its own)."""
+        """Conv number `index`'s [history ‖ new] input buffer for x [B, C, T] with the rows' history filled in (by
+        `keep` in _BatchSwapped: call it before reading the buffer), and its new part (for the caller to write).
+        `empty(batch, channels, length, like)` allocates it (default: a contiguous [B, C, context + T]; the
+        channels-last vocoder passes its own)."""
         context = self.context(index)
         b, c, t = x.shape
         if empty is None:
@@ -290,6 +291,21 @@ class _BatchInPlace(_Batch):
 
     def store(self) -> None:
         pass  # each conv's history went back in `keep`
+
+
+class _BatchSwapped(_BatchInPlace):
+    """_BatchInPlace with each conv's history moved both ways by one launch (`kernels/codec_window.swap_history`):
+    `buffer` leaves the [history ‖ new] buffer's head unwritten, and `keep`, which every caller runs once the new
+    part is written and before the conv reads the buffer, fills the head from the state's rows and keeps the new
+    history into them. One kernel a conv instead of two. Copies: the same bits as _Batch."""
+
+    def fill(self, index: int, full: torch.Tensor) -> None:
+        pass  # by `keep`, with the new history, in one launch
+
+    def keep(self, index: int, full: torch.Tensor, per_frame: int) -> None:
+        from omni.kernels.codec_window import swap_history
+
+        swap_history(self.state.history[index], full, self.rows, self.frames, per_frame)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -669,6 +685,9 @@ class CodecDecoder(nn.Module):
         # A layer's K and V windows by one kernel launch each way (StepWindowsPaired) instead of window_kernel's
         # three each: the codec's `window_pair_kernel`. The same bits either way.
         self.window_pair_kernel = False
+        # Each conv's history into its buffer and its new history back by one kernel launch (_BatchSwapped) instead
+        # of history_kernel's two: the codec's `history_swap_kernel`. The same bits either way.
+        self.history_swap_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -683,6 +702,7 @@ class CodecDecoder(nn.Module):
         "add_norm_kernel",
         "window_pair_kernel",
         "qk_rope_kernel",
+        "history_swap_kernel",
     )
 
     @property
@@ -885,7 +905,9 @@ class CodecDecoder(nn.Module):
 
     def step_history(self, state: CodecState, rows: torch.Tensor, frames: torch.Tensor) -> _Batch:
         """The conv histories of a step over state rows `rows` with `frames` valid frames each (by the decoder's
-        `history_kernel`)."""
+        `history_swap_kernel`, else its `history_kernel`)."""
+        if self.history_swap_kernel:
+            return _BatchSwapped(state, rows, frames)
         return (_BatchInPlace if self.history_kernel else _Batch)(state, rows, frames)
 
     def _front(self, codes, batch, state, rows, mark=lambda stage: None):
