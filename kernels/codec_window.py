@@ -298,6 +298,32 @@ def _copy_history_kernel(
     tl.store(dst, x, mask=inside)
 
 
+def _history_tiles(
+    name: str,
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    length: int,
+    src_rows: torch.Tensor | None,
+    src_start: torch.Tensor | None,
+    dst_rows: torch.Tensor | None,
+) -> tuple[tuple[int, int], int, int] | None:
+    """A history copy's checks and tiling: src [Ns, C, Ls] and dst [Nd, C, Ld] alike, `length` samples fitting both;
+    returns (grid, BLOCK_C, BLOCK_T), one program per row and channel tile, or None when there is nothing to copy."""
+    if src.dim() != 3 or dst.dim() != 3 or src.shape[1] != dst.shape[1]:
+        raise ValueError(f"{name}: {tuple(src.shape)} and {tuple(dst.shape)} must be [N, C, L] alike")
+    if src.dtype != dst.dtype:
+        raise ValueError(f"{name}: {src.dtype} against {dst.dtype}")
+    if not 0 <= length <= dst.shape[2] or length > src.shape[2]:
+        raise ValueError(f"{name}: length {length} does not fit {tuple(src.shape)} / {tuple(dst.shape)}")
+    rows = _row_count(name, src, dst, src_rows, src_start, dst_rows)
+    channels = src.shape[1]
+    if rows == 0 or length == 0 or channels == 0:
+        return None
+    block_t = triton.next_power_of_2(length)
+    block_c = min(triton.next_power_of_2(channels), max(HISTORY_TILE // block_t, 1))
+    return (rows, triton.cdiv(channels, block_c)), block_c, block_t
+
+
 def copy_history(
     src: torch.Tensor,
     dst: torch.Tensor,
@@ -316,19 +342,12 @@ def copy_history(
     needs no kernel of its own. The caller keeps src_start[b] * start_scale + length within Ls (device values, not
     checked here: that would sync).
     """
-    if src.dim() != 3 or dst.dim() != 3 or src.shape[1] != dst.shape[1]:
-        raise ValueError(f"copy_history: src {tuple(src.shape)} and dst {tuple(dst.shape)} must be [N, C, L] alike")
-    if src.dtype != dst.dtype:
-        raise ValueError(f"copy_history: src is {src.dtype} but dst {dst.dtype}")
-    if not 0 <= length <= dst.shape[2] or length > src.shape[2]:
-        raise ValueError(f"copy_history: length {length} does not fit src {tuple(src.shape)} / dst {tuple(dst.shape)}")
-    rows = _row_count("copy_history", src, dst, src_rows, src_start, dst_rows)
-    channels = src.shape[1]
-    if rows == 0 or length == 0 or channels == 0:
+    tiles = _history_tiles("copy_history", src, dst, length, src_rows, src_start, dst_rows)
+    if tiles is None:
         return
-    block_t = triton.next_power_of_2(length)
-    block_c = min(triton.next_power_of_2(channels), max(HISTORY_TILE // block_t, 1))
-    _copy_history_kernel[(rows, triton.cdiv(channels, block_c))](
+    grid, block_c, block_t = tiles
+    channels = src.shape[1]
+    _copy_history_kernel[grid](
         src,
         dst,
         src if src_rows is None else src_rows,  # an unused pointer where the index is absent
@@ -400,20 +419,12 @@ def swap_history(
     history [N, C, context] and full [B, C, context + T] in one dtype, any strides; rows and frames [B] integer
     device tensors. rows must be distinct but for rows with 0 frames (they store back what they read); the caller
     keeps frames[b] * per_frame <= T (device values, not checked here: that would sync)."""
-    if history.dim() != 3 or full.dim() != 3 or history.shape[1] != full.shape[1]:
-        raise ValueError(f"swap_history: history {tuple(history.shape)} and full {tuple(full.shape)} must be [N, C, L]")
-    if history.dtype != full.dtype:
-        raise ValueError(f"swap_history: history is {history.dtype} but full {full.dtype}")
-    context = history.shape[2]
-    if full.shape[2] < context:
-        raise ValueError(f"swap_history: full {tuple(full.shape)} is shorter than the context {context}")
-    rows_count = _row_count("swap_history", history, full, rows, frames, None)
-    channels = history.shape[1]
-    if rows_count == 0 or context == 0 or channels == 0:
+    context = history.shape[-1]
+    tiles = _history_tiles("swap_history", history, full, context, rows, frames, None)
+    if tiles is None:
         return
-    block_t = triton.next_power_of_2(context)
-    block_c = min(triton.next_power_of_2(channels), max(HISTORY_TILE // block_t, 1))
-    _swap_history_kernel[(rows_count, triton.cdiv(channels, block_c))](
-        history, full, rows, frames, channels, context, per_frame, *history.stride(), *full.stride(),
+    grid, block_c, block_t = tiles
+    _swap_history_kernel[grid](
+        history, full, rows, frames, history.shape[1], context, per_frame, *history.stride(), *full.stride(),
         BLOCK_C=block_c, BLOCK_T=block_t,
     )  # fmt: skip

@@ -229,7 +229,7 @@ def test_history_swap_bad_arguments_fail_clearly():
         swap_history(state, torch.zeros(2, 5, 6), rows, frames, 1)
     with pytest.raises(ValueError, match="float64"):
         swap_history(state, torch.zeros(2, 3, 6, dtype=torch.float64), rows, frames, 1)
-    with pytest.raises(ValueError, match="shorter"):
+    with pytest.raises(ValueError, match="does not fit"):
         swap_history(state, torch.zeros(2, 3, 3), rows, frames, 1)
     with pytest.raises(ValueError, match="one length"):
         swap_history(state, torch.zeros(2, 3, 6), rows, frames[:1], 1)
