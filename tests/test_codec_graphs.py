@@ -339,3 +339,6 @@ def test_bench_codec_ticks_ab_times_a_switch_on_realistic_ticks_and_checks_its_a
     run, attention = reports["attention_kernel"]
     assert run.returncode != 0 and "CHECK FAILED" in run.stderr
     assert not attention["check"]["wav_equal"]
+    run = subprocess.run([*command, "--ab", "window_pair_kernel,nope"], capture_output=True, text=True, timeout=300,
+                         cwd=root, env=env)  # fmt: skip
+    assert run.returncode != 0 and "['nope'] not among the decoder's kernel switches" in run.stderr

@@ -170,6 +170,12 @@ def ab_ticks(main_graphs: CodecGraphs, switches: list[str], args) -> dict:
     timed on each side in alternating order over --ab-rounds rounds (as the service decodes a tick: `decode_step`,
     each side by its own plan). Per row count, the median over rounds of a round's summed tick times."""
     decoder, state = main_graphs.decoder, main_graphs.state
+    unknown = sorted(set(switches) - set(decoder.KERNEL_SWITCHES))
+    if unknown:
+        sys.exit(f"--ab: {unknown} not among the decoder's kernel switches {decoder.KERNEL_SWITCHES}")
+    already = [name for name in switches if getattr(decoder, name)]
+    if already:  # both sides would be one build
+        sys.exit(f"--ab {','.join(switches)}: {already} already on in the service's build (OMNI_CODEC_<NAME>=0 first)")
 
     @contextlib.contextmanager
     def switched_on():
