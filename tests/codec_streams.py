@@ -44,3 +44,11 @@ def one_frame_steps(model: CodecDecoder) -> tuple[list[torch.Tensor], CodecState
     for step in range(3):
         out += model.decode_streams(state, [2, 0, 1], [UTTERANCES[i, step : step + 1] for i in range(3)])
     return out, state
+
+
+def same_run(got: tuple[list[torch.Tensor], CodecState], want: tuple[list[torch.Tensor], CodecState]) -> bool:
+    """Two runs of `stream` or `one_frame_steps` alike, bit for bit: as many waveforms, each equal, and every state
+    tensor equal."""
+    (got_wavs, got_state), (want_wavs, want_state) = got, want
+    pairs = zip(got_wavs + got_state.tensors(), want_wavs + want_state.tensors(), strict=True)
+    return len(got_wavs) == len(want_wavs) and all(torch.equal(g, w) for g, w in pairs)

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, fuse_channels_last
-from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
+from tests.codec_streams import one_frame_steps, same_run, stream, tiny_codec_decoder
 
 # tests/codec_streams.py's decoder: a narrow vocoder (the interpreter runs each Triton program as numpy calls), a
 # short attention window so a few frames already slide it. fp32 everywhere; 1e-5 as in test_codec_graphs.py (the
@@ -174,9 +174,8 @@ def test_residual_snake_kernel_changes_no_bit(dtype):
         fuse_channels_last(model)
         model.residual_snake_kernel = fused_snake
         runs.append([stream(model), one_frame_steps(model)])
-    for (want, want_state), (got, got_state) in zip(*runs, strict=True):
-        assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
-        assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
+    for want, got in zip(*runs, strict=True):
+        assert same_run(got, want)
 
 
 def test_residual_snake_kernel_moves_every_unit_outputs_snakebeta_into_its_add(monkeypatch):

@@ -13,7 +13,7 @@ from omni.kernels.transformer_fused import rms_norm_rope, rope_reference
 
 from omni.models.qwen3_tts import talker_fused
 from omni.models.qwen3_tts.codec_graphs import fuse_transformer, unfuse_transformer
-from tests.codec_streams import CFG, PLAN, one_frame_steps, stream, tiny_codec_decoder
+from tests.codec_streams import CFG, PLAN, one_frame_steps, same_run, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 
@@ -57,8 +57,7 @@ def test_unfusing_gives_back_the_eager_decoder_to_the_bit():
     model = tiny_codec_decoder(torch.float32)
     fuse_transformer(model)
     assert unfuse_transformer(model) == CFG.num_hidden_layers * 4 + 1 and unfuse_transformer(model) == 0
-    (want, want_state), (got, got_state) = plain, stream(model)
-    assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
+    assert same_run(stream(model), plain)
     assert fuse_transformer(model) == CFG.num_hidden_layers * 4 + 1  # and it fuses again
 
 
@@ -129,10 +128,7 @@ def test_add_norm_kernel_equals_separate_adds_and_norms(monkeypatch):
     real = transformer_fused.add_rms_norm
     monkeypatch.setattr(transformer_fused, "add_rms_norm", lambda *a, **k: calls.append(k["scale"]) or real(*a, **k))
     for want_run, got_run in ((stream(plain), stream(model)), (one_frame_steps(plain), one_frame_steps(model))):
-        (want, want_state), (got, got_state) = want_run, got_run
-        assert all(
-            torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True)
-        )
+        assert same_run(got_run, want_run)
     layers = model.pre_transformer.layers
     scales = [s for layer in layers for s in (layer.self_attn_layer_scale.scale, layer.mlp_layer_scale.scale)]
     steps = 1 + len(PLAN) + 3  # stream's priming step and its plan's, then one_frame_steps' three
@@ -166,10 +162,7 @@ def test_qk_rope_kernel_equals_rope_apart(monkeypatch, dtype, others):
     real = transformer_fused.rms_norm_rope
     monkeypatch.setattr(transformer_fused, "rms_norm_rope", lambda x, *a: calls.append(x.shape[2]) or real(x, *a))
     for want_run, got_run in ((stream(plain), stream(model)), (one_frame_steps(plain), one_frame_steps(model))):
-        (want, want_state), (got, got_state) = want_run, got_run
-        assert all(
-            torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True)
-        )
+        assert same_run(got_run, want_run)
     steps = 1 + len(PLAN) + 3  # stream's priming step and its plan's, then one_frame_steps' three
     layers, heads = CFG.num_hidden_layers, CFG.num_attention_heads + CFG.num_key_value_heads
     apart = [CFG.num_attention_heads, CFG.num_key_value_heads]  # the heads of each launch: q's, then k's

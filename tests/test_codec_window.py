@@ -20,7 +20,7 @@ from omni.kernels.codec_window import concat_windows, copy_history, copy_windows
 from omni.models.qwen3_tts.codec import CodecDecoder
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER
 from omni.models.qwen3_tts.codec_graphs import codec_step, fuse_channels_last, fuse_transformer
-from tests.codec_streams import UTTERANCES, one_frame_steps, stream, tiny_codec_decoder
+from tests.codec_streams import UTTERANCES, one_frame_steps, same_run, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,15 +123,14 @@ def _decoder(dtype: torch.dtype, channels_last: bool = False, fused: bool = Fals
 )
 def test_decoder_with_the_window_kernels_equals_without(dtype, switch, fused):
     (want, want_state), (got, got_state) = (stream(_decoder(dtype, fused=fused, **{switch: k})) for k in (False, True))
-    assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
-    assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
+    assert same_run((got, got_state), (want, want_state))
     assert bool(want_state.key[:, 3].any()) and bool(want_state.value[:, 0].any())  # the windows were written
 
 
 @pytest.mark.parametrize("switch", ["window_kernel", "window_pair_kernel"])
 def test_one_frame_steps_with_the_window_kernels_equal_without(switch):
-    (want, want_state), (got, got_state) = (one_frame_steps(_decoder(torch.bfloat16, **{switch: k})) for k in (0, 1))
-    assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
+    want, got = (one_frame_steps(_decoder(torch.bfloat16, **{switch: k})) for k in (0, 1))
+    assert same_run(got, want)
 
 
 @pytest.mark.parametrize(
@@ -255,9 +254,8 @@ def test_decoder_with_the_history_kernels_equals_without(dtype, channels_last, s
     for kernel in (False, True):
         model = _decoder(dtype, channels_last=channels_last, **{name: kernel}, **dict.fromkeys(others, True))
         runs.append([stream(model), one_frame_steps(model)])
-    for (want, want_state), (got, got_state) in zip(*runs, strict=True):
-        assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
-        assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
+    for want, got in zip(*runs, strict=True):
+        assert same_run(got, want)
     assert all(bool(h[3].any()) for h in runs[0][0][1].history)  # every conv's history was written
 
 

@@ -11,7 +11,7 @@ import torch
 from omni.kernels.rvq_lookup import lookup_sum
 
 from omni.models.qwen3_tts.codec import ResidualVQ
-from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
+from tests.codec_streams import one_frame_steps, same_run, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 
@@ -67,9 +67,8 @@ def test_decoder_with_the_rvq_kernel_equals_without(dtype):
         model.rvq_kernel = kernel
         assert model.quantizer.rvq_rest.lookup_kernel is kernel
         runs.append(stream(model))
-    (want, want_state), (got, got_state) = runs
-    assert len(got) == len(want) and all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
-    assert all(torch.equal(g, w) for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True))
+    want, got = runs
+    assert same_run(got, want)
 
 
 def test_one_frame_steps_with_the_rvq_kernel_equal_without():
@@ -78,8 +77,8 @@ def test_one_frame_steps_with_the_rvq_kernel_equal_without():
         model = tiny_codec_decoder(torch.bfloat16)
         model.rvq_kernel = kernel
         runs.append(one_frame_steps(model))
-    (want, want_state), (got, got_state) = runs
-    assert all(torch.equal(g, w) for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True))
+    want, got = runs
+    assert same_run(got, want)
 
 
 def test_bad_arguments_fail_clearly():
