@@ -215,7 +215,7 @@ def ab_ticks(main_graphs: CodecGraphs, switches: list[str], args) -> dict:
     }
     print(json.dumps({"ab_check": check}), flush=True)
 
-    ticks = []  # (rows, lengths, chunks) of every composition, the same for both sides
+    ticks = []  # (rows, chunks) of every composition, the same for both sides
     for n, k in itertools.product(args.rows, range(args.ticks)):
         lengths = tick_lengths(n, args.steady_share[0], random.Random(1000 * n + k))
         ticks.append((n, codes_for(lengths, k)))
