@@ -17,16 +17,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-try:
-    import omni.kernels  # noqa: F401  (installed: setuptools maps kernels/ to omni.kernels)
-except ModuleNotFoundError:  # a bare checkout (the GPU machine): map it by hand
-    import kernels
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-    sys.modules["omni.kernels"] = kernels
-
-from omni.kernels import transformer_fused as tf  # noqa: E402
+from omni.kernels import transformer_fused as tf  # noqa: E402  (on the GPU machine: tools/device/setup.sh maps it)
 
 SHAPES = {  # name: (rows, heads, head_dim, hidden)
     "talker": (512, 16, 128, 2048),
