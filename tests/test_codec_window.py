@@ -314,15 +314,15 @@ def test_kernel_compiles_for_sm90(tmp_path):
 
 def test_census_tool_counts_what_the_pair_qk_rope_and_swap_kernels_remove(tmp_path):
     """tools/census_codec_step.py (the launches of one codec step, counted on the CPU) with the service's defaults
-    (window_pair_kernel on since run 125) and with it off: per transformer layer, one copy of both windows and one
-    concatenation against 4 window copies and the 2 PyTorch copies of the new K/V; with qk_rope_kernel on, one RoPE
-    launch a layer, not two; with history_swap_kernel on, one history launch a stateful conv, not two."""
+    (window_pair_kernel on since run 125, history_swap_kernel since run 128) and with each off: per transformer layer,
+    one copy of both windows and one concatenation against 4 window copies and the 2 PyTorch copies of the new K/V;
+    with qk_rope_kernel on, one RoPE launch a layer, not two; one history launch a stateful conv, not two."""
     runs = {}
     variants = (
         ("base", []),
         ("apart", ["--off", "window_pair_kernel"]),
         ("qk", ["--on", "qk_rope_kernel"]),
-        ("swap", ["--on", "history_swap_kernel"]),
+        ("copies", ["--off", "history_swap_kernel"]),
     )
     for name, extra in variants:
         out = tmp_path / f"{name}.json"
@@ -342,7 +342,8 @@ def test_census_tool_counts_what_the_pair_qk_rope_and_swap_kernels_remove(tmp_pa
     assert base["kernel_switches"]["transformer_kernels"] and not base["kernel_switches"]["qk_rope_kernel"]
     assert base["launches"]["_rms_norm_rope_kernel"] == 2 * layers and qk["launches"]["_rms_norm_rope_kernel"] == layers
     assert base["total"] - qk["total"] == layers
-    swap, convs = runs["swap"], len(tiny_codec_decoder(torch.float32).stateful)
-    assert base["kernel_switches"]["history_kernel"] and not base["kernel_switches"]["history_swap_kernel"]
-    assert base["launches"]["_copy_history_kernel"] == 2 * convs and "_copy_history_kernel" not in swap["launches"]
-    assert swap["launches"]["_swap_history_kernel"] == convs and base["total"] - swap["total"] == convs
+    copies, convs = runs["copies"], len(tiny_codec_decoder(torch.float32).stateful)
+    assert base["kernel_switches"]["history_kernel"] and base["kernel_switches"]["history_swap_kernel"]
+    assert copies["kernel_switches"]["history_kernel"] and not copies["kernel_switches"]["history_swap_kernel"]
+    assert copies["launches"]["_copy_history_kernel"] == 2 * convs and "_copy_history_kernel" not in base["launches"]
+    assert base["launches"]["_swap_history_kernel"] == convs and copies["total"] - base["total"] == convs
