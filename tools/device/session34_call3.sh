@@ -2,7 +2,7 @@
 # (history_swap_kernel on since run 128) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles of the eager
 # step and every check (the checks' lines are in $OUT/codec_today.json).
 # Why: to choose the next codec change from its profile; run 127's census: 272 kernels a 1x1 replay, 297 at 128x15.
-# Prediction: graph 128x2 6.0-6.8 ms, 128x15 33.5-35.5 ms; replays 1x1 251 kernels, 128x15 276; in the 15-frame
+# Prediction: graph 128x2 6.0-6.8 ms, 128x15 33.5-35.5 ms; 21 kernels fewer a replay than run 127 (128x15 276); in the 15-frame
 # profile `_snakebeta_cl_kernel` 17 launches at 9-12% of the CUDA time, `_bias_residual_cl_kernel` 12 at 12-15%;
 # every check passes.
 # No rule: a measurement.
