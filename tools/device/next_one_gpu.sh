@@ -1,15 +1,15 @@
-# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (the codec kernel
-# flags on by default, window_pair_kernel since run 125) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles
-# of the eager step and every check (the checks' lines are past the tail below: read them in $OUT/codec_today.json).
-# Why: to choose the next codec change from its profile; run 123's census: 304 kernels a 1x1 replay, at 128x15 the
-# bias + residual kernel 4.52 ms and SnakeBeta 3.32 ms of 32.85.
-# Prediction: graph 128x2 6.2-6.8 ms, 128x15 34.0-35.5 ms; in the 15-frame profile `_snakebeta_cl_kernel` 17
-# launches at 9-12% of the CUDA time, `_bias_residual_cl_kernel` 12 at 12-15%; every check passes.
+# One-GPU call (nvidia-h200, ~4 minutes), any time: the codec step with today's default build (every codec kernel
+# flag on by default, history_swap_kernel since run 128) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel
+# profiles of the eager step and every check (the checks' lines are in $OUT/codec_today.json).
+# Why: to choose the next codec change from its profile after a change; run 130 (session 34's defaults): graph 128x2
+# 6.18 ms, 128x15 34.60; at 128x15 `_bias_residual_cl_kernel` 14.2% and `_snakebeta_cl_kernel` 10.4% of the eager
+# CUDA time; run 131: a 1x1 replay 251 kernels, 128x15 276.
+# Prediction (today's defaults): graph 128x2 5.9-6.8 ms, 128x15 33.3-35.5 ms; every check passes.
 # No rule: a measurement.
 source tools/device/setup.sh
 stamp start
 python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
-    --residual-snake-kernel --history-kernel --add-norm-kernel --window-pair-kernel --modes fused-cl,fused-cl+graph \
-    --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 \
-    | grep -v '"stages"' | cut -c1-400 | tail -80
+    --residual-snake-kernel --history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel \
+    --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark --min-seconds 0.3 --profile \
+    --out $OUT/codec_today.json 2>&1 | grep -v '"stages"' | cut -c1-400 | tail -80
 stamp codec
