@@ -108,8 +108,12 @@ def test_chunked_equals_whole_and_default_state(default, fused, whole, plan):
 
 
 def test_codec_step_with_padding_rows_equals_default(default, fused):
-    # The graph path's math: codec_step (channels-last) with two scratch rows (slot 3, 0 frames) beside two streams
-    # of 2 and 1 frames, then 1 and 2, against the default decode_streams.
+    codec_step_equals_default(default, fused)
+
+
+def codec_step_equals_default(default: CodecDecoder, fused: CodecDecoder) -> None:
+    """The graph path's math: codec_step (channels-last) with two scratch rows (slot 3, 0 frames) beside two streams
+    of 2 and 1 frames, then 1 and 2, against the default decode_streams."""
     eager, stepped = default.new_state(4), fused.new_state(4)
     done = [0, 0]
     for sizes in ((2, 1), (1, 2)):
@@ -203,3 +207,50 @@ def test_residual_snake_kernel_moves_every_unit_outputs_snakebeta_into_its_add(m
     model.decode(UTTERANCES[:1])
     assert len(snakes) == 17 and all(snakes)
     assert adds == [(True, True)] * 12
+
+
+def test_upsample_channels_last_runs_every_conv_channels_last_and_decodes_as_the_default(default):
+    """The decoder's `upsample_channels_last`: the upsamplers' transposed and depthwise convs join the vocoder's in
+    channels-last memory (33 convs, each input, weight and output channels-last), and the audio is the default
+    decoder's whole and chunked, primed and one frame a step, with scratch rows in codec_step."""
+    model = _decoder(channels_last=True)
+    model.upsample_channels_last = True
+    layouts = []
+
+    def spy(real):
+        def conv(x, weight, *args, **kwargs):
+            y = real(x, weight, *args, **kwargs)
+            layouts.append([t.is_contiguous(memory_format=torch.channels_last) for t in (x, weight, y)])
+            return y
+
+        return conv
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(F, "conv2d", spy(F.conv2d))
+        patch.setattr(F, "conv_transpose2d", spy(F.conv_transpose2d))
+        wav = model.decode(UTTERANCES)
+    assert len(layouts) == CONVS + 4 and all(all(flags) for flags in layouts), layouts
+    torch.testing.assert_close(wav, default.decode(UTTERANCES), rtol=0, atol=ATOL)
+    for run in (stream, one_frame_steps):
+        (got, got_state), (want, want_state) = run(model), run(default)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            torch.testing.assert_close(g, w, rtol=0, atol=ATOL)
+        for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
+            torch.testing.assert_close(g, w, rtol=1e-4, atol=ATOL * max(1.0, float(w.abs().max())))
+    codec_step_equals_default(default, model)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_upsample_channels_last_in_bf16_with_the_history_kernels(swap):
+    """bf16, with the history kernels (`history_kernel`, and `history_swap_kernel`, whose buffers the upsamplers fill
+    as the vocoder's convs do): the upsamplers in channels-last memory against the default layout."""
+    runs = []
+    for on in (False, True):
+        model = tiny_codec_decoder(torch.bfloat16)
+        fuse_channels_last(model)
+        model.history_kernel, model.history_swap_kernel, model.upsample_channels_last = True, swap, on
+        runs.append([stream(model), one_frame_steps(model)])
+    for (got, got_state), (want, want_state) in zip(runs[1], runs[0], strict=True):
+        for g, w in zip(got + got_state.tensors(), want + want_state.tensors(), strict=True):
+            torch.testing.assert_close(g.float(), w.float(), rtol=0.02, atol=0.02 * max(1.0, float(w.abs().max())))

@@ -536,6 +536,12 @@ def main() -> None:
         help="each conv's history both ways by one launch, in every mode (the codec's history_swap_kernel)",
     )
     parser.add_argument(
+        "--upsample-channels-last",
+        action="store_true",
+        help="the upsamplers in channels-last memory as the vocoder, in the fused-cl modes (the codec's "
+        "upsample_channels_last)",
+    )
+    parser.add_argument(
         "--qk-rope-kernel",
         action="store_true",
         help="RoPE of a layer's q and k by one launch, in every mode (the codec's qk_rope_kernel; needs "
@@ -597,8 +603,9 @@ def main() -> None:
 
     decoder = our_decoder(cfg, dtype, device)
     official = official_decoder(decoder, dtype, device) if "official" in modes else None
-    # Each kernel switch from its flag, after the official copy (which takes only the weights); residual_snake_kernel
-    # and unit_tail_kernel act on the channels-last vocoder only; transformer_kernels below, to report what it fused.
+    # Each kernel switch from its flag, after the official copy (which takes only the weights); residual_snake_kernel,
+    # unit_tail_kernel and upsample_channels_last act on the channels-last vocoder only; transformer_kernels below, to
+    # report what it fused.
     for name in AB_SETTINGS:
         if name != "transformer_kernels":
             setattr(decoder, name, getattr(args, name))
@@ -793,6 +800,11 @@ def main() -> None:
         check(
             "history_swap_kernel_vs_copies_cl",
             lambda: check_bitwise(cfg, device, switched_on("history_swap_kernel"), base=fuse_cl),
+        )
+    if args.upsample_channels_last:  # cuDNN's NHWC kernels either way, so likely the same bits: the check says
+        check(
+            "upsample_channels_last_vs_default",
+            lambda: check_close(cfg, device, switched_on("upsample_channels_last"), base=fuse_cl),
         )
     if args.qk_rope_kernel:  # over the fused transformer: only its project reads the switch
         check(

@@ -141,6 +141,12 @@ class CodecConfig(ServiceConfig):
         "bits; one H200, realistic ticks of 40 / 81 / 128 rows -0.3% / -1.0% / -0.4%, graph step 1x1 -4.4%, 128x15 "
         "+0.1% in one process (run 128))",
     )
+    upsample_channels_last: bool = option(
+        False,
+        "on CUDA, with fused_kernels channels_last: the two upsamplers (transposed conv, ConvNeXt block) in [B, T, C] "
+        "memory as the vocoder: no cuDNN layout conversions around their 4 convs and no copies before their "
+        "LayerNorm and Linears (sums of the depthwise conv may run in another order; not yet measured on a GPU)",
+    )
 
     def validate(self) -> "CodecConfig":
         if self.max_streams < 1:

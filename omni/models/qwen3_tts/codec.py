@@ -688,6 +688,10 @@ class CodecDecoder(nn.Module):
         # Each conv's history into its buffer and its new history back by one kernel launch (_BatchSwapped) instead
         # of history_kernel's two: the codec's `history_swap_kernel`. The same bits either way.
         self.history_swap_kernel = False
+        # With the channels-last vocoder, the upsamplers in [B, T, C] memory as well: no layout conversions around
+        # their convs, and their LayerNorm and pointwise Linears read the activations as they lie. The codec's
+        # `upsample_channels_last` (codec_graphs.ChannelsLastVocoder.upsample).
+        self.upsample_channels_last = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -703,6 +707,7 @@ class CodecDecoder(nn.Module):
         "window_pair_kernel",
         "qk_rope_kernel",
         "history_swap_kernel",
+        "upsample_channels_last",
     )
 
     @property
@@ -923,13 +928,18 @@ class CodecDecoder(nn.Module):
 
     def _back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """Upsamplers and vocoder: [B, latent, T] -> waveform [B, T*1920] in [-1, 1]."""
-        for transposed, convnext in self.upsample:
-            x = convnext(transposed(x, batch), batch)
+        x = self._upsample(x, batch)
         x = self.decoder[0](x, batch)
         for block in self.decoder[1:-2]:
             x = block(x, batch)
         x = self.decoder[-1](self.decoder[-2](x), batch)
         return x.clamp(-1, 1)[:, 0]
+
+    def _upsample(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        """The upsamplers: [B, latent, T] -> [B, latent, 4T]."""
+        for transposed, convnext in self.upsample:
+            x = convnext(transposed(x, batch), batch)
+        return x
 
     def _check_codes(self, codes: torch.Tensor, dims: int, check_range: bool = True) -> None:
         if not isinstance(codes, torch.Tensor) or codes.dtype not in (torch.int64, torch.int32):

@@ -32,8 +32,10 @@ from omni.models.qwen3_tts.codec import (
     NUM_CODEBOOKS,
     Attention,
     CausalConv1d,
+    CausalConvTranspose1d,
     CodecDecoder,
     CodecState,
+    ConvNeXtBlock,
     ResidualUnit,
     RMSNorm,
     SnakeBeta,
@@ -60,8 +62,7 @@ def codec_step(
     batch = decoder.step_history(state, rows, frames)
     x, windows, key_positions = decoder._front(codes, batch, state, rows, mark)
     mark("transformer")
-    for transposed, convnext in decoder.upsample:
-        x = convnext(transposed(x, batch), batch)
+    x = vocoder.upsample(x, batch) if vocoder is not None else decoder._upsample(x, batch)
     mark("upsample")
     if vocoder is not None:
         wav = vocoder.run(x, batch, mark)
@@ -210,12 +211,18 @@ class ChannelsLastVocoder:
         self.decoder = decoder
         self.fast_sine = fast_sine
         self.weights: dict[nn.Module, torch.Tensor] = {}
+        self.upsample_weights: dict[nn.Module, torch.Tensor] = {}
         for module in decoder.decoder.modules():
             if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
                 if module.groups != 1 or any(module.padding):
                     raise ValueError(f"channels-last vocoder: conv {module} has groups or padding (not in this model)")
                 weight = module.weight.detach().unsqueeze(2)  # [out, in, 1, k] (transposed: [in, out, 1, k])
                 self.weights[module] = weight.contiguous(memory_format=torch.channels_last)
+        # The upsamplers' convs (transposed, depthwise) the same way, for the decoder's `upsample_channels_last`.
+        for transposed, convnext in decoder.upsample:
+            for module in (transposed.conv, convnext.dwconv.conv):
+                weight = module.weight.detach().unsqueeze(2)
+                self.upsample_weights[module] = weight.contiguous(memory_format=torch.channels_last)
         # x + conv2(h) + b2 where x still lacks its transposed conv's bias bT: one bias bT + b2 (fp32) instead.
         self.first_unit_bias: dict[ResidualUnit, torch.Tensor] = {}
         for block in decoder.decoder[1:-2]:
@@ -237,10 +244,37 @@ class ChannelsLastVocoder:
         self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
-        """CodecDecoder._back with this vocoder: upsamplers (default layout), then `run`."""
+        """CodecDecoder._back with this vocoder: `upsample`, then `run`."""
+        return self.run(self.upsample(x, batch), batch, lambda stage: None)
+
+    def upsample(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        """The upsamplers: the decoder's own (default layout), or with its `upsample_channels_last` in [B, T, C] memory
+        (the transformer's output already lies so): each conv as a channels-last conv2d, the ConvNeXt block's
+        LayerNorm and Linears on the [B, T, C] view, its residual add in that layout."""
+        if not self.decoder.upsample_channels_last:
+            return self.decoder._upsample(x, batch)
         for transposed, convnext in self.decoder.upsample:
-            x = convnext(transposed(x, batch), batch)
-        return self.run(x, batch, lambda stage: None)
+            x = self._convnext(convnext, self._transposed(transposed, x), batch)
+        return x
+
+    def _transposed(self, up: CausalConvTranspose1d, x: torch.Tensor) -> torch.Tensor:
+        """CausalConvTranspose1d.forward in channels-last memory, for an upsampler's (kernel = stride: no history)."""
+        if up.context:
+            raise ValueError(f"channels-last upsampler: transposed conv {up.conv} carries history (not in this model)")
+        full = x.unsqueeze(2).contiguous(memory_format=torch.channels_last)  # a view unless x lies otherwise
+        y = F.conv_transpose2d(full, self.upsample_weights[up.conv], up.conv.bias, stride=(1, up.stride))
+        return self._channels_last(y)
+
+    def _convnext(self, block: ConvNeXtBlock, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        """ConvNeXtBlock.forward in channels-last memory: x [B, C, T] with strides (., 1, C)."""
+        dw = block.dwconv
+        full, tail = self._buffer(dw, batch, x)
+        tail.copy_(x)
+        self._keep(dw, batch, full)
+        y = F.conv2d(full.unsqueeze(2), self.upsample_weights[dw.conv], dw.conv.bias, groups=dw.conv.groups)
+        h = self._channels_last(y).transpose(1, 2)  # [B, T, C], contiguous
+        h = block.pwconv2(F.gelu(block.pwconv1(block.norm(h))))
+        return x + (block.gamma * h).transpose(1, 2)
 
     def run(self, x: torch.Tensor, batch: _Batch, mark: Callable[[str], None]) -> torch.Tensor:
         """Vocoder: x [B, latent, T] (any layout) -> waveform [B, T*1920] in [-1, 1]; marks as codec_step."""
