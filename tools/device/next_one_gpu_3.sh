@@ -13,6 +13,11 @@
 # transformer_kernels and attention_kernel, which are not bitwise either.)
 source tools/device/setup.sh
 stamp start
+# Session 34's codec RoPE table (codec.WindowTransformer: cos/sin stored in bf16 by their own kernels, no cast after):
+# the same bits as cos in fp32 then a cast on the GPU too (prediction: True True; tested on the CPU).
+python3 -c 'import torch; a = torch.arange(0, 2e5, 0.375, device="cuda")[:532480].view(-1, 64) * 1.0001
+out = lambda f: f(a, out=torch.empty_like(a, dtype=torch.bfloat16))
+print("rope table bitwise:", torch.equal(out(torch.cos), a.cos().bfloat16()), torch.equal(out(torch.sin), a.sin().bfloat16()))'
 python3 tools/bench_codec.py --fast-sine --window-kernel --history-kernel --upsample-channels-last \
     --modes fused-cl,fused-cl+graph --batches 16 --chunks 2 --cudnn-benchmark --min-seconds 0.2 \
     --out $OUT/checks.json 2>&1 | grep -E '"check": "(upsample|graph_vs|channels_last_graph)|"error"' | cut -c1-400

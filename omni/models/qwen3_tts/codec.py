@@ -602,7 +602,8 @@ class WindowTransformer(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.output_proj = nn.Linear(cfg.hidden_size, cfg.latent_dim)
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        # RoPE's frequency of every column, both halves (NeoX layout): a step's angles are then one product
+        self.register_buffer("rope_freq", torch.cat([inv_freq, inv_freq]), persistent=False)
         # Attention by kernels/codec_attention.py (CUDA, or the Triton interpreter) instead of SDPA over a mask: the
         # codec's `attention_kernel` setting. Not bitwise: the sums run in another order.
         self.attention_kernel = False
@@ -616,9 +617,12 @@ class WindowTransformer(nn.Module):
         """
         b, t, _ = x.shape
         qpos = positions[:, None] + torch.arange(t, device=x.device)[None, :]  # [B, T]
-        freqs = qpos[:, :, None].float() * self.inv_freq[None, None, :]
-        emb = torch.cat([freqs, freqs], dim=-1)[:, None]  # [B, 1, T, D]
-        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        # [B, 1, T, D] in fp32 whatever the module's dtype (rope_freq, a buffer, follows it: an integer times a bf16
+        # tensor would be bf16)
+        angles = qpos[:, None, :, None].float() * self.rope_freq
+        # cos and sin in fp32, each stored in x's dtype by the same kernel: the same bits as a cast after it
+        cos = torch.cos(angles, out=torch.empty_like(angles, dtype=x.dtype))
+        sin = torch.sin(angles, out=torch.empty_like(angles, dtype=x.dtype))
         kpos = torch.cat([key_positions, qpos], dim=1)  # [B, W+T]
         if self.attention_kernel:
             from omni.kernels.codec_attention import window_attention
