@@ -53,10 +53,9 @@ def _stream(model: CodecDecoder, utterances: torch.Tensor, plan: list[list[int]]
 UTTERANCES = torch.randint(0, 2048, (3, 4, 16), generator=torch.Generator().manual_seed(1))  # 4 frames > window 3
 
 
-@pytest.fixture(scope="module")
-def whole(fused):
-    """Whole-utterance channels-last decode of UTTERANCES, with the memory layout of every conv's input, weight and
-    output recorded (cuDNN runs its NHWC kernels without conversions only if all three are channels-last)."""
+def decode_recording_conv_layouts(model: CodecDecoder) -> tuple[torch.Tensor, list[list[bool]]]:
+    """Whole-utterance decode of UTTERANCES, with whether each conv's input, weight and output were channels-last
+    (cuDNN runs its NHWC kernels without conversions only if all three are)."""
     layouts = []
 
     def spy(real):
@@ -70,8 +69,14 @@ def whole(fused):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(F, "conv2d", spy(F.conv2d))
         patch.setattr(F, "conv_transpose2d", spy(F.conv_transpose2d))
-        wav = fused.decode(UTTERANCES)
+        wav = model.decode(UTTERANCES)
     return wav, layouts
+
+
+@pytest.fixture(scope="module")
+def whole(fused):
+    """Whole-utterance channels-last decode of UTTERANCES and its convs' layouts."""
+    return decode_recording_conv_layouts(fused)
 
 
 def test_every_conv_keeps_channels_last_memory(whole):
@@ -215,20 +220,7 @@ def test_upsample_channels_last_runs_every_conv_channels_last_and_decodes_as_the
     decoder's whole and chunked, primed and one frame a step, with scratch rows in codec_step."""
     model = _decoder(channels_last=True)
     model.upsample_channels_last = True
-    layouts = []
-
-    def spy(real):
-        def conv(x, weight, *args, **kwargs):
-            y = real(x, weight, *args, **kwargs)
-            layouts.append([t.is_contiguous(memory_format=torch.channels_last) for t in (x, weight, y)])
-            return y
-
-        return conv
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(F, "conv2d", spy(F.conv2d))
-        patch.setattr(F, "conv_transpose2d", spy(F.conv_transpose2d))
-        wav = model.decode(UTTERANCES)
+    wav, layouts = decode_recording_conv_layouts(model)
     assert len(layouts) == CONVS + 4 and all(all(flags) for flags in layouts), layouts
     torch.testing.assert_close(wav, default.decode(UTTERANCES), rtol=0, atol=ATOL)
     for run in (stream, one_frame_steps):
