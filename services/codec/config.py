@@ -144,8 +144,9 @@ class CodecConfig(ServiceConfig):
     upsample_channels_last: bool = option(
         False,
         "on CUDA, with fused_kernels channels_last: the two upsamplers (transposed conv, ConvNeXt block) in [B, T, C] "
-        "memory as the vocoder: no cuDNN layout conversions around their 4 convs and no copies before their "
-        "LayerNorm and Linears (sums of the depthwise conv may run in another order; not yet measured on a GPU)",
+        "memory as the vocoder: no cuDNN layout conversions around their 4 convs, and the ConvNeXt block's "
+        "LayerNorm reads a contiguous [B, T, C] tensor, not a transposed view (the depthwise conv may sum in another "
+        "order; not yet measured on a GPU)",
     )
 
     def validate(self) -> "CodecConfig":
