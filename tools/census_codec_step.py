@@ -1,7 +1,8 @@
 """What one codec step launches, counted on the CPU: the PyTorch ops that each run a kernel, and the Triton kernel
 launches (run by the Triton interpreter), by name. For predicting how many kernels a change removes before a GPU is
-lent; `bench_codec_ticks.py --kernels` counts the CUDA kernels on one (run 127: 272 a 1x1 replay with the
-defaults, where this counts 246; run 123 304 against 278: cuDNN's extra kernels and memsets are not PyTorch ops).
+lent; `bench_codec_ticks.py --kernels` counts the CUDA kernels on one (run 131: 251 a 1x1 replay with the
+defaults, where this counted 225, 222 since the RoPE table's 3 ops fewer; run 127 272 against 246: cuDNN's extra
+kernels and memsets are not PyTorch ops).
 
     TRITON_INTERPRET=1 python tools/census_codec_step.py [--tiny] [--on window_pair_kernel] [--off add_norm_kernel]
 
