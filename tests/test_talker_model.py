@@ -124,6 +124,23 @@ def test_rope_equals_reference_interleaved_mrope(reference_written):
         close(apply_rope(x, cos, sin).transpose(1, 2), ref[f"0/{name}"], f"rope {name}")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("head_dim, theta", [(128, 1e6), (16, 1e4)])
+def test_rope_tables_are_the_textbook_ones_to_the_bit(dtype, head_dim, theta):
+    """rope_cos_sin in fewer ops (exponents made in fp32, the frequencies concatenated, positions converted in the
+    product, cos and sin stored in `dtype` by their own kernels) against the textbook sequence, bit for bit, at
+    positions to ~300,000; positions that would give angles in another dtype than fp32 are refused."""
+    positions = torch.arange(0, 300_000, 37)[:8100].view(-1, 10)
+    exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
+    freqs = positions.float()[..., None] * (1.0 / (theta**exponents))
+    emb = torch.cat((freqs, freqs), dim=-1)[:, :, None, :]
+    cos, sin = rope_cos_sin(positions, head_dim, theta, dtype)
+    assert cos.dtype == sin.dtype == dtype and cos.shape == (810, 10, 1, head_dim)
+    assert torch.equal(cos, emb.cos().to(dtype)) and torch.equal(sin, emb.sin().to(dtype))
+    with pytest.raises(ValueError, match="angles in torch.float64"):
+        rope_cos_sin(positions.double(), head_dim, theta, dtype)
+
+
 @pytest.mark.parametrize("index", range(len(REF_WIDTHS)))
 def test_parity_on_reference_saved_checkpoint(reference_written, index):
     dirs, ref, _ = reference_written

@@ -122,13 +122,20 @@ class RMSNorm(nn.Module):
 
 
 def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
-    """NeoX RoPE tables for positions [B, T]: cos, sin [B, T, 1, head_dim], computed in fp32."""
-    inv_freq = 1.0 / (
-        theta ** (torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.int64).float() / head_dim)
-    )
-    freqs = positions.float()[..., None] * inv_freq
-    emb = torch.cat((freqs, freqs), dim=-1)[:, :, None, :]
-    return emb.cos().to(dtype), emb.sin().to(dtype)
+    """NeoX RoPE tables for positions [B, T]: cos, sin [B, T, 1, head_dim], computed in fp32.
+
+    Every forward builds them (16 a decode step: the backbone and the code predictor's passes), so in as few ops as
+    give the textbook's bits: the exponents made in fp32 (exact small integers), the frequencies of both halves
+    concatenated before the product, not the angles after it, the integer positions converted inside the product,
+    and cos and sin stored in `dtype` by their own kernels (computed in fp32, rounded on store as a cast rounds).
+    """
+    exponents = torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim
+    inv_freq = 1.0 / (theta**exponents)
+    angles = positions[:, :, None, None] * torch.cat((inv_freq, inv_freq))  # [B, T, 1, D], fp32
+    if angles.dtype != torch.float32:
+        raise ValueError(f"rope_cos_sin: positions of dtype {positions.dtype} give angles in {angles.dtype}")
+    cos = torch.cos(angles, out=torch.empty_like(angles, dtype=dtype))
+    return cos, torch.sin(angles, out=torch.empty_like(angles, dtype=dtype))
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
