@@ -693,8 +693,8 @@ class CodecDecoder(nn.Module):
         # of history_kernel's two: the codec's `history_swap_kernel`. The same bits either way.
         self.history_swap_kernel = False
         # With the channels-last vocoder, the upsamplers in [B, T, C] memory as well: no layout conversions around
-        # their convs, and their LayerNorm and pointwise Linears read the activations as they lie. The codec's
-        # `upsample_channels_last` (codec_graphs.ChannelsLastVocoder.upsample).
+        # their convs, and the ConvNeXt blocks' LayerNorm reads a contiguous tensor, not a transposed view. The
+        # codec's `upsample_channels_last` (codec_graphs.ChannelsLastVocoder.upsample).
         self.upsample_channels_last = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of

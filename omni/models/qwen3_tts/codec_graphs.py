@@ -216,13 +216,11 @@ class ChannelsLastVocoder:
             if isinstance(module, nn.Conv1d | nn.ConvTranspose1d):
                 if module.groups != 1 or any(module.padding):
                     raise ValueError(f"channels-last vocoder: conv {module} has groups or padding (not in this model)")
-                weight = module.weight.detach().unsqueeze(2)  # [out, in, 1, k] (transposed: [in, out, 1, k])
-                self.weights[module] = weight.contiguous(memory_format=torch.channels_last)
+                self.weights[module] = _channels_last_weight(module)
         # The upsamplers' convs (transposed, depthwise) the same way, for the decoder's `upsample_channels_last`.
         for transposed, convnext in decoder.upsample:
             for module in (transposed.conv, convnext.dwconv.conv):
-                weight = module.weight.detach().unsqueeze(2)
-                self.upsample_weights[module] = weight.contiguous(memory_format=torch.channels_last)
+                self.upsample_weights[module] = _channels_last_weight(module)
         # x + conv2(h) + b2 where x still lacks its transposed conv's bias bT: one bias bT + b2 (fp32) instead.
         self.first_unit_bias: dict[ResidualUnit, torch.Tensor] = {}
         for block in decoder.decoder[1:-2]:
@@ -268,9 +266,7 @@ class ChannelsLastVocoder:
     def _convnext(self, block: ConvNeXtBlock, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """ConvNeXtBlock.forward in channels-last memory: x [B, C, T] with strides (., 1, C)."""
         dw = block.dwconv
-        full, tail = self._buffer(dw, batch, x)
-        tail.copy_(x)
-        self._keep(dw, batch, full)
+        full = self._copy_into(dw, batch, x)
         y = F.conv2d(full.unsqueeze(2), self.upsample_weights[dw.conv], dw.conv.bias, groups=dw.conv.groups)
         h = self._channels_last(y).transpose(1, 2)  # [B, T, C], contiguous
         h = block.pwconv2(F.gelu(block.pwconv1(block.norm(h))))
@@ -280,9 +276,7 @@ class ChannelsLastVocoder:
         """Vocoder: x [B, latent, T] (any layout) -> waveform [B, T*1920] in [-1, 1]; marks as codec_step."""
         blocks = self.decoder.decoder
         in_conv = blocks[0]
-        full, tail = self._buffer(in_conv, batch, x)
-        tail.copy_(x)  # the step's one layout conversion, [B, latent, T] -> [B, T, latent] memory
-        self._keep(in_conv, batch, full)
+        full = self._copy_into(in_conv, batch, x)  # without upsample_channels_last the step's one layout conversion
         x, bias = self._conv(in_conv, full), in_conv.conv.bias  # bias pending: added by the next SnakeBeta
         mark("vocoder.in_conv")
         snaked = None  # the next conv's input buffer when the last residual add already wrote its SnakeBeta there
@@ -365,10 +359,24 @@ class ChannelsLastVocoder:
 
         return batch.buffer(conv.state_index, x, channels_last_empty)
 
+    def _copy_into(self, conv: nn.Module, batch: _Batch, x: torch.Tensor) -> torch.Tensor:
+        """`conv`'s filled [history ‖ new] buffer with x [B, C, T] (any layout) copied in as its new part, and its new
+        history kept."""
+        full, tail = self._buffer(conv, batch, x)
+        tail.copy_(x)
+        self._keep(conv, batch, full)
+        return full
+
     @staticmethod
     def _keep(conv: nn.Module, batch: _Batch, full: torch.Tensor) -> None:
         """`conv`'s new history out of its filled buffer (_Batch.keep)."""
         batch.keep(conv.state_index, full, conv.per_frame)
+
+
+def _channels_last_weight(conv: nn.Conv1d | nn.ConvTranspose1d) -> torch.Tensor:
+    """A Conv1d's weight as a conv2d's over [B, C, 1, T] in channels-last memory: [out, in, 1, k] (transposed:
+    [in, out, 1, k]); a copy, made once."""
+    return conv.weight.detach().unsqueeze(2).contiguous(memory_format=torch.channels_last)
 
 
 def fuse_channels_last(decoder: CodecDecoder, fast_sine: bool = False) -> int:
