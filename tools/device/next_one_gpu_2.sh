@@ -1,10 +1,11 @@
 # One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults in the stack at 128, 512, 800 and 1,024 streams
 # opened at once, with each level's GPU utilization and the codec's planned share, for the spread between machines.
-# Why: run 129 (session 34's defaults: history_swap_kernel on) 818.0 / 1,425.1 / 1,401.8 / 1,523.2 audio-s/s at 128 /
-# 512 / 800 / 1,024, no gapped request, GPU 83% / 89% / 91% / 90%; run 121 (session 32's) 852.7 / 1,452.3 / 1,474.3
-# at 128 / 512 / 800; run 126 (session 33's, a slower host) 774.0 / 1,335.3 / 1,428.9. Each stack is one machine.
-# Prediction: 128 TTFA p99 180-240 ms; 512 1,320-1,500 audio-s/s with no gap; 800 1,330-1,500 and 1,024 1,350-1,550
-# with at most 0.5% gapped, 0% with a 100 ms buffer; utilization 84-92% at 512 and above.
+# Why: run 135 (session 35's defaults: upsample_channels_last on) 1,450.9 / 1,539.4 audio-s/s at 512 / 1,024, no
+# gapped request, GPU 90%; 128 and 800 not run with them. Run 129 (session 34's) 818.0 / 1,425.1 / 1,401.8 / 1,523.2
+# at 128 / 512 / 800 / 1,024, GPU 83% / 89% / 91% / 90%; run 126 (session 33's, a slower host) 774.0 / 1,335.3 /
+# 1,428.9 at 128 / 512 / 800. Each stack is one machine.
+# Prediction: 128 TTFA p99 180-240 ms; 512 1,340-1,520 audio-s/s with no gap; 800 1,350-1,520 and 1,024 1,400-1,600
+# with at most 0.5% gapped, 0% with a 100 ms buffer; utilization 85-92% at 512 and above.
 source tools/device/setup.sh
 stamp start
 $S --concurrency 128 512 800 1024 --level-timeout 150 --out /tmp/T; save T
