@@ -141,8 +141,8 @@ def slot_rows(state, slots: list[int]) -> list[torch.Tensor]:
 
 
 def kernel_census(step, top: int = 12) -> dict:
-    """The CUDA kernels of one call of `step` (after a warm-up): how many, their summed device time, and the most
-    launched by name (count, summed us)."""
+    """The CUDA kernels of one call of `step` (after a warm-up): how many, their summed device time, the most
+    launched by name (count, summed us), and every kernel by name (for the JSON: which kernels a change removed)."""
     from torch.profiler import ProfilerActivity, profile
 
     step()
@@ -160,6 +160,7 @@ def kernel_census(step, top: int = 12) -> dict:
         "kernels": sum(e.count for e in kernels),
         "device_us": round(sum(us(e) for e in kernels), 1),
         "most_launched": [(e.key[:80], e.count, round(us(e), 1)) for e in kernels[:top]],
+        "by_name": {e.key: [e.count, round(us(e), 1)] for e in kernels},
     }
 
 
