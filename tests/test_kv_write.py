@@ -13,7 +13,7 @@ import torch
 from omni.kernels.kv_write import norm_rope_write_kv, write_kv
 from omni.kernels.transformer_fused import rms_norm_rope
 
-from omni.models.qwen3_tts.talker import rope_cos_sin
+from omni.models.qwen3_tts.talker import rope_cos_sin, rope_frequencies
 from tests.kernel_runners import assert_same_steps_bit_for_bit, compile_for_sm90, prefilled_runner_pair
 
 
@@ -75,7 +75,7 @@ def test_norm_rope_write_equals_the_three_kernels_bit_for_bit(dtype, heads, kv_h
     qw, kw = ((1 + torch.randn(dim, generator=gen) * 0.1).to(dtype) for _ in range(2))
     slots = torch.tensor([4, 0, 2])
     positions = torch.stack([torch.randperm(length, generator=gen)[:t] for _ in range(b)])
-    cos, sin = rope_cos_sin(positions, dim, 1_000_000.0, dtype)
+    cos, sin = rope_cos_sin(positions, rope_frequencies(dim, 1_000_000.0, "cpu"), dtype)
     caches = [torch.randn(slots_n, length, kv_heads, dim, generator=gen).to(dtype) for _ in range(2)]
     want_caches = [c.clone() for c in caches]
     nq, nk = heads * dim, kv_heads * dim

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
+from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.loader import load_qwen3_tts
-from omni.models.qwen3_tts.talker import Qwen3TTSTalker, apply_rope, rope_cos_sin
+from omni.models.qwen3_tts.talker import Qwen3TTSTalker, apply_rope, rope_cos_sin, rope_frequencies
 from omni.models.qwen3_tts.tiny import GENERATION_CONFIG, tiny_config, write_tokenizer_files
 from tests.reference import run_reference
 
@@ -118,7 +119,7 @@ def reference_written(tmp_path_factory):
 def test_rope_equals_reference_interleaved_mrope(reference_written):
     _, ref, rope_in = reference_written
     positions = torch.tensor([0, 3, 4, 5, 1000])
-    cos, sin = rope_cos_sin(positions.expand(2, -1), 16, 1e6, torch.float32)  # [B, T, 1, D]
+    cos, sin = rope_cos_sin(positions.expand(2, -1), rope_frequencies(16, 1e6, "cpu"), torch.float32)  # [B, T, 1, D]
     for name in ("q", "k"):
         x = torch.tensor(rope_in[name], dtype=torch.float32).transpose(1, 2)  # reference layout [B, H, T, D]
         close(apply_rope(x, cos, sin).transpose(1, 2), ref[f"0/{name}"], f"rope {name}")
@@ -134,11 +135,34 @@ def test_rope_tables_are_the_textbook_ones_to_the_bit(dtype, head_dim, theta):
     exponents = torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim
     freqs = positions.float()[..., None] * (1.0 / (theta**exponents))
     emb = torch.cat((freqs, freqs), dim=-1)[:, :, None, :]
-    cos, sin = rope_cos_sin(positions, head_dim, theta, dtype)
+    cos, sin = rope_cos_sin(positions, rope_frequencies(head_dim, theta, "cpu"), dtype)
     assert cos.dtype == sin.dtype == dtype and cos.shape == (810, 10, 1, head_dim)
     assert torch.equal(cos, emb.cos().to(dtype)) and torch.equal(sin, emb.sin().to(dtype))
     with pytest.raises(ValueError, match="angles in torch.float64"):
-        rope_cos_sin(positions.double(), head_dim, theta, dtype)
+        rope_cos_sin(positions.double(), rope_frequencies(head_dim, theta, "cpu"), dtype)
+
+
+def test_a_stack_keeps_its_rope_frequencies_and_forwards_as_without():
+    """Decoder.rope_frequencies: made once per device and kept (5 launches fewer a forward), the same tensor on every
+    later call; a forward with them kept equals one that makes them anew, to the bit; with keep_rope_frequencies off
+    (the benchmark's A/B) nothing is kept."""
+    torch.manual_seed(0)
+    stack = Qwen3TTSTalker(Qwen3TTSConfig.parse(tiny_config("custom_voice")).talker).eval().model
+    kept = stack.rope_frequencies(torch.device("cpu"))
+    assert stack.rope_frequencies(torch.device("cpu")) is kept
+    assert torch.equal(kept, rope_frequencies(stack.cfg.head_dim, stack.cfg.rope_theta, "cpu"))
+    x = torch.randn(2, 3, stack.cfg.hidden_size)
+    positions = torch.tensor([[0, 1, 2], [5, 6, 7]])
+    slots = torch.tensor([1, 0])
+    outs = []
+    for keep in (True, False):
+        stack.keep_rope_frequencies = keep
+        stack._rope_frequencies.clear()
+        cache = stack.new_cache(2, 16, torch.float32, "cpu")
+        with torch.no_grad():
+            outs.append(stack(x, positions, cache, slots))
+        assert bool(stack._rope_frequencies) == keep
+    assert torch.equal(outs[0], outs[1])
 
 
 @pytest.mark.parametrize("index", range(len(REF_WIDTHS)))

@@ -26,7 +26,7 @@ from omni.kernels.transformer_fused import (
     silu_mul_reference,
 )
 
-from omni.models.qwen3_tts.talker import rope_cos_sin
+from omni.models.qwen3_tts.talker import rope_cos_sin, rope_frequencies
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
 from omni.talker.generate import SynthesisOptions, Synthesizer
 from omni.talker.model_runner import TalkerRunner
@@ -55,7 +55,7 @@ def test_rms_norm_rope_on_slices_of_a_fused_projection(dtype, heads, kv_heads, d
     qkv = torch.randn(b, tokens, (heads + 2 * kv_heads) * dim, generator=gen).to(dtype)  # q | k | v columns
     w = (1 + torch.randn(dim, generator=gen) * 0.1).to(dtype)
     positions = torch.randint(0, 500, (b, tokens), generator=gen)
-    cos, sin = rope_cos_sin(positions, dim, 1_000_000.0, dtype)
+    cos, sin = rope_cos_sin(positions, rope_frequencies(dim, 1_000_000.0, "cpu"), dtype)
     q, k = qkv[..., : heads * dim], qkv[..., heads * dim : (heads + kv_heads) * dim]
     for part, n in ((q, heads), (k, kv_heads)):
         want = rms_norm_rope_reference(part.reshape(b, tokens, n, dim), w, 1e-6, cos, sin)

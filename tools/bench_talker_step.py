@@ -310,7 +310,9 @@ def main() -> None:
         "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); "
         "+kv-write (after fused): K/V written to the caches by one Triton copy per layer (kernels/kv_write.py); "
         "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after "
-        "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv)"
+        "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv); "
+        "+rope-per-forward: RoPE's frequencies made anew by every forward, as before session 35 (kept per device "
+        "otherwise: Decoder.keep_rope_frequencies)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -326,7 +328,7 @@ def main() -> None:
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
     modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
-    extras = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write"}
+    extras = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward"}
     unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
                or ("+" in m and not m.startswith("fused+")) or not set(m.split("+")[1:]) <= extras]  # fmt: skip
     if unknown:
@@ -369,6 +371,9 @@ def main() -> None:
                          kv_write_kernel="kv-write" in tokens,
                          norm_rope_write_kernel="norm-rope-write" in tokens)  # fmt: skip
             label = mode.replace("+", "_").replace("-", "_")
+            for stack in (talker.model, talker.code_predictor.model):  # the same bits either way (tested on the CPU)
+                stack.keep_rope_frequencies = "rope-per-forward" not in tokens
+                stack._rope_frequencies.clear()
             if mode.startswith("fused"):
                 fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
                 out[f"check_{label}"] = check_correctness(talker, config, args.check_steps, device, **flags)

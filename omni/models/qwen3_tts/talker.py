@@ -121,17 +121,22 @@ class RMSNorm(nn.Module):
         return self.weight * xf.to(x.dtype)
 
 
-def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+def rope_frequencies(head_dim: int, theta: float, device: torch.device | str) -> torch.Tensor:
+    """NeoX RoPE's inverse frequencies of both halves [head_dim], fp32, made on `device`: the exponents in fp32 (exact
+    small integers), the halves concatenated here so the product with the positions is one op."""
+    exponents = torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim
+    inv_freq = 1.0 / (theta**exponents)
+    return torch.cat((inv_freq, inv_freq))
+
+
+def rope_cos_sin(positions: torch.Tensor, frequencies: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
     """NeoX RoPE tables for positions [B, T]: cos, sin [B, T, 1, head_dim], computed in fp32.
 
     Every forward builds them (16 a decode step: the backbone and the code predictor's passes), so in as few ops as
-    give the textbook's bits: the exponents made in fp32 (exact small integers), the frequencies of both halves
-    concatenated before the product, not the angles after it, the integer positions converted inside the product,
-    and cos and sin stored in `dtype` by their own kernels (computed in fp32, rounded on store as a cast rounds).
+    give the textbook's bits: the integer positions converted inside the product with `rope_frequencies`, and cos and
+    sin stored in `dtype` by their own kernels (computed in fp32, rounded on store as a cast rounds).
     """
-    exponents = torch.arange(0, head_dim, 2, device=positions.device, dtype=torch.float32) / head_dim
-    inv_freq = 1.0 / (theta**exponents)
-    angles = positions[:, :, None, None] * torch.cat((inv_freq, inv_freq))  # [B, T, 1, D], fp32
+    angles = positions[:, :, None, None] * frequencies  # [B, T, 1, D], fp32
     if angles.dtype != torch.float32:
         raise ValueError(f"rope_cos_sin: positions of dtype {positions.dtype} give angles in {angles.dtype}")
     cos = torch.cos(angles, out=torch.empty_like(angles, dtype=dtype))
@@ -246,11 +251,16 @@ def _check_shapes(
 class Decoder(nn.Module):
     """A Qwen3 stack over a slot cache: layers + final norm (the checkpoint's `model.` subtree, minus embeddings)."""
 
+    # Keep RoPE's frequencies per device (5 launches fewer a forward, 80 a decode step); off only to time the change
+    # (tools/bench_talker_step.py's +rope-per-forward).
+    keep_rope_frequencies = True
+
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self._rope_frequencies: dict[torch.device, torch.Tensor] = {}
 
     def new_cache(
         self,
@@ -280,13 +290,28 @@ class Decoder(nn.Module):
             x = layer(x, rope, visible, cache, i, slots, positions)
         return self.norm(x)
 
+    def rope_frequencies(self, device: torch.device) -> torch.Tensor:
+        """`rope_frequencies` for this stack on `device`, kept after the first call made outside a CUDA graph capture.
+
+        Made there by the same ops a forward would run, so the same bits (a buffer made on the CPU and moved could
+        differ in the last bit from CUDA's pow). Not kept from inside a capture: it would be filled only at a replay.
+        Never replaced once kept: a captured graph reads it where it lies.
+        """
+        frequencies = self._rope_frequencies.get(device)
+        if frequencies is None:
+            frequencies = rope_frequencies(self.cfg.head_dim, self.cfg.rope_theta, device)
+            capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+            if self.keep_rope_frequencies and not capturing:
+                self._rope_frequencies[device] = frequencies
+        return frequencies
+
     def attention_inputs(
         self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None
     ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
         """What every layer of a forward shares: RoPE's (cos, sin) and `visible` (see Attention.forward)."""
         kv_len = cache.max_len if kv_len is None else kv_len
         _check_shapes(x, positions, cache, slots, kv_len, self.cfg.hidden_size)
-        rope = rope_cos_sin(positions, self.cfg.head_dim, self.cfg.rope_theta, x.dtype)
+        rope = rope_cos_sin(positions, self.rope_frequencies(x.device), x.dtype)
         # Causal over the slot's own prefix: key index (== position) <= query position.
         if x.shape[1] <= cache.kernel_positions:
             visible = (positions + 1).reshape(-1)  # lengths: the kernel reads keys 0..position in place
