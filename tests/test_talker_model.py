@@ -143,7 +143,7 @@ def test_rope_tables_are_the_textbook_ones_to_the_bit(dtype, head_dim, theta):
 
 
 def test_a_stack_keeps_its_rope_frequencies_and_forwards_as_without():
-    """Decoder.rope_frequencies: made once per device and kept (5 launches fewer a forward), the same tensor on every
+    """Decoder.rope_frequencies: made once per device and kept (6 ops fewer a forward), the same tensor on every
     later call; a forward with them kept equals one that makes them anew, to the bit; with keep_rope_frequencies off
     (the benchmark's A/B) nothing is kept."""
     torch.manual_seed(0)

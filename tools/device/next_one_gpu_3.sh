@@ -1,8 +1,9 @@
 # One-GPU call (nvidia-h200, ~5 minutes), any time: the talker's RoPE frequencies kept per device (session 35,
-# `Decoder.keep_rope_frequencies`, on: 5 launches fewer a forward, 80 a decode step, the same bits on the CPU)
+# `Decoder.keep_rope_frequencies`, on: 6 ops fewer a forward, 96 a decode step by
+# tools/census_talker_step.py, the same bits on the CPU)
 # against made anew by every forward (`+rope-per-forward`, as before), both in one process, twice in opposite orders
 # (a mode's graphs are captured after the previous mode's: the order is the one thing the two processes change).
-# Why: run 131 counted ~1,389 kernels in a 512-row eager step, ~190 of them RoPE tables before session 34; session 34
+# Why: run 109 counted ~1,389 kernels in a 512-row eager step, ~190 of them RoPE tables before session 34; session 34
 # took 64 out (run 134 after it: 6.726 / 11.730 ms at 128 / 512 rows, another machine than run 131's 6.794 / 11.788).
 # Prediction: kept shorter by 0.5-2% at 1 and 128 rows, 0.2-1% at 512; every check bitwise (graph = eager padded;
 # the fused kernels against what they replace).

@@ -251,8 +251,8 @@ def _check_shapes(
 class Decoder(nn.Module):
     """A Qwen3 stack over a slot cache: layers + final norm (the checkpoint's `model.` subtree, minus embeddings)."""
 
-    # Keep RoPE's frequencies per device (5 launches fewer a forward, 80 a decode step); off only to time the change
-    # (tools/bench_talker_step.py's +rope-per-forward).
+    # Keep RoPE's frequencies per device (6 ops fewer a forward, 96 a decode step: tools/census_talker_step.py); off
+    # only to time the change (tools/bench_talker_step.py's +rope-per-forward).
     keep_rope_frequencies = True
 
     def __init__(self, cfg: TransformerConfig):

@@ -1,0 +1,36 @@
+"""tools/census_talker_step.py: what one talker decode step launches, counted on the CPU (the service's CUDA build,
+its Triton kernels under the interpreter)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
+    """With RoPE's frequencies kept per device (Decoder.rope_frequencies, the default) a decode step runs none of the
+    6 ops that make them (arange, div, pow, reciprocal, mul, cat); made by every forward, 6 more a forward, 16
+    forwards a step. The kernels the service's settings turn on are each counted per layer as built."""
+    runs = {}
+    procs = {}
+    for name, extra in (("kept", []), ("per_forward", ["--rope-per-forward"])):
+        out = tmp_path / f"{name}.json"
+        cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
+        procs[name] = (subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out)
+    for name, (proc, out) in procs.items():
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        runs[name] = json.loads(out.read_text())
+    kept, per_forward = runs["kept"], runs["per_forward"]
+    forwards = kept["forwards"]
+    assert forwards == 16
+    for op in ("arange", "pow", "reciprocal", "cat"):
+        assert op not in kept["ops"] and per_forward["ops"][op] == forwards, op
+    assert per_forward["total"] - kept["total"] == 6 * forwards
+    assert kept["launches"] == per_forward["launches"]  # the Triton kernels are the same either way
+    layers = kept["layers"]["backbone"] + (forwards - 1) * kept["layers"]["code_predictor"]
+    assert kept["launches"]["_norm_rope_write_kernel"] == layers  # one per attention: q/k norms, RoPE, K/V write
+    assert kept["launches"]["_decode_attention_kernel"] == layers
+    assert kept["launches"]["_draw_kernel"] == forwards  # one sampling draw per codebook
