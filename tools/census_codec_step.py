@@ -89,6 +89,17 @@ def census(step, counter: OpCounter) -> dict:
     }
 
 
+def report(title: str, result: dict, out: Path | None) -> None:
+    """Print `title: N launches (...)` and every op and launch by count; write `result` as JSON to `out` if given."""
+    print(f"{title}: {result['total']} launches ({result['torch_ops']} PyTorch ops, "
+          f"{result['triton_launches']} Triton kernels)")  # fmt: skip
+    for kind in ("launches", "ops"):
+        for name, count in result[kind].items():
+            print(f"  {count:4d}  {name}")
+    if out:
+        out.write_text(json.dumps(result, indent=1))
+
+
 def build(tiny: bool, on: list[str], off: list[str]) -> CodecDecoder:
     config = load_config(CodecConfig, "codec", {"dtype": "bfloat16"})
     decoder = CodecDecoder(CodecDecoderConfig(**TINY_DECODER) if tiny else CodecDecoderConfig())
@@ -121,13 +132,7 @@ def main() -> None:
         codec_step(decoder, state, codes, rows, frames)  # warm-up: the kernels' first calls
         result = census(lambda: codec_step(decoder, state, codes, rows, frames), OpCounter())
     result["kernel_switches"] = {name: getattr(decoder, name) for name in switches}
-    print(f"{args.rows}x{args.frames}: {result['total']} launches ({result['torch_ops']} PyTorch ops, "
-          f"{result['triton_launches']} Triton kernels)")  # fmt: skip
-    for kind in ("launches", "ops"):
-        for name, count in result[kind].items():
-            print(f"  {count:4d}  {name}")
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+    report(f"{args.rows}x{args.frames}", result, args.out)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ frequencies anew in every forward, as before session 35.
 """
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from census_codec_step import OpCounter, census  # noqa: E402
+from census_codec_step import OpCounter, census, report  # noqa: E402
 from omni.services.common.config import load_config  # noqa: E402
 from omni.services.talker.config import TalkerConfig  # noqa: E402
 
@@ -82,15 +81,9 @@ def main() -> None:
         runner.decode_step_padded(slots)  # warm-up: the kernels' first calls, the kept RoPE frequencies
         result = census(lambda: runner.decode_step_padded(slots), OpCounter())
     predictor = runner.talker.code_predictor.model
-    result["forwards"] = 1 + (runner.config.talker.num_code_groups - 1)  # the backbone, then a pass per group
+    result["forwards"] = runner.config.talker.num_code_groups  # the backbone's, then a predictor pass per later group
     result["layers"] = {"backbone": len(runner.talker.model.layers), "code_predictor": len(predictor.layers)}
-    print(f"{args.shape}, {args.rows} rows: {result['total']} launches ({result['torch_ops']} PyTorch ops, "
-          f"{result['triton_launches']} Triton kernels) in {result['forwards']} forwards")  # fmt: skip
-    for kind in ("launches", "ops"):
-        for name, count in result[kind].items():
-            print(f"  {count:4d}  {name}")
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+    report(f"{args.shape}, {args.rows} rows, {result['forwards']} forwards", result, args.out)
 
 
 if __name__ == "__main__":
