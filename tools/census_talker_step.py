@@ -10,7 +10,7 @@ The talker is built as the service builds it on a GPU (services/talker/service.p
 talker's settings say, read from the environment as the service reads them: OMNI_TALKER_*), at --shape with random
 weights in bf16, every row prefilled with a random prompt; one warm-up decode step, then one counted. A step is 16
 forwards at the released shapes (the backbone's and the code predictor's 15 passes); `--rope-per-forward` makes RoPE's
-frequencies anew in every forward, as before session 35.
+frequencies and the code predictor's tables anew in every forward, as before session 35.
 """
 
 import argparse
@@ -54,6 +54,7 @@ def build(shape: str, rows: int, rope_per_forward: bool) -> TalkerRunner:
         sampler_kernel=settings.sampler_kernel, short_pass_kernel=settings.short_pass_kernel,
         kv_write_kernel=settings.kv_write_kernel,
         norm_rope_write_kernel=settings.norm_rope_write_kernel and settings.fused_kernels,
+        predictor_rope_table=not rope_per_forward,
     )  # fmt: skip
     gen = torch.Generator().manual_seed(1)
     for slot in range(rows):

@@ -16,7 +16,7 @@ import torch
 
 from omni.device import to_device
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
-from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, CacheKernels, Qwen3TTSTalker
+from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, CacheKernels, Qwen3TTSTalker, rope_cos_sin
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import (
     SamplingParams,
@@ -42,6 +42,7 @@ class TalkerRunner:
         short_pass_kernel: bool = True,
         kv_write_kernel: bool = False,
         norm_rope_write_kernel: bool = False,
+        predictor_rope_table: bool = True,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -59,6 +60,9 @@ class TalkerRunner:
         `norm_rope_write_kernel`: with a talker fused by `fuse_talker_kernels`, each attention's q/k norms, RoPE and
         K/V cache write run as one kernel after its QKV GEMM (the same bits; kv_write.norm_rope_write_kv); an unfused
         talker ignores it.
+        `predictor_rope_table`: the code predictor's RoPE tables made once here for its positions, which are the same
+        every frame; its single-position passes take views of them (3 launches fewer a pass, the same bits). False
+        (the benchmark's A/B): made by every pass.
         """
         self.talker = talker
         self.config = config
@@ -103,6 +107,10 @@ class TalkerRunner:
         self.trailing_len = torch.zeros(rows, dtype=torch.int64, device=dev)
         self.finished = torch.ones(rows, dtype=torch.bool, device=dev)
         self._predictor_pos = torch.arange(self.groups, device=dev)
+        self._predictor_rope = None  # cos, sin [1, groups, 1, D]
+        if predictor_rope_table:
+            frequencies = talker.code_predictor.model.rope_frequencies(dev)
+            self._predictor_rope = rope_cos_sin(self._predictor_pos[None], frequencies, self.dtype)
         if self.scratch_slot is not None:
             # Greedy defaults keep the scratch rows' arithmetic finite (all-zero parameters would divide by 0).
             self.sampling.set(self.scratch_slot, SamplingParams(do_sample=False, subtalker_dosample=False))
@@ -286,7 +294,8 @@ class TalkerRunner:
             if g > 1:
                 x = predictor.codec_embedding[g - 2](codes[:, g - 1])[:, None]
                 positions = self._predictor_pos[g : g + 1].expand(b, 1)
-                h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups)[:, -1]
+                rope = self._predictor_rope_at(g, b)
+                h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups, rope=rope)[:, -1]
             codes[:, g] = sample_subtalker(predictor.logits(h, g), sub, frame, g, self.draw)
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
@@ -301,6 +310,13 @@ class TalkerRunner:
         self.next_pos[slots] += 1
         self._draw_talker(slots, hidden)
         return codes, self.finished[slots]
+
+    def _predictor_rope_at(self, position: int, b: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The code predictor's (cos, sin) at `position` for `b` rows, as views of its tables (None: not kept)."""
+        if self._predictor_rope is None:
+            return None
+        at = slice(position, position + 1)
+        return tuple(table[:, at].expand(b, -1, -1, -1) for table in self._predictor_rope)
 
     @torch.no_grad()
     def decode_step_padded(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

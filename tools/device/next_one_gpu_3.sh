@@ -1,14 +1,15 @@
-# One-GPU call (nvidia-h200, ~5 minutes), any time: the talker's RoPE frequencies kept per device (session 35,
-# `Decoder.keep_rope_frequencies`, on: 6 ops fewer a forward, 96 a decode step by
-# tools/census_talker_step.py, the same bits on the CPU)
-# against made anew by every forward (`+rope-per-forward`, as before), both in one process, twice in opposite orders
-# (a mode's graphs are captured after the previous mode's: the order is the one thing the two processes change).
-# Why: run 109 counted ~1,389 kernels in a 512-row eager step, ~190 of them RoPE tables before session 34; session 34
-# took 64 out (run 134 after it: 6.726 / 11.730 ms at 128 / 512 rows, another machine than run 131's 6.794 / 11.788).
-# Prediction: kept shorter by 0.5-2% at 1 and 128 rows, 0.2-1% at 512; every check bitwise (graph = eager padded;
-# the fused kernels against what they replace).
+# One-GPU call (nvidia-h200, ~5 minutes), any time: the talker's RoPE made once where it can be (session 35, both
+# on: each stack's frequencies kept per device, `Decoder.keep_rope_frequencies`, and the code predictor's tables made
+# once by the runner for its fixed positions, `TalkerRunner(predictor_rope_table=True)`: 138 launches fewer a 1.7B
+# decode step by tools/census_talker_step.py, 1,312 -> 1,174; the same bits on the CPU) against both made by every
+# forward (`+rope-per-forward`, as before), in one process, twice in opposite orders (a mode's graphs are captured
+# after the previous mode's: the order is the one thing the two processes change). The +rope-per-forward mode also
+# checks the predictor's table against per-pass tables to the bit on the GPU.
+# Why: run 134 (after session 34's RoPE tables): 6.726 / 11.730 ms at 128 / 512 rows.
+# Prediction: kept shorter by 1.5-5% at 1 row, 1-4% at 128, 0.5-2.5% at 512 (138 small kernels of ~1-3 us each in a
+# replay); every check bitwise (graph = eager padded; the fused kernels against what they replace; table vs per pass).
 # Rule, written before the run: kept stays on if, in both orders, no batch is more than 0.3% slower with it kept;
-# otherwise the frequencies go back to being made by every forward.
+# otherwise both go back to being made by every forward.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write

@@ -280,12 +280,15 @@ class Decoder(nn.Module):
         cache: KVCache,
         slots: torch.Tensor,
         kv_len: int | None = None,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """x [B, T, H] at positions [B, T] of slots [B] -> final-normed hidden [B, T, H].
 
         `kv_len` bounds the keys read (it must exceed every position in `positions`); default: the whole cache.
+        `rope`: the (cos, sin) of `positions` when the caller holds them (`rope_cos_sin`'s, or views of them); default:
+        made here.
         """
-        rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len)
+        rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len, rope)
         for i, layer in enumerate(self.layers):
             x = layer(x, rope, visible, cache, i, slots, positions)
         return self.norm(x)
@@ -306,12 +309,20 @@ class Decoder(nn.Module):
         return frequencies
 
     def attention_inputs(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: KVCache,
+        slots: torch.Tensor,
+        kv_len: int | None,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """What every layer of a forward shares: RoPE's (cos, sin) and `visible` (see Attention.forward)."""
+        """What every layer of a forward shares: RoPE's (cos, sin) (made here unless given) and `visible` (see
+        Attention.forward)."""
         kv_len = cache.max_len if kv_len is None else kv_len
         _check_shapes(x, positions, cache, slots, kv_len, self.cfg.hidden_size)
-        rope = rope_cos_sin(positions, self.rope_frequencies(x.device), x.dtype)
+        if rope is None:
+            rope = rope_cos_sin(positions, self.rope_frequencies(x.device), x.dtype)
         # Causal over the slot's own prefix: key index (== position) <= query position.
         if x.shape[1] <= cache.kernel_positions:
             visible = (positions + 1).reshape(-1)  # lengths: the kernel reads keys 0..position in place
@@ -387,10 +398,17 @@ class CodePredictor(nn.Module):
         return self.model.new_cache(slots, self.cfg.num_code_groups, dtype, device, kernels)
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: KVCache,
+        slots: torch.Tensor,
+        kv_len: int | None = None,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> torch.Tensor:
-        """x [B, T, talker_hidden] (unprojected) at positions [B, T] -> final-normed hidden [B, T, predictor_hidden]."""
-        return self.model(self.proj(x), positions, cache, slots, kv_len)
+        """x [B, T, talker_hidden] (unprojected) at positions [B, T] -> final-normed hidden [B, T, predictor_hidden]
+        (`rope` as for Decoder.forward)."""
+        return self.model(self.proj(x), positions, cache, slots, kv_len, rope)
 
     def logits(self, h: torch.Tensor, codebook: int) -> torch.Tensor:
         """Logits of codebook `codebook` (1..15) from the hidden state at position `codebook`."""

@@ -79,11 +79,12 @@ def _decoder_forward_add_norm(
     cache: KVCache,
     slots: torch.Tensor,
     kv_len: int | None = None,
+    rope: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> torch.Tensor:
     """Decoder.forward with each residual add in one kernel with the RMSNorm that reads its sum: the attention's
     with the layer's post-attention norm, the MLP's with the next layer's input norm (the last with the final
     norm). The same sums and roundings as the layer-by-layer forward; two kernels fewer per layer."""
-    rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len)
+    rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len, rope)
     layers = self.layers
     h = layers[0].input_layernorm(x)
     for i, layer in enumerate(layers):
