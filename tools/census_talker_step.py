@@ -5,8 +5,8 @@ kernels on one).
 
     TRITON_INTERPRET=1 python tools/census_talker_step.py [--shape 1.7b] [--rows 2] [--rope-per-forward]
 
-The talker is built as the service builds it on a GPU (services/talker/service.py: `fuse_talker_kernels` and a
-`TalkerRunner` with the decode-attention, sampler, short-pass, K/V-write and norm + RoPE + write kernels as the
+The talker is built as the service builds it on a GPU (services/talker/service.py's `apply_kernels`: the fused talker
+and a `TalkerRunner` with the decode-attention, sampler, short-pass, K/V-write and norm + RoPE + write kernels as the
 talker's settings say, read from the environment as the service reads them: OMNI_TALKER_*), at --shape with random
 weights in bf16, every row prefilled with a random prompt; one warm-up decode step, then one counted. A step is 16
 forwards at the released shapes (the backbone's and the code predictor's 15 passes); `--rope-per-forward` makes RoPE's
@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT / "tools"))
 from census_codec_step import OpCounter, census, report  # noqa: E402
 from omni.services.common.config import load_config  # noqa: E402
 from omni.services.talker.config import TalkerConfig  # noqa: E402
+from omni.services.talker.service import apply_kernels  # noqa: E402
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig  # noqa: E402
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker  # noqa: E402
-from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # noqa: E402
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config  # noqa: E402
 from omni.talker.model_runner import TalkerRunner  # noqa: E402
 from omni.talker.prompt import NO_ID, TalkerPrompt  # noqa: E402
@@ -45,17 +45,10 @@ def build(shape: str, rows: int, rope_per_forward: bool) -> TalkerRunner:
     config = Qwen3TTSConfig.parse(tiny_config("custom_voice", **SHAPES[shape]))
     torch.manual_seed(0)
     talker = Qwen3TTSTalker(config.talker).to(torch.bfloat16).eval()
-    for stack in (talker.model, talker.code_predictor.model):
-        stack.keep_rope_frequencies = not rope_per_forward
-    if settings.fused_kernels:
-        fuse_talker_kernels(talker, add_norm=settings.fused_add_norm)
-    runner = TalkerRunner(
-        talker, config, rows, 64, "cpu", scratch_slot=True, decode_kernel=settings.fused_kernels,
-        sampler_kernel=settings.sampler_kernel, short_pass_kernel=settings.short_pass_kernel,
-        kv_write_kernel=settings.kv_write_kernel,
-        norm_rope_write_kernel=settings.norm_rope_write_kernel and settings.fused_kernels,
-        predictor_rope_table=not rope_per_forward,
-    )  # fmt: skip
+    talker.keep_rope_frequencies(not rope_per_forward)
+    kernels = apply_kernels(talker, settings, on_cuda=True)  # as on a GPU; the interpreter runs the kernels here
+    table = not rope_per_forward
+    runner = TalkerRunner(talker, config, rows, 64, "cpu", scratch_slot=True, predictor_rope_table=table, **kernels)
     gen = torch.Generator().manual_seed(1)
     for slot in range(rows):
         prompt = TalkerPrompt(

@@ -30,6 +30,7 @@ from omni.services.talker.requests import (
     sampling_from_proto,
 )
 
+from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
 from omni.talker.attention_backend import use_attention_backend
 from omni.talker.cuda_graphs import PrefillGraphs, TalkerGraphs
@@ -357,6 +358,23 @@ def stream_chunking(config: TalkerConfig) -> tuple[ChunkPlan, FirstChunkSizing, 
     )
 
 
+def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -> dict[str, bool]:
+    """The configured Triton kernels: `talker` fused in place when `fused_kernels` (CUDA only), and the TalkerRunner
+    kernel flags the talker's settings ask for on this device (also tools/census_talker_step.py's build)."""
+    fused = config.fused_kernels and on_cuda
+    if fused:
+        from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: CUDA serving only
+
+        fuse_talker_kernels(talker, add_norm=config.fused_add_norm)
+    return {
+        "decode_kernel": fused,
+        "sampler_kernel": config.sampler_kernel and on_cuda,
+        "short_pass_kernel": config.short_pass_kernel,
+        "kv_write_kernel": config.kv_write_kernel and on_cuda,
+        "norm_rope_write_kernel": config.norm_rope_write_kernel and fused,
+    }
+
+
 def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = None) -> tuple[GrpcService, TalkerParts]:
     """Load the model and wire runner, engine, servicer and server (not started). Call from the event loop."""
     from omni.models.qwen3_tts.loader import load_qwen3_tts
@@ -378,16 +396,13 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         default_plan=default_plan,
     )
     on_cuda = torch.device(config.device).type == "cuda"
-    use_graphs, fused = config.cuda_graphs and on_cuda, config.fused_kernels and on_cuda
+    use_graphs = config.cuda_graphs and on_cuda
     if on_cuda:
         attention = config.prefill_attention
         if attention == "auto":
             attention = "default" if use_graphs and config.prefill_graphs else "math"
         use_attention_backend(attention)
-    if fused:
-        from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: CUDA serving only
-
-        fuse_talker_kernels(model.talker, add_norm=config.fused_add_norm)
+    kernels = apply_kernels(model.talker, config, on_cuda)
     runner = TalkerRunner(
         model.talker,
         model.config,
@@ -395,11 +410,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.max_context,
         config.device,
         scratch_slot=use_graphs,
-        decode_kernel=fused,
-        sampler_kernel=config.sampler_kernel and on_cuda,
-        short_pass_kernel=config.short_pass_kernel,
-        kv_write_kernel=config.kv_write_kernel and on_cuda,
-        norm_rope_write_kernel=config.norm_rope_write_kernel and fused,
+        **kernels,
     )
     graphs = None
     if use_graphs:

@@ -428,6 +428,14 @@ class Qwen3TTSTalker(nn.Module):
         self.codec_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         self.code_predictor = CodePredictor(cfg.code_predictor, cfg.hidden_size)
 
+    def keep_rope_frequencies(self, keep: bool) -> None:
+        """Whether both stacks keep RoPE's frequencies per device (the default) or make them every forward (to time
+        the change: bench_talker_step's +rope-per-forward); what they kept is dropped. Call before capturing graphs:
+        a graph reads a kept tensor where it lies."""
+        for stack in (self.model, self.code_predictor.model):
+            stack.keep_rope_frequencies = keep
+            stack._rope_frequencies.clear()
+
     def new_cache(
         self,
         slots: int,
