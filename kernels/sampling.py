@@ -155,7 +155,9 @@ def _draw_kernel(
     top_p_ptr,
     seed_ptr,
     counter_ptr,
+    counter_offset,
     out_ptr,
+    out_stride,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
 ):
@@ -176,9 +178,10 @@ def _draw_kernel(
         top_p = tl.load(top_p_ptr + row)
         if top_p < 1.0:
             x = tl.where(_top_p_removed(x, cols, in_row, top_p, LIBDEVICE), -float("inf"), x)
-        noise = _gumbel(_uniform_bits(tl.load(seed_ptr + row), tl.load(counter_ptr + row), cols), LIBDEVICE)
+        counter = tl.load(counter_ptr + row) + counter_offset
+        noise = _gumbel(_uniform_bits(tl.load(seed_ptr + row), counter, cols), LIBDEVICE)
         chosen = _first_argmax(x + noise, cols, BLOCK)
-    tl.store(out_ptr + row, chosen.to(tl.int64))
+    tl.store(out_ptr + row.to(tl.int64) * out_stride, chosen.to(tl.int64))
 
 
 def _check_row_params(b: int, **params: tuple[torch.Tensor, torch.dtype]) -> None:
@@ -195,10 +198,14 @@ def draw(
     top_p: torch.Tensor,
     seed: torch.Tensor,
     counter: torch.Tensor,
+    counter_offset: int = 0,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """`omni.talker.sampling.draw` in one kernel: logits [B, V] (V <= 4096, any float dtype, last dim contiguous)
-    -> ids int64 [B]. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and counter
-    int64. No host sync and no value checks on the device tensors, so it can be captured in a CUDA graph."""
+    -> ids int64 [B], written into `out` (any stride) when given: the code predictor's draws go straight into their
+    column of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
+    counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. No
+    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph."""
     if logits.dim() != 2 or not 1 <= logits.shape[1] <= MAX_VOCAB:
         raise ValueError(f"logits must be [B, V] with 1 <= V <= {MAX_VOCAB}, got {list(logits.shape)}")
     if logits.stride(1) != 1:
@@ -213,8 +220,11 @@ def draw(
         seed=(seed, torch.int64),
         counter=(counter, torch.int64),
     )
-    rows = [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed, counter)]
-    out = torch.empty(b, dtype=torch.int64, device=logits.device)
+    rows = [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed)]
+    if out is None:
+        out = torch.empty(b, dtype=torch.int64, device=logits.device)
+    elif tuple(out.shape) != (b,) or out.dtype != torch.int64:
+        raise ValueError(f"out must be a [{b}] int64 tensor, got {list(out.shape)} {out.dtype}")
     if b == 0:
         return out
     block = triton.next_power_of_2(vocab)
@@ -223,7 +233,10 @@ def draw(
         logits.stride(0),
         vocab,
         *rows,
+        counter.contiguous(),
+        counter_offset,
         out,
+        out.stride(0),
         BLOCK=block,
         LIBDEVICE=not INTERPRETED,
         num_warps=4 if block <= 1024 else 8,

@@ -101,6 +101,27 @@ def test_bf16_logits_are_upcast_exactly():
     assert torch.equal(got[checked], draw_with_noise(r, noise)[checked])
 
 
+@pytest.mark.parametrize("draw_fn", [kernel_draw, sampling.draw], ids=["kernel", "torch"])
+def test_counter_offset_and_out_are_a_later_counter_written_in_place(draw_fn):
+    """The code predictor's draws: counter + counter_offset is the noise's counter (the kernel adds it itself), and
+    `out`, a strided column of the frame's codes, receives the ids and is returned; the other columns are untouched."""
+    r = rows(2048, 24, seed=11)
+    offset = 7
+    want = draw_fn(**{**r, "counter": r["counter"] + offset})
+    assert not torch.equal(want, draw_fn(**r))  # the offset moves the sampled rows' noise
+    codes = torch.full((24, 16), -1, dtype=torch.int64)
+    got = draw_fn(**r, counter_offset=offset, out=codes[:, 3])
+    assert got.data_ptr() == codes[:, 3].data_ptr()
+    assert torch.equal(codes[:, 3], want)
+    assert (codes[:, :3] == -1).all() and (codes[:, 4:] == -1).all()
+
+
+def test_kernel_draw_refuses_an_out_of_the_wrong_shape():
+    r = rows(37, 4, seed=1)
+    with pytest.raises(ValueError, match="out must be a \\[4\\] int64"):
+        kernel_draw(**r, out=torch.empty(5, dtype=torch.int64))
+
+
 @pytest.mark.parametrize(
     "top_p,kept",
     [(0.795, {4, 5, 7}), (0.805, {2, 4, 5, 7}), (0.55, {4})],
@@ -206,8 +227,9 @@ from omni.kernels import sampling as ks
 rows = {"do_sample_ptr": "*i1", "temperature_ptr": "*fp32", "top_k_ptr": "*i64", "top_p_ptr": "*fp32",
         "seed_ptr": "*i64", "counter_ptr": "*i64"}
 kernels = [
-    (ks._draw_kernel, {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", **rows, "out_ptr": "*i64",
-                       "BLOCK": "constexpr", "LIBDEVICE": "constexpr"}, {"BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_kernel, {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", **rows, "counter_offset": "i32",
+                       "out_ptr": "*i64", "out_stride": "i32", "BLOCK": "constexpr", "LIBDEVICE": "constexpr"},
+     {"BLOCK": 64, "LIBDEVICE": True}),
     (ks._noise_kernel, {"seed_ptr": "*i64", "counter_ptr": "*i64", "bits_ptr": "*i32", "vocab": "i32",
                         "BLOCK": "constexpr"}, {"BLOCK": 64}),
     (ks._gumbel_kernel, {"bits_ptr": "*i32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",

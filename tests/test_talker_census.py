@@ -11,11 +11,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     """With RoPE's frequencies kept per device (Decoder.rope_frequencies, the default) a decode step runs none of the
-    6 ops that make them (arange, div, pow, reciprocal, mul, cat), and with the code predictor's tables made once by
-    the runner (predictor_rope_table) its 14 single-position passes run none of the 3 that make a table (mul, cos,
-    sin): cos and sin only for the backbone and the predictor's 2-position pass. Made by every forward, 6 more a
-    forward (16 a step) and 3 more a single-position pass. The kernels the service's settings turn on are each
-    counted per layer as built."""
+    6 ops that make them (arange, div, pow, reciprocal, mul, cat), and with the code predictor's attention inputs made
+    once by the runner (predictor_tables) its 15 passes run none of the 4 that make them (mul, cos, sin for RoPE, an
+    add for the lengths): cos and sin only for the backbone. Made by every forward, 6 more a forward (16 a step) and
+    4 more a predictor pass. Either way each codebook is embedded once (the talker's input sums the embeddings the
+    passes made) and the predictor's 15 draws write their column of the codes themselves, with their counters'
+    offsets added in the kernel. The kernels the service's settings turn on are each counted per layer as built."""
     runs = {}
     procs = {}
     for name, extra in (("kept", []), ("per_forward", ["--rope-per-forward"])):
@@ -31,9 +32,12 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert forwards == 16
     for op in ("arange", "pow", "reciprocal", "cat"):
         assert op not in kept["ops"] and per_forward["ops"][op] == forwards, op
-    single_position_passes = forwards - 2
-    assert kept["ops"]["cos"] == kept["ops"]["sin"] == 2 and per_forward["ops"]["cos"] == forwards
-    assert per_forward["total"] - kept["total"] == 6 * forwards + 3 * single_position_passes
+    passes = forwards - 1
+    assert kept["ops"]["cos"] == kept["ops"]["sin"] == 1 and per_forward["ops"]["cos"] == forwards
+    assert per_forward["total"] - kept["total"] == 6 * forwards + 4 * passes
+    for run in (kept, per_forward):
+        assert run["ops"]["embedding"] == forwards + 1  # 16 codebooks and the text, each once
+        assert run["ops"]["copy_"] == 2  # codebook 0 into the codes and the EOS block: no copy after a draw
     assert kept["launches"] == per_forward["launches"]  # the Triton kernels are the same either way
     layers = kept["layers"]["backbone"] + (forwards - 1) * kept["layers"]["code_predictor"]
     assert kept["launches"]["_norm_rope_write_kernel"] == layers  # one per attention: q/k norms, RoPE, K/V write

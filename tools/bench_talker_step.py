@@ -179,7 +179,7 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
 
 def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
     """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel,
-    norm_rope_write_kernel, predictor_rope_table)."""
+    norm_rope_write_kernel, predictor_tables)."""
     slots, max_len = 64, PROMPT_LEN + steps + 8
     runners = [TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **kernels) for _ in range(3)]
     for r in runners:
@@ -312,7 +312,7 @@ def main() -> None:
         "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after "
         "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv); "
         "+rope-per-forward: RoPE's frequencies and the code predictor's tables made anew by every forward, as before "
-        "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_rope_table)"
+        "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -370,7 +370,7 @@ def main() -> None:
             flags = dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
                          kv_write_kernel="kv-write" in tokens,
                          norm_rope_write_kernel="norm-rope-write" in tokens,
-                         predictor_rope_table="rope-per-forward" not in tokens)  # fmt: skip
+                         predictor_tables="rope-per-forward" not in tokens)  # fmt: skip
             label = mode.replace("+", "_").replace("-", "_")
             talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
             if mode.startswith("fused"):
@@ -388,7 +388,7 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "norm+rope+write kernel vs three kernels", out[key], flush=True)
             if "rope-per-forward" in tokens:
-                setups = [(talker, flags), (talker, {**flags, "predictor_rope_table": True})]
+                setups = [(talker, flags), (talker, {**flags, "predictor_tables": True})]
                 key = f"{label}_predictor_rope_per_pass_vs_table"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "predictor RoPE per pass vs table", out[key], flush=True)

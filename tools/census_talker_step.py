@@ -48,7 +48,7 @@ def build(shape: str, rows: int, rope_per_forward: bool) -> TalkerRunner:
     talker.keep_rope_frequencies(not rope_per_forward)
     kernels = apply_kernels(talker, settings, on_cuda=True)  # as on a GPU; the interpreter runs the kernels here
     table = not rope_per_forward
-    runner = TalkerRunner(talker, config, rows, 64, "cpu", scratch_slot=True, predictor_rope_table=table, **kernels)
+    runner = TalkerRunner(talker, config, rows, 64, "cpu", scratch_slot=True, predictor_tables=table, **kernels)
     gen = torch.Generator().manual_seed(1)
     for slot in range(rows):
         prompt = TalkerPrompt(

@@ -16,7 +16,7 @@ import torch
 
 from omni.device import to_device
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
-from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, CacheKernels, Qwen3TTSTalker, rope_cos_sin
+from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, AttentionInputs, CacheKernels, Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import (
     SamplingParams,
@@ -42,7 +42,7 @@ class TalkerRunner:
         short_pass_kernel: bool = True,
         kv_write_kernel: bool = False,
         norm_rope_write_kernel: bool = False,
-        predictor_rope_table: bool = True,
+        predictor_tables: bool = True,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -60,9 +60,9 @@ class TalkerRunner:
         `norm_rope_write_kernel`: with a talker fused by `fuse_talker_kernels`, each attention's q/k norms, RoPE and
         K/V cache write run as one kernel after its QKV GEMM (the same bits; kv_write.norm_rope_write_kv); an unfused
         talker ignores it.
-        `predictor_rope_table`: the code predictor's RoPE tables made once here for its positions, which are the same
-        every frame; its single-position passes take views of them (3 launches fewer a pass, the same bits). False
-        (the benchmark's A/B): made by every pass.
+        `predictor_tables`: the code predictor's attention inputs (RoPE's cos and sin, the lengths or mask) made once
+        here for each of its 15 passes at every row, since its positions are the same every frame; a pass reads the
+        first B rows (4 launches fewer a pass, the same bits). False (the benchmark's A/B): made by every pass.
         """
         self.talker = talker
         self.config = config
@@ -107,10 +107,14 @@ class TalkerRunner:
         self.trailing_len = torch.zeros(rows, dtype=torch.int64, device=dev)
         self.finished = torch.ones(rows, dtype=torch.bool, device=dev)
         self._predictor_pos = torch.arange(self.groups, device=dev)
-        self._predictor_rope = None  # cos, sin [1, groups, 1, D]
-        if predictor_rope_table:
-            frequencies = talker.code_predictor.model.rope_frequencies(dev)
-            self._predictor_rope = rope_cos_sin(self._predictor_pos[None], frequencies, self.dtype)
+        # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
+        self._predictor_inputs: list[AttentionInputs] | None = None
+        if predictor_tables:
+            made = talker.code_predictor.model.attention_inputs
+            self._predictor_inputs = [
+                made(self._predictor_positions(g, rows), self.predictor_cache, self.groups, self.dtype)
+                for g in range(1, self.groups)
+            ]
         if self.scratch_slot is not None:
             # Greedy defaults keep the scratch rows' arithmetic finite (all-zero parameters would divide by 0).
             self.sampling.set(self.scratch_slot, SamplingParams(do_sample=False, subtalker_dosample=False))
@@ -281,42 +285,52 @@ class TalkerRunner:
         """
         t, predictor = self.talker, self.talker.code_predictor
         b = slots.shape[0]
-        frame = self.drawn[slots] - 1  # index of the frame being completed
         codes = torch.empty(b, self.groups, dtype=torch.int64, device=self.device)
         codes[:, 0] = self.pending[slots]
 
-        # Code predictor: [past_hidden, E0(cb0)] then E_{g-1}(cb_{g-1}) for g = 2..15, positions from 0.
-        x = torch.stack([self.last_hidden[slots], t.embed_codec(codes[:, 0])], dim=1)
-        positions = self._predictor_pos[:2].expand(b, 2)
-        h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups)[:, -1]
-        sub = SubtalkerRows.gather(self.sampling, slots)
+        # Code predictor: [past_hidden, E0(cb0)] then E_{g-1}(cb_{g-1}) for g = 2..15, positions from 0. The
+        # embeddings it reads are the frame's codebook embeddings, so the talker's next input (`embed_frame`: their
+        # sum from codebook 0 up, the same adds in the same order) is summed as they are made.
+        frame_embedding = t.embed_codec(codes[:, 0])
+        x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
+        sub = SubtalkerRows.gather(self.sampling, slots, self.drawn[slots] - 1)  # the frame being completed
         for g in range(1, self.groups):
             if g > 1:
-                x = predictor.codec_embedding[g - 2](codes[:, g - 1])[:, None]
-                positions = self._predictor_pos[g : g + 1].expand(b, 1)
-                rope = self._predictor_rope_at(g, b)
-                h = predictor(x, positions, self.predictor_cache, slots, kv_len=self.groups, rope=rope)[:, -1]
-            codes[:, g] = sample_subtalker(predictor.logits(h, g), sub, frame, g, self.draw)
+                embedding = predictor.codec_embedding[g - 2](codes[:, g - 1])
+                frame_embedding = frame_embedding + embedding
+                x = embedding[:, None]
+            h = predictor(x, self._predictor_positions(g, b), self.predictor_cache, slots, self.groups,
+                          self._predictor_inputs_at(g, b))[:, -1]  # fmt: skip
+            sample_subtalker(predictor.logits(h, g), sub, g, self.draw, out=codes[:, g])
+        frame_embedding = frame_embedding + predictor.codec_embedding[-1](codes[:, -1])
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
+        frame = sub.frame
         text_ids = torch.where(
             frame < self.trailing_len[slots],
             self.trailing[slots, frame.clamp(max=self.max_len - 1)],
             torch.full_like(frame, self.tts_pad_id),
         )
-        x = (t.embed_frame(codes) + t.embed_text(text_ids))[:, None]
+        x = (frame_embedding + t.embed_text(text_ids))[:, None]
         positions = self.next_pos[slots][:, None]
         hidden = t(x, positions, self.cache, slots)[:, -1]
         self.next_pos[slots] += 1
         self._draw_talker(slots, hidden)
         return codes, self.finished[slots]
 
-    def _predictor_rope_at(self, position: int, b: int) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """The code predictor's (cos, sin) at `position` for `b` rows, as views of its tables (None: not kept)."""
-        if self._predictor_rope is None:
+    def _predictor_positions(self, g: int, b: int) -> torch.Tensor:
+        """Pass `g`'s positions for `b` rows: 0 and 1 for the first, g after (views of one arange)."""
+        return self._predictor_pos[:2].expand(b, 2) if g == 1 else self._predictor_pos[g : g + 1].expand(b, 1)
+
+    def _predictor_inputs_at(self, g: int, b: int) -> AttentionInputs | None:
+        """Pass `g`'s attention inputs for `b` rows: the first b rows of its tables (None: not kept, or a padded
+        batch of more rows than the runner has, which makes its own)."""
+        if self._predictor_inputs is None:
             return None
-        at = slice(position, position + 1)
-        return tuple(table[:, at].expand(b, -1, -1, -1) for table in self._predictor_rope)
+        (cos, sin), visible = self._predictor_inputs[g - 1]
+        if b > visible.shape[0]:
+            return None
+        return (cos[:b], sin[:b]), visible[:b]
 
     @torch.no_grad()
     def decode_step_padded(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

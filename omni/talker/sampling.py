@@ -230,12 +230,18 @@ def draw(
     top_p: torch.Tensor,
     seed: torch.Tensor,
     counter: torch.Tensor,
+    counter_offset: int = 0,
+    out: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Processed logits [B, V] -> ids [B]: warp + Gumbel-max where do_sample, else argmax of the input."""
+    """Processed logits [B, V] -> ids [B]: warp + Gumbel-max where do_sample, else argmax of the input. The noise's
+    counter is `counter + counter_offset`; `out` [B] int64 (any stride) receives the ids when given."""
+    if counter_offset:
+        counter = counter + counter_offset
     greedy = logits.argmax(dim=-1)
     gumbel = -torch.log(-torch.log(uniform(seed, counter, logits.shape[-1])))
     sampled = (warp(logits, temperature, top_k, top_p) + gumbel).argmax(dim=-1)
-    return torch.where(do_sample, sampled, greedy)
+    ids = torch.where(do_sample, sampled, greedy)
+    return ids if out is None else out.copy_(ids)
 
 
 def talker_scores(
@@ -285,30 +291,35 @@ def sample_talker(
 
 @dataclass
 class SubtalkerRows:
-    """The code predictor's sampling parameters of one step's rows, gathered once for its 15 draws."""
+    """The code predictor's sampling parameters of one step's rows and the frame they complete, gathered once for its
+    15 draws; `counter` is the frame's first draw counter (a draw's is counter + its codebook)."""
 
     do_sample: torch.Tensor
     temperature: torch.Tensor
     top_k: torch.Tensor
     top_p: torch.Tensor
     seed: torch.Tensor
+    frame: torch.Tensor
+    counter: torch.Tensor
 
     @classmethod
-    def gather(cls, params: SlotSampling, slots: torch.Tensor) -> "SubtalkerRows":
+    def gather(cls, params: SlotSampling, slots: torch.Tensor, frame: torch.Tensor) -> "SubtalkerRows":
         return cls(
             params.sub_do_sample[slots],
             params.sub_temperature[slots],
             params.sub_top_k[slots],
             params.sub_top_p[slots],
             params.seed[slots],
+            frame,
+            frame * DRAWS_PER_FRAME,
         )
 
 
 def sample_subtalker(
-    logits: torch.Tensor, rows: SubtalkerRows, frame: torch.Tensor, group: int, draw_fn: DrawFn = draw
+    logits: torch.Tensor, rows: SubtalkerRows, group: int, draw_fn: DrawFn = draw, out: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Codebook-`group` ids [B] (1..15) of frame `frame` [B] from the code predictor's logits."""
-    counter = frame * DRAWS_PER_FRAME + group
+    """Codebook-`group` ids [B] (1..15) of the rows' frame from the code predictor's logits (into `out` if given)."""
     if draw_fn is draw:
         logits = logits.float()  # the warpers' arithmetic is fp32 (the kernel upcasts each row itself, exactly)
-    return draw_fn(logits, rows.do_sample, rows.temperature, rows.top_k, rows.top_p, rows.seed, counter)
+    r = rows
+    return draw_fn(logits, r.do_sample, r.temperature, r.top_k, r.top_p, r.seed, r.counter, group, out)

@@ -143,6 +143,10 @@ def rope_cos_sin(positions: torch.Tensor, frequencies: torch.Tensor, dtype: torc
     return cos, torch.sin(angles, out=torch.empty_like(angles, dtype=dtype))
 
 
+# What every layer of a forward shares (Decoder.attention_inputs): RoPE's (cos, sin) and `visible`.
+AttentionInputs = tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -194,14 +198,15 @@ class Attention(nn.Module):
         slots: torch.Tensor,
         positions: torch.Tensor,
     ) -> torch.Tensor:
-        """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or each (slot, position)'s length [B * T],
-        slot-major (decode kernel)."""
+        """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or each (slot, position)'s length [B, T]
+        (decode kernel)."""
         b, t, _ = x.shape
         q = self.project_write(x, rope, cache, layer, slots, positions)
-        if visible.dim() == 1:  # one kernel row per (slot, position): keys 0..position of its slot, read in place
+        if visible.dim() == 2:  # one kernel row per (slot, position): keys 0..position of its slot, read in place
             row_slots = slots if t == 1 else slots.repeat_interleave(t)
             rows = q.reshape(b * t, self.heads, self.head_dim)
-            out = cache.decode_attention(rows, cache.k[layer], cache.v[layer], row_slots, visible).view(b, t, -1)
+            lengths = visible.reshape(-1)  # slot-major, as the rows
+            out = cache.decode_attention(rows, cache.k[layer], cache.v[layer], row_slots, lengths).view(b, t, -1)
         else:
             keys, values = cache.read(layer, slots, visible.shape[-1])
             out = F.scaled_dot_product_attention(
@@ -280,15 +285,15 @@ class Decoder(nn.Module):
         cache: KVCache,
         slots: torch.Tensor,
         kv_len: int | None = None,
-        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        inputs: AttentionInputs | None = None,
     ) -> torch.Tensor:
         """x [B, T, H] at positions [B, T] of slots [B] -> final-normed hidden [B, T, H].
 
         `kv_len` bounds the keys read (it must exceed every position in `positions`); default: the whole cache.
-        `rope`: the (cos, sin) of `positions` when the caller holds them (`rope_cos_sin`'s, or views of them); default:
-        made here.
+        `inputs`: `attention_inputs(positions, cache, kv_len, x.dtype)` when the caller holds them (or their first B
+        rows); default: made here.
         """
-        rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len, rope)
+        rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
         for i, layer in enumerate(self.layers):
             x = layer(x, rope, visible, cache, i, slots, positions)
         return self.norm(x)
@@ -309,27 +314,33 @@ class Decoder(nn.Module):
         return frequencies
 
     def attention_inputs(
+        self, positions: torch.Tensor, cache: KVCache, kv_len: int | None, dtype: torch.dtype
+    ) -> AttentionInputs:
+        """What every layer of a forward at `positions` [B, T] shares: RoPE's (cos, sin) and `visible` (see
+        Attention.forward), every tensor with B rows first. A pure function of the positions: a caller whose
+        positions repeat (the code predictor's, the same every frame) makes them once and passes their first B rows."""
+        kv_len = cache.max_len if kv_len is None else kv_len
+        rope = rope_cos_sin(positions, self.rope_frequencies(positions.device), dtype)
+        # Causal over the slot's own prefix: key index (== position) <= query position.
+        if positions.shape[1] <= cache.kernel_positions:
+            visible = positions + 1  # lengths: the kernel reads keys 0..position in place
+        else:
+            key_pos = torch.arange(kv_len, device=positions.device)
+            visible = (key_pos[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
+        return rope, visible
+
+    def shared_inputs(
         self,
         x: torch.Tensor,
         positions: torch.Tensor,
         cache: KVCache,
         slots: torch.Tensor,
         kv_len: int | None,
-        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
-    ) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """What every layer of a forward shares: RoPE's (cos, sin) (made here unless given) and `visible` (see
-        Attention.forward)."""
-        kv_len = cache.max_len if kv_len is None else kv_len
-        _check_shapes(x, positions, cache, slots, kv_len, self.cfg.hidden_size)
-        if rope is None:
-            rope = rope_cos_sin(positions, self.rope_frequencies(x.device), x.dtype)
-        # Causal over the slot's own prefix: key index (== position) <= query position.
-        if x.shape[1] <= cache.kernel_positions:
-            visible = (positions + 1).reshape(-1)  # lengths: the kernel reads keys 0..position in place
-        else:
-            key_pos = torch.arange(kv_len, device=x.device)
-            visible = (key_pos[None, None, :] <= positions[:, :, None])[:, None]  # [B, 1, T, kv_len]
-        return rope, visible
+        inputs: AttentionInputs | None,
+    ) -> AttentionInputs:
+        """A forward's checks, then its `attention_inputs` (made here unless given)."""
+        _check_shapes(x, positions, cache, slots, cache.max_len if kv_len is None else kv_len, self.cfg.hidden_size)
+        return self.attention_inputs(positions, cache, kv_len, x.dtype) if inputs is None else inputs
 
 
 class TalkerBackbone(Decoder):
@@ -404,11 +415,11 @@ class CodePredictor(nn.Module):
         cache: KVCache,
         slots: torch.Tensor,
         kv_len: int | None = None,
-        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        inputs: AttentionInputs | None = None,
     ) -> torch.Tensor:
         """x [B, T, talker_hidden] (unprojected) at positions [B, T] -> final-normed hidden [B, T, predictor_hidden]
-        (`rope` as for Decoder.forward)."""
-        return self.model(self.proj(x), positions, cache, slots, kv_len, rope)
+        (`inputs` as for Decoder.forward)."""
+        return self.model(self.proj(x), positions, cache, slots, kv_len, inputs)
 
     def logits(self, h: torch.Tensor, codebook: int) -> torch.Tensor:
         """Logits of codebook `codebook` (1..15) from the hidden state at position `codebook`."""

@@ -20,7 +20,7 @@ from torch import nn
 
 from omni.kernels.kv_write import norm_rope_write_kv
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
-from omni.models.qwen3_tts.talker import MLP, Attention, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
+from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
 
 def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
@@ -79,12 +79,12 @@ def _decoder_forward_add_norm(
     cache: KVCache,
     slots: torch.Tensor,
     kv_len: int | None = None,
-    rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+    inputs: AttentionInputs | None = None,
 ) -> torch.Tensor:
     """Decoder.forward with each residual add in one kernel with the RMSNorm that reads its sum: the attention's
     with the layer's post-attention norm, the MLP's with the next layer's input norm (the last with the final
     norm). The same sums and roundings as the layer-by-layer forward; two kernels fewer per layer."""
-    rope, visible = self.attention_inputs(x, positions, cache, slots, kv_len, rope)
+    rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
     layers = self.layers
     h = layers[0].input_layernorm(x)
     for i, layer in enumerate(layers):
