@@ -5,9 +5,9 @@
 # kernel and their ids written into the codes in place, and the frame's embeddings summed as its passes make them.
 # tools/census_talker_step.py: a 1.7B decode step 1,174 -> 1,097 launches (77 fewer); the same bits on the CPU
 # (tests, and tools/dump_talker_steps.py across the two trees under the interpreter).
-# Method: the two trees in separate processes, in the order base, new, new, base (the process is the one thing
-# they share); the same mode, batches, iterations as run 136. Then tools/dump_talker_steps.py in each tree (1.7B,
-# 64 slots greedy and sampling mixed, 8 steps, the service's build) compared to the bit.
+# Method: first tools/dump_talker_steps.py in each tree (1.7B, 64 slots greedy and sampling mixed, 8 eager padded
+# steps, the service's build) compared to the bit: the correctness gate. Then the two trees in separate processes, in
+# the order base, new, new, base (the process is the one thing they share), the mode, batches, iterations of run 136.
 # Why: run 136 timed 138 launches removed at 0.16-0.29 ms (1.2-2.1 us a launch).
 # Prediction: new shorter by 1.5-2.7% at 1 row, 1.5-2.8% at 128, 0.7-1.7% at 512; codes, caches and hidden state
 # equal to the bit across the trees; each tree's own checks bitwise.
@@ -24,8 +24,8 @@ bench() {  # tree, tag
         | grep -E "graph vs eager|batch [0-9]+:|Error|error" | sed "s/^/$2 /" | cut -c1-300)
     stamp "$2"
 }
-bench /tmp/base base1; bench $PWD new1; bench $PWD new2; bench /tmp/base base2
 (cd /tmp/base && PYTHONPATH=/tmp/base:/tmp/site python3 tools/dump_talker_steps.py --out /tmp/old.pt 2>&1 | tail -2)
 python3 tools/dump_talker_steps.py --out /tmp/new.pt 2>&1 | tail -2
 python3 tools/dump_talker_steps.py --compare /tmp/old.pt /tmp/new.pt | tee $OUT/dump_compare.json
 stamp dumps
+bench /tmp/base base1; bench $PWD new1; bench $PWD new2; bench /tmp/base base2
