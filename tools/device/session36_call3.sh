@@ -1,4 +1,4 @@
-# Session 36 call 3 (run 137 or next), one GPU (~6 minutes): what session 36 removed from the talker's decode step,
+# Session 36 call 3 (run 138), one GPU (~6 minutes): what session 36 removed from the talker's decode step,
 # timed and checked against the code before it (cbc0cf8, carried as build/ab_base.tgz from
 # `git archive --format=tar.gz -o build/ab_base.tgz cbc0cf8 omni kernels services tools`): the code predictor's
 # attention inputs made once for all 15 passes (RoPE and lengths), its draws' counter offsets added in the sampler
