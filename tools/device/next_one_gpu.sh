@@ -1,18 +1,19 @@
-# One-GPU call (nvidia-h200, ~6 minutes; run it in a call of its own: run 133 ran past its limit with it after a
-# census), any time: the codec step with today's default build (every codec kernel flag on by default,
-# upsample_channels_last since run 132) at 128 rows and 1, 2, 4, 8 and 15 frames, with kernel profiles of the eager
-# step and every check (the checks' lines are in $OUT/codec_today.json).
-# Why: to choose the next codec change from its profile after a change; run 130 (session 34's defaults): graph 128x2
-# 6.18 ms, 128x15 34.60; at 128x15 `_bias_residual_cl_kernel` 14.2% and `_snakebeta_cl_kernel` 10.4% of the eager
-# CUDA time; run 133 (session 35's): a 1x1 replay 244 kernels, 128x15 266 and 32.70 ms at capture.
-# Prediction (today's defaults): graph 128x2 5.8-6.6 ms, 128x15 32.5-34.5 ms; bias + residual 14-16% and SnakeBeta
-# 10-12% of the eager CUDA time at 128x15 (their bytes unchanged, the whole a little shorter); no
-# `nchwToNhwcKernel` in the 128x15 profile; every check passes.
-# No rule: a measurement.
+# One-GPU call (nvidia-h200, ~4 minutes), any time: upsample_channels_last (on since run 132) against the upsamplers
+# in the default layout on short codec steps of 128 rows (1, 2, 4 frames) and at 128x15, in one process, rounds
+# alternating (bench_codec --ab).
+# Why: run 137 (today's defaults) timed the graph step at 128x1 / 128x2 / 128x4 5.05 / 7.20 / 11.40 ms, 23% / 16% /
+# 10% longer than run 130's (session 34's defaults, upsamplers in the default layout, another machine), while 128x15
+# was as before (34.05 vs 34.60). Run 132's A/B timed 1x1 (-5.3%), 128x15 (-1.2%) and ticks of 40-128 mixed rows
+# (-0.9 to -2.3%), never 128x1-4; run 137's host was slower (eager steps 2-2.5x longer), so the gap may be the machine.
+# Prediction: with it, 128x1-4 within -3% .. +2% of without, 128x15 -0.5 .. -2%.
+# Rule, written before the run: if any of 128x1, 128x2, 128x4 is more than 3% slower with it (the median of six
+# rounds), the codec's short steps get their own look (a per-chunk choice, or the ticks again with more short rows);
+# otherwise the gap in run 137 is the machine's and nothing changes.
 source tools/device/setup.sh
 stamp start
-python3 tools/bench_codec.py --fast-sine --window-kernel --transformer-kernels --rvq-kernel --attention-kernel \
-    --residual-snake-kernel --history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel \
-    --upsample-channels-last --modes fused-cl,fused-cl+graph --batches 128 --chunks 1 2 4 8 15 --cudnn-benchmark \
-    --min-seconds 0.3 --profile --out $OUT/codec_today.json 2>&1 | grep -v '"stages"' | cut -c1-400 | tail -80
-stamp codec
+F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
+--history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel"
+python3 tools/bench_codec.py $F --modes fused-cl+graph --batches 128 --chunks 1 2 4 15 --cudnn-benchmark \
+    --min-seconds 0.3 --no-checks --ab upsample_channels_last --ab-rounds 6 --out $OUT/codec_ab.json 2>&1 \
+    | grep -E '"ab"|error|Error' | cut -c1-300
+stamp ab
