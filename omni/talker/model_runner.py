@@ -285,6 +285,7 @@ class TalkerRunner:
         """
         t, predictor = self.talker, self.talker.code_predictor
         b = slots.shape[0]
+        frame = self.drawn[slots] - 1  # index of the frame being completed
         codes = torch.empty(b, self.groups, dtype=torch.int64, device=self.device)
         codes[:, 0] = self.pending[slots]
 
@@ -293,7 +294,7 @@ class TalkerRunner:
         # sum from codebook 0 up, the same adds in the same order) is summed as they are made.
         frame_embedding = t.embed_codec(codes[:, 0])
         x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
-        sub = SubtalkerRows.gather(self.sampling, slots, self.drawn[slots] - 1)  # the frame being completed
+        sub = SubtalkerRows.gather(self.sampling, slots, frame)
         for g in range(1, self.groups):
             if g > 1:
                 embedding = predictor.codec_embedding[g - 2](codes[:, g - 1])
@@ -305,7 +306,6 @@ class TalkerRunner:
         frame_embedding = frame_embedding + predictor.codec_embedding[-1](codes[:, -1])
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
-        frame = sub.frame
         text_ids = torch.where(
             frame < self.trailing_len[slots],
             self.trailing[slots, frame.clamp(max=self.max_len - 1)],

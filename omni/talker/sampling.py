@@ -291,15 +291,14 @@ def sample_talker(
 
 @dataclass
 class SubtalkerRows:
-    """The code predictor's sampling parameters of one step's rows and the frame they complete, gathered once for its
-    15 draws; `counter` is the frame's first draw counter (a draw's is counter + its codebook)."""
+    """The code predictor's sampling parameters of one step's rows, gathered once for its 15 draws, and the first
+    draw counter of the frame they complete (a draw's is counter + its codebook)."""
 
     do_sample: torch.Tensor
     temperature: torch.Tensor
     top_k: torch.Tensor
     top_p: torch.Tensor
     seed: torch.Tensor
-    frame: torch.Tensor
     counter: torch.Tensor
 
     @classmethod
@@ -310,7 +309,6 @@ class SubtalkerRows:
             params.sub_top_k[slots],
             params.sub_top_p[slots],
             params.seed[slots],
-            frame,
             frame * DRAWS_PER_FRAME,
         )
 
