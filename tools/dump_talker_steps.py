@@ -32,7 +32,7 @@ def digest(t: torch.Tensor) -> str:
     return hashlib.sha256(t.detach().contiguous().cpu().view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
-def dump(model: str, slots: int, steps: int, device: str) -> dict:
+def dump(model: str, slots: int, steps: int, device: str, seed: int = 0) -> dict:
     from bench_talker_step import PROMPT_LEN, build_talker, prefill_all
     from omni.services.common.config import load_config
     from omni.services.talker.config import TalkerConfig
@@ -40,7 +40,7 @@ def dump(model: str, slots: int, steps: int, device: str) -> dict:
 
     from omni.talker.model_runner import TalkerRunner
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)  # the weights
     talker, config = build_talker(model, torch.bfloat16, device)
     # Under TRITON_INTERPRET=1 the service's CUDA build runs on the CPU (the interpreter runs its kernels).
     on_cuda = device.startswith("cuda") or os.environ.get("TRITON_INTERPRET") == "1"
@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--model", default="1.7B")
     ap.add_argument("--slots", type=int, default=64)
     ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0, help="of the random weights")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
@@ -84,7 +85,7 @@ def main() -> None:
         sys.exit(0 if all(v for k, v in result.items() if k.endswith("_equal")) else 1)
     if args.out is None:
         ap.error("--out or --compare")
-    torch.save(dump(args.model, args.slots, args.steps, args.device), args.out)
+    torch.save(dump(args.model, args.slots, args.steps, args.device, args.seed), args.out)
     print(f"wrote {args.out}")
 
 
