@@ -389,9 +389,9 @@ def main() -> None:
                 print(name, mode, "norm+rope+write kernel vs three kernels", out[key], flush=True)
             if "rope-per-forward" in tokens:
                 setups = [(talker, flags), (talker, {**flags, "predictor_tables": True})]
-                key = f"{label}_predictor_rope_per_pass_vs_table"
+                key = f"{label}_predictor_inputs_per_pass_vs_tables"  # RoPE and lengths (run 136: RoPE only)
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "predictor RoPE per pass vs table", out[key], flush=True)
+                print(name, mode, "predictor attention inputs per pass vs tables", out[key], flush=True)
             if "add-norm" in tokens:
                 layered = copy.deepcopy(talker)
                 fuse_talker_kernels(layered, add_norm=False)
