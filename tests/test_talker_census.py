@@ -19,7 +19,7 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     offsets added in the kernel. The kernels the service's settings turn on are each counted per layer as built."""
     runs = {}
     procs = {}
-    for name, extra in (("kept", []), ("per_forward", ["--rope-per-forward"])):
+    for name, extra in (("kept", ["--sites"]), ("per_forward", ["--rope-per-forward"])):
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
         procs[name] = (subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out)
@@ -43,3 +43,10 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert kept["launches"]["_norm_rope_write_kernel"] == layers  # one per attention: q/k norms, RoPE, K/V write
     assert kept["launches"]["_decode_attention_kernel"] == layers
     assert kept["launches"]["_draw_kernel"] == forwards  # one sampling draw per codebook
+    # --sites: every PyTorch op at the line of the repo's packages that ran it; the 14 embeddings the predictor's
+    # single-position passes make as their inputs come from one line of the runner.
+    sites = kept["sites"]
+    assert sum(sites.values()) == kept["torch_ops"] and "sites" not in per_forward
+    embeddings = {site: n for site, n in sites.items() if site.startswith("embedding at omni/talker/model_runner.py")}
+    assert sorted(embeddings.values()) == [1, 14], embeddings
+    assert all(" at omni/" in site or " at kernels/" in site or " at services/" in site for site in sites), sites

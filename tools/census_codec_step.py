@@ -5,6 +5,7 @@ defaults, where this counted 225, 222 since the RoPE table's 3 ops fewer; run 12
 kernels and memsets are not PyTorch ops).
 
     TRITON_INTERPRET=1 python tools/census_codec_step.py [--tiny] [--on window_pair_kernel] [--off add_norm_kernel]
+        [--sites]
 
 The decoder is built as the service builds it on a GPU (`engine.apply_kernels`: the vocoder's fused kernels and the
 kernel switches of the codec's settings, read from the environment as the service reads them: OMNI_CODEC_*), with
@@ -17,6 +18,7 @@ import collections
 import json
 import os
 import sys
+import traceback
 from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: the kernels run on the CPU
@@ -45,18 +47,32 @@ NO_KERNEL = {
 
 class OpCounter(TorchDispatchMode):
     """Counts the PyTorch ops dispatched while it is on, by name, except those in NO_KERNEL and those the Triton
-    interpreter itself runs (`paused`)."""
+    interpreter itself runs (`paused`). With `sites`, also by call site: the op at the innermost frame of the repo's
+    packages (`omni/talker/model_runner.py:302`), for reading which line a launch comes from."""
 
-    def __init__(self):
+    def __init__(self, sites: bool = False):
         super().__init__()
         self.ops: collections.Counter = collections.Counter()
+        self.sites: collections.Counter | None = collections.Counter() if sites else None
         self.paused = False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
         if not self.paused and name not in NO_KERNEL:
             self.ops[name] += 1
+            if self.sites is not None:
+                self.sites[f"{name} at {call_site()}"] += 1
         return func(*args, **(kwargs or {}))
+
+
+def call_site() -> str:
+    """The innermost frame in the repo's packages (omni/, kernels/, services/), as path:line relative to the repo."""
+    packages = [ROOT / name for name in ("omni", "kernels", "services")]
+    for frame in reversed(traceback.extract_stack()):
+        path = Path(frame.filename).resolve()
+        if any(path.is_relative_to(package) for package in packages):
+            return f"{path.relative_to(ROOT)}:{frame.lineno}"
+    return "?"
 
 
 def census(step, counter: OpCounter) -> dict:
@@ -86,15 +102,17 @@ def census(step, counter: OpCounter) -> dict:
         "triton_launches": sum(launches.values()),
         "ops": dict(counter.ops.most_common()),
         "launches": dict(launches.most_common()),
-    }
+    } | ({"sites": dict(counter.sites.most_common())} if counter.sites is not None else {})
 
 
 def report(title: str, result: dict, out: Path | None) -> None:
     """Print `title: N launches (...)` and every op and launch by count; write `result` as JSON to `out` if given."""
     print(f"{title}: {result['total']} launches ({result['torch_ops']} PyTorch ops, "
           f"{result['triton_launches']} Triton kernels)")  # fmt: skip
-    for kind in ("launches", "ops"):
-        for name, count in result[kind].items():
+    for kind in ("launches", "ops", "sites"):
+        if kind == "sites" and kind in result:
+            print("PyTorch ops by call site:")
+        for name, count in result.get(kind, {}).items():
             print(f"  {count:4d}  {name}")
     if out:
         out.write_text(json.dumps(result, indent=1))
@@ -120,6 +138,7 @@ def main() -> None:
     parser.add_argument("--off", nargs="*", default=[], choices=switches, help="kernel switches to turn off")
     parser.add_argument("--rows", type=int, default=1)
     parser.add_argument("--frames", type=int, default=1)
+    parser.add_argument("--sites", action="store_true", help="also count the PyTorch ops by call site")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if os.environ.get("TRITON_INTERPRET") != "1":
@@ -130,7 +149,7 @@ def main() -> None:
     rows, frames = torch.arange(args.rows), torch.full((args.rows,), args.frames)
     with torch.no_grad():
         codec_step(decoder, state, codes, rows, frames)  # warm-up: the kernels' first calls
-        result = census(lambda: codec_step(decoder, state, codes, rows, frames), OpCounter())
+        result = census(lambda: codec_step(decoder, state, codes, rows, frames), OpCounter(args.sites))
     result["kernel_switches"] = {name: getattr(decoder, name) for name in switches}
     report(f"{args.rows}x{args.frames}", result, args.out)
 

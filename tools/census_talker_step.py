@@ -3,7 +3,7 @@ kernel launches (run by the Triton interpreter), by name, as tools/census_codec_
 predicting how many kernels a change removes before a GPU is lent (`bench_talker_step.py --profile` counts the CUDA
 kernels on one).
 
-    TRITON_INTERPRET=1 python tools/census_talker_step.py [--shape 1.7b] [--rows 2] [--rope-per-forward]
+    TRITON_INTERPRET=1 python tools/census_talker_step.py [--shape 1.7b] [--rows 2] [--rope-per-forward] [--sites]
 
 The talker is built as the service builds it on a GPU (services/talker/service.py's `apply_kernels`: the fused talker
 and a `TalkerRunner` with the decode-attention, sampler, short-pass, K/V-write and norm + RoPE + write kernels as the
@@ -65,6 +65,7 @@ def main() -> None:
     parser.add_argument("--shape", default="tiny", choices=sorted(SHAPES), help="tiny: the tests' talker")
     parser.add_argument("--rows", type=int, default=2)
     parser.add_argument("--rope-per-forward", action="store_true", help="RoPE's frequencies made by every forward")
+    parser.add_argument("--sites", action="store_true", help="also count the PyTorch ops by call site")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if os.environ.get("TRITON_INTERPRET") != "1":
@@ -73,7 +74,7 @@ def main() -> None:
     slots = torch.arange(args.rows)
     with torch.no_grad():
         runner.decode_step_padded(slots)  # warm-up: the kernels' first calls, the kept RoPE frequencies
-        result = census(lambda: runner.decode_step_padded(slots), OpCounter())
+        result = census(lambda: runner.decode_step_padded(slots), OpCounter(args.sites))
     predictor = runner.talker.code_predictor.model
     result["forwards"] = runner.config.talker.num_code_groups  # the backbone's, then a predictor pass per later group
     result["layers"] = {"backbone": len(runner.talker.model.layers), "code_predictor": len(predictor.layers)}
