@@ -262,18 +262,25 @@ class TalkerRunner:
 
     # ---- decoding ----
 
-    def _draw_talker(self, slots: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
-        """Codebook-0 ids from talker hidden [B, H] of `slots`; updates the per-slot history and counters."""
+    def _draw_talker(
+        self, slots: torch.Tensor, hidden: torch.Tensor, drawn: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Codebook-0 ids from talker hidden [B, H] of `slots`; updates the per-slot history and counters. `drawn`:
+        `self.drawn[slots]` when the caller has gathered it. Returns finished [B] (EOS drawn, or max_new_tokens ids),
+        as written to `self.finished[slots]` (rows repeating a slot: each its own value)."""
+        drawn = self.drawn[slots] if drawn is None else drawn
         logits = self.talker.codec_logits(hidden)
         ids = sample_talker(
-            logits, self.sampling, slots, self.seen[slots], self.drawn[slots], self.suppressed, self.eos_id, self.draw
+            logits, self.sampling, slots, self.seen[slots], drawn, self.suppressed, self.eos_id, self.draw
         )
         self.seen.index_put_((slots, ids), torch.ones_like(ids, dtype=torch.bool))  # no host scalar: capturable
         self.pending[slots] = ids
         self.last_hidden[slots] = hidden
-        self.drawn[slots] += 1
-        self.finished[slots] = (ids == self.eos_id) | (self.drawn[slots] >= self.sampling.max_new_tokens[slots])
-        return ids
+        drawn = drawn + 1
+        self.drawn[slots] = drawn
+        finished = (ids == self.eos_id) | (drawn >= self.sampling.max_new_tokens[slots])
+        self.finished[slots] = finished
+        return finished
 
     @torch.no_grad()
     def decode_step(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -285,7 +292,8 @@ class TalkerRunner:
         """
         t, predictor = self.talker, self.talker.code_predictor
         b = slots.shape[0]
-        frame = self.drawn[slots] - 1  # index of the frame being completed
+        drawn = self.drawn[slots]
+        frame = drawn - 1  # index of the frame being completed
         codes = torch.empty(b, self.groups, dtype=torch.int64, device=self.device)
         codes[:, 0] = self.pending[slots]
 
@@ -314,9 +322,8 @@ class TalkerRunner:
         x = (frame_embedding + t.embed_text(text_ids))[:, None]
         positions = self.next_pos[slots][:, None]
         hidden = t(x, positions, self.cache, slots)[:, -1]
-        self.next_pos[slots] += 1
-        self._draw_talker(slots, hidden)
-        return codes, self.finished[slots]
+        self.next_pos[slots] = positions[:, 0] + 1
+        return codes, self._draw_talker(slots, hidden, drawn)
 
     def _predictor_positions(self, g: int, b: int) -> torch.Tensor:
         """Pass `g`'s positions for `b` rows: 0 and 1 for the first, g after (views of one arange)."""
