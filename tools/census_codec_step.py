@@ -65,12 +65,14 @@ class OpCounter(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+PACKAGES = [ROOT / name for name in ("omni", "kernels", "services")]  # the repo's code, as call sites
+
+
 def call_site() -> str:
     """The innermost frame in the repo's packages (omni/, kernels/, services/), as path:line relative to the repo."""
-    packages = [ROOT / name for name in ("omni", "kernels", "services")]
     for frame in reversed(traceback.extract_stack()):
         path = Path(frame.filename).resolve()
-        if any(path.is_relative_to(package) for package in packages):
+        if any(path.is_relative_to(package) for package in PACKAGES):
             return f"{path.relative_to(ROOT)}:{frame.lineno}"
     return "?"
 

@@ -319,5 +319,5 @@ def sample_subtalker(
     """Codebook-`group` ids [B] (1..15) of the rows' frame from the code predictor's logits (into `out` if given)."""
     if draw_fn is draw:
         logits = logits.float()  # the warpers' arithmetic is fp32 (the kernel upcasts each row itself, exactly)
-    r = rows
-    return draw_fn(logits, r.do_sample, r.temperature, r.top_k, r.top_p, r.seed, r.counter, group, out)
+    params = (rows.do_sample, rows.temperature, rows.top_k, rows.top_p, rows.seed)
+    return draw_fn(logits, *params, rows.counter, group, out)
