@@ -16,9 +16,7 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     add for the lengths): cos and sin only for the backbone. Made by every forward, 6 more a forward (16 a step) and
     4 more a predictor pass. Either way each codebook is embedded once (the talker's input sums the embeddings the
     passes made) and the predictor's 15 draws write their column of the codes themselves, with their counters'
-    offsets added in the kernel. The talker's draw is one kernel with its processors and the slots' counters, and no
-    draw gathers its sampling parameters (each kernel reads them at the row's slot). The kernels the service's settings
-    turn on are each counted per layer as built."""
+    offsets added in the kernel. The kernels the service's settings turn on are each counted per layer as built."""
     runs = {}
     procs = {}
     for name, extra in (("kept", ["--sites"]), ("per_forward", ["--rope-per-forward"])):
@@ -39,21 +37,16 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert per_forward["total"] - kept["total"] == 6 * forwards + 4 * passes
     for run in (kept, per_forward):
         assert run["ops"]["embedding"] == forwards + 1  # 16 codebooks and the text, each once
-        assert run["ops"]["copy_"] == 1  # codebook 0 into the codes: no copy after a draw, no EOS block in PyTorch
+        assert run["ops"]["copy_"] == 2  # codebook 0 into the codes and the EOS block: no copy after a draw
     assert kept["launches"] == per_forward["launches"]  # the Triton kernels are the same either way
     layers = kept["layers"]["backbone"] + (forwards - 1) * kept["layers"]["code_predictor"]
     assert kept["launches"]["_norm_rope_write_kernel"] == layers  # one per attention: q/k norms, RoPE, K/V write
     assert kept["launches"]["_decode_attention_kernel"] == layers
-    assert kept["launches"]["_draw_kernel"] == forwards - 1  # one sampling draw per predictor codebook
-    assert kept["launches"]["_draw_talker_kernel"] == 1  # and codebook 0's, processors and counters included
+    assert kept["launches"]["_draw_kernel"] == forwards  # one sampling draw per codebook
     # --sites: every PyTorch op at the line of the repo's packages that ran it; the 14 embeddings the predictor's
     # single-position passes make as their inputs come from one line of the runner.
     sites = kept["sites"]
     assert sum(sites.values()) == kept["torch_ops"] and "sites" not in per_forward
     embeddings = {site: n for site, n in sites.items() if site.startswith("embedding at omni/talker/model_runner.py")}
     assert sorted(embeddings.values()) == [1, 14], embeddings
-    # Sampling in PyTorch: only the predictor's draw counter (frame * 16, once a step).
-    assert [site for site in sites if "omni/talker/sampling.py" in site] == [
-        site for site in sites if site.startswith("mul at omni/talker/sampling.py")
-    ] and sum(n for site, n in sites.items() if "omni/talker/sampling.py" in site) == 1, sites
     assert all(" at omni/" in site or " at kernels/" in site or " at services/" in site for site in sites), sites
