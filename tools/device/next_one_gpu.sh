@@ -1,19 +1,25 @@
-# One-GPU call (nvidia-h200, ~4 minutes), any time: upsample_channels_last (on since run 132) against the upsamplers
-# in the default layout on short codec steps of 128 rows (1, 2, 4 frames) and at 128x15, in one process, rounds
-# alternating (bench_codec --ab).
-# Why: run 137 (today's defaults) timed the graph step at 128x1 / 128x2 / 128x4 5.05 / 7.20 / 11.40 ms, 23% / 16% /
-# 10% longer than run 130's (session 34's defaults, upsamplers in the default layout, another machine), while 128x15
-# was as before (34.05 vs 34.60). Run 132's A/B timed 1x1 (-5.3%), 128x15 (-1.2%) and ticks of 40-128 mixed rows
-# (-0.9 to -2.3%), never 128x1-4; run 137's host was slower (eager steps 2-2.5x longer), so the gap may be the machine.
-# Prediction: with it, 128x1-4 within -3% .. +2% of without, 128x15 -0.5 .. -2%.
-# Rule, written before the run: if any of 128x1, 128x2, 128x4 is more than 3% slower with it (the median of six
-# rounds), the codec's short steps get their own look (a per-chunk choice, or the ticks again with more short rows);
-# otherwise the gap in run 137 is the machine's and nothing changes.
+# One-GPU call (nvidia-h200, ~8 minutes), any time: the talker's draw as one kernel with its processors and the slots'
+# counters, and the predictor's draws reading their parameters at the slot (branch fused-talker-draw, 940323b; run
+# 143 reverted it on main by its rule) against main, again, with three pairs of processes.
+# Before the call, on main, make the new tree and carry it with the wheels ([".whl", ".whl_stack", "build/ab_new.tgz"]):
+#     git archive --format=tar.gz -o build/ab_new.tgz fused-talker-draw omni kernels services tools
+# Why: run 143 (base/new/new/base) timed new 1.4% shorter at 512 rows and 1.0% at 128 in both pairs, but 2.7-2.8%
+# longer at 1 row in both; run 144 (one process per tree, another machine) had the 1-row step the other way (new
+# 1.5% shorter) and the touched kernels no slower on the GPU, with a GEMM the change does not touch differing most:
+# the 1-row step moves between processes by up to ~0.2 ms.
+# Here: the dumps (main against the branch's tree, to the bit), then six processes, base, new, new, base, base, new,
+# at 1 and 512 rows (128 left out for time).
+# Prediction: new shorter at 512 rows by 1-1.8% in each pair; at 1 row the mean of the three pairs' changes between
+# -3% and +1%.
+# Rule, written before the run: the change goes back on main (cherry-pick 940323b, then the docs) if the dumps are
+# equal, no pair has 512 rows more than 0.3% slower in the new tree, and the mean of the three pairs' 1-row changes is
+# at most +0.3%; otherwise it stays off and the branch is left as it is.
 source tools/device/setup.sh
+source tools/device/talker_ab_trees.sh
+unpack_tree build/ab_new.tgz /tmp/new || exit 1
 stamp start
-F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
---history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel"
-python3 tools/bench_codec.py $F --modes fused-cl+graph --batches 128 --chunks 1 2 4 15 --cudnn-benchmark \
-    --min-seconds 0.3 --no-checks --ab upsample_channels_last --ab-rounds 6 --out $OUT/codec_ab.json 2>&1 \
-    | grep -E '"ab"|error|Error' | cut -c1-300
-stamp ab
+talker_dumps $PWD /tmp/new
+for pair in "$PWD base1" "/tmp/new new1" "/tmp/new new2" "$PWD base2" "$PWD base3" "/tmp/new new3"; do
+    set -- $pair
+    talker_bench $1 $2 1,512
+done
