@@ -31,6 +31,8 @@ import triton.language as tl
 from omni.kernels import INTERPRETED
 from triton.language.extra import libdevice
 
+from omni.talker.sampling import DRAWS_PER_FRAME
+
 MAX_VOCAB = 4096  # one row in registers per program (the talker's vocabulary is 3072, the predictor's 2048)
 # Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
 UNIFORM_BITS = 23  # as omni.talker.sampling.UNIFORM_BITS: the top 23 bits of the hash, scaled by 2^-23
@@ -145,10 +147,43 @@ def _top_p_removed(x, cols, in_row, top_p, LIBDEVICE: tl.constexpr):
 
 
 @triton.jit
+def _warp_and_draw(
+    x,
+    cols,
+    in_row,
+    vocab,
+    p,
+    do_sample_ptr,
+    temperature_ptr,
+    top_k_ptr,
+    top_p_ptr,
+    seed_ptr,
+    counter,
+    BLOCK: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+):
+    """The id `draw` picks from one processed fp32 row `x`, with the parameters at index `p` of their tensors."""
+    chosen = _first_argmax(x, cols, BLOCK)  # greedy: the processed, unwarped logits
+    if tl.load(do_sample_ptr + p):
+        x = tl.math.div_rn(x, tl.load(temperature_ptr + p))
+        k = tl.minimum(tl.load(top_k_ptr + p), vocab)
+        if (k > 0) & (k < vocab):  # k = 0 is off and k >= V keeps everything (the V-th largest is the minimum)
+            key = _order_key(x)
+            x = tl.where(key >= _kth_largest_key(key, in_row, k), x, -float("inf"))
+        top_p = tl.load(top_p_ptr + p)
+        if top_p < 1.0:
+            x = tl.where(_top_p_removed(x, cols, in_row, top_p, LIBDEVICE), -float("inf"), x)
+        noise = _gumbel(_uniform_bits(tl.load(seed_ptr + p), counter, cols), LIBDEVICE)
+        chosen = _first_argmax(x + noise, cols, BLOCK)
+    return chosen
+
+
+@triton.jit
 def _draw_kernel(
     logits_ptr,
     logits_stride,
     vocab,
+    index_ptr,
     do_sample_ptr,
     temperature_ptr,
     top_k_ptr,
@@ -158,6 +193,7 @@ def _draw_kernel(
     counter_offset,
     out_ptr,
     out_stride,
+    INDEXED: tl.constexpr,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
 ):
@@ -167,27 +203,102 @@ def _draw_kernel(
     # Columns past the vocabulary read -inf: they never win an argmax and count in no top-k or top-p sum.
     x = tl.load(logits_ptr + row.to(tl.int64) * logits_stride + cols, mask=in_row, other=-float("inf"))
     x = x.to(tl.float32)  # the exact upcast PyTorch's division by an fp32 temperature does
-    chosen = _first_argmax(x, cols, BLOCK)  # greedy: the processed, unwarped logits
-
-    if tl.load(do_sample_ptr + row):
-        x = tl.math.div_rn(x, tl.load(temperature_ptr + row))
-        k = tl.minimum(tl.load(top_k_ptr + row), vocab)
-        if (k > 0) & (k < vocab):  # k = 0 is off and k >= V keeps everything (the V-th largest is the minimum)
-            key = _order_key(x)
-            x = tl.where(key >= _kth_largest_key(key, in_row, k), x, -float("inf"))
-        top_p = tl.load(top_p_ptr + row)
-        if top_p < 1.0:
-            x = tl.where(_top_p_removed(x, cols, in_row, top_p, LIBDEVICE), -float("inf"), x)
-        counter = tl.load(counter_ptr + row) + counter_offset
-        noise = _gumbel(_uniform_bits(tl.load(seed_ptr + row), counter, cols), LIBDEVICE)
-        chosen = _first_argmax(x + noise, cols, BLOCK)
+    p = row  # where the row's sampling parameters are
+    if INDEXED:
+        p = tl.load(index_ptr + row)
+    counter = tl.load(counter_ptr + row) + counter_offset
+    chosen = _warp_and_draw(
+        x, cols, in_row, vocab, p, do_sample_ptr, temperature_ptr, top_k_ptr, top_p_ptr, seed_ptr, counter, BLOCK,
+        LIBDEVICE,
+    )  # fmt: skip
     tl.store(out_ptr + row.to(tl.int64) * out_stride, chosen.to(tl.int64))
+
+
+@triton.jit
+def _draw_talker_kernel(
+    logits_ptr,
+    logits_stride,
+    vocab,
+    slots_ptr,
+    generated_ptr,
+    seen_ptr,
+    seen_stride,
+    penalty_ptr,
+    min_new_ptr,
+    max_new_ptr,
+    suppressed_ptr,
+    eos_id,
+    do_sample_ptr,
+    temperature_ptr,
+    top_k_ptr,
+    top_p_ptr,
+    seed_ptr,
+    ids_ptr,
+    pending_ptr,
+    drawn_ptr,
+    finished_ptr,
+    finished_rows_ptr,
+    DRAWS_PER_FRAME: tl.constexpr,
+    BLOCK: tl.constexpr,
+    LIBDEVICE: tl.constexpr,
+):
+    row = tl.program_id(0)
+    slot = tl.load(slots_ptr + row)
+    cols = tl.arange(0, BLOCK)
+    in_row = cols < vocab
+    x = tl.load(logits_ptr + row.to(tl.int64) * logits_stride + cols, mask=in_row, other=-float("inf"))
+    x = x.to(tl.float32)  # talker_scores' exact upcast
+    # The processors, as talker_scores: repetition penalty over the slot's history, EOS blocked before
+    # min_new_tokens, the suppressed ids.
+    seen = tl.load(seen_ptr + slot * seen_stride + cols, mask=in_row, other=0) != 0
+    penalty = tl.load(penalty_ptr + slot)
+    x = tl.where(seen, tl.where(x < 0, x * penalty, tl.math.div_rn(x, penalty)), x)
+    generated = tl.load(generated_ptr + row)
+    x = tl.where((cols == eos_id) & (generated < tl.load(min_new_ptr + slot)), -float("inf"), x)
+    x = tl.where(tl.load(suppressed_ptr + cols, mask=in_row, other=0) != 0, -float("inf"), x)
+    chosen = _warp_and_draw(
+        x, cols, in_row, vocab, slot, do_sample_ptr, temperature_ptr, top_k_ptr, top_p_ptr, seed_ptr,
+        generated * DRAWS_PER_FRAME, BLOCK, LIBDEVICE,
+    ).to(tl.int64)  # fmt: skip
+    # The slot's counters, as the runner kept them: the pending id, one more drawn, finished on EOS or at the limit.
+    drawn = generated + 1
+    finished = (chosen == eos_id) | (drawn >= tl.load(max_new_ptr + slot))
+    tl.store(ids_ptr + row, chosen)
+    tl.store(finished_rows_ptr + row, finished)
+    tl.store(pending_ptr + slot, chosen)
+    tl.store(drawn_ptr + slot, drawn)
+    tl.store(finished_ptr + slot, finished)
 
 
 def _check_row_params(b: int, **params: tuple[torch.Tensor, torch.dtype]) -> None:
     for name, (t, dtype) in params.items():
         if tuple(t.shape) != (b,) or t.dtype != dtype:
             raise ValueError(f"{name} must be a [{b}] {dtype} tensor, got {list(t.shape)} {t.dtype}")
+
+
+def _check_logits(logits: torch.Tensor) -> None:
+    if logits.dim() != 2 or not 1 <= logits.shape[1] <= MAX_VOCAB:
+        raise ValueError(f"logits must be [B, V] with 1 <= V <= {MAX_VOCAB}, got {list(logits.shape)}")
+    if logits.stride(1) != 1:
+        raise ValueError("logits need a contiguous last dim")
+
+
+def _check_sampling(n: int, do_sample, temperature, top_k, top_p, seed) -> list[torch.Tensor]:
+    """The five sampling parameters, each [n] (n rows, or n slots when indexed), contiguous for the kernel."""
+    _check_row_params(
+        n,
+        do_sample=(do_sample, torch.bool),
+        temperature=(temperature, torch.float32),
+        top_k=(top_k, torch.int64),
+        top_p=(top_p, torch.float32),
+        seed=(seed, torch.int64),
+    )
+    return [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed)]
+
+
+def _launch_options(vocab: int) -> dict:
+    block = triton.next_power_of_2(vocab)
+    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, num_warps=4 if block <= 1024 else 8)
 
 
 def draw(
@@ -200,48 +311,106 @@ def draw(
     counter: torch.Tensor,
     counter_offset: int = 0,
     out: torch.Tensor | None = None,
+    index: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """`omni.talker.sampling.draw` in one kernel: logits [B, V] (V <= 4096, any float dtype, last dim contiguous)
     -> ids int64 [B], written into `out` (any stride) when given: the code predictor's draws go straight into their
     column of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
-    counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. No
+    counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. With
+    `index` [B] int64, the five sampling parameters are per-slot tables read at row b's `index[b]` (no gathers). No
     host sync and no value checks on the device tensors, so it can be captured in a CUDA graph."""
-    if logits.dim() != 2 or not 1 <= logits.shape[1] <= MAX_VOCAB:
-        raise ValueError(f"logits must be [B, V] with 1 <= V <= {MAX_VOCAB}, got {list(logits.shape)}")
-    if logits.stride(1) != 1:
-        raise ValueError("logits need a contiguous last dim")
+    _check_logits(logits)
     b, vocab = logits.shape
-    _check_row_params(
-        b,
-        do_sample=(do_sample, torch.bool),
-        temperature=(temperature, torch.float32),
-        top_k=(top_k, torch.int64),
-        top_p=(top_p, torch.float32),
-        seed=(seed, torch.int64),
-        counter=(counter, torch.int64),
-    )
-    rows = [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed)]
+    if index is not None:
+        _check_row_params(b, index=(index, torch.int64))
+    params = _check_sampling(b if index is None else do_sample.shape[0], do_sample, temperature, top_k, top_p, seed)
+    _check_row_params(b, counter=(counter, torch.int64))
     if out is None:
         out = torch.empty(b, dtype=torch.int64, device=logits.device)
     elif tuple(out.shape) != (b,) or out.dtype != torch.int64:
         raise ValueError(f"out must be a [{b}] int64 tensor, got {list(out.shape)} {out.dtype}")
     if b == 0:
         return out
-    block = triton.next_power_of_2(vocab)
     _draw_kernel[(b,)](
         logits,
         logits.stride(0),
         vocab,
-        *rows,
+        counter if index is None else index.contiguous(),  # unread when not indexed
+        *params,
         counter.contiguous(),
         counter_offset,
         out,
         out.stride(0),
-        BLOCK=block,
-        LIBDEVICE=not INTERPRETED,
-        num_warps=4 if block <= 1024 else 8,
+        INDEXED=index is not None,
+        **_launch_options(vocab),
     )
     return out
+
+
+def draw_talker(
+    logits: torch.Tensor,
+    slots: torch.Tensor,
+    generated: torch.Tensor,
+    seen: torch.Tensor,
+    params,
+    suppressed: torch.Tensor,
+    eos_id: int,
+    pending: torch.Tensor,
+    drawn: torch.Tensor,
+    finished: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """`omni.talker.sampling.draw_talker` in one kernel: the talker's processors (repetition penalty over `seen`,
+    EOS blocked before min_new_tokens, `suppressed`), the draw, and the slots' counters written (`pending` id,
+    `drawn` = generated + 1, `finished`), every per-slot value read at its slot (no gathers). logits [B, V] of the
+    rows of `slots` [B]; generated [B] (the rows' drawn counts, gathered before: the kernel writes `drawn`); seen
+    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool. Returns ids [B] and finished [B]."""
+    _check_logits(logits)
+    b, vocab = logits.shape
+    n = seen.shape[0]
+    _check_row_params(b, slots=(slots, torch.int64), generated=(generated, torch.int64))
+    if tuple(seen.shape) != (n, vocab) or seen.dtype != torch.bool or seen.stride(1) != 1:
+        raise ValueError(f"seen must be [slots, {vocab}] bool with a contiguous last dim, got {list(seen.shape)}")
+    _check_row_params(
+        n,
+        repetition_penalty=(params.repetition_penalty, torch.float32),
+        min_new_tokens=(params.min_new_tokens, torch.int64),
+        max_new_tokens=(params.max_new_tokens, torch.int64),
+        pending=(pending, torch.int64),
+        drawn=(drawn, torch.int64),
+        finished=(finished, torch.bool),
+    )
+    _check_row_params(vocab, suppressed=(suppressed, torch.bool))
+    sampling = _check_sampling(n, params.do_sample, params.temperature, params.top_k, params.top_p, params.seed)
+    for name, t in (("pending", pending), ("drawn", drawn), ("finished", finished)):
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous (the kernel writes it)")
+    ids = torch.empty(b, dtype=torch.int64, device=logits.device)
+    finished_rows = torch.empty(b, dtype=torch.bool, device=logits.device)
+    if b == 0:
+        return ids, finished_rows
+    _draw_talker_kernel[(b,)](
+        logits,
+        logits.stride(0),
+        vocab,
+        slots.contiguous(),
+        generated.contiguous(),
+        seen,
+        seen.stride(0),
+        params.repetition_penalty.contiguous(),
+        params.min_new_tokens.contiguous(),
+        params.max_new_tokens.contiguous(),
+        suppressed.contiguous(),
+        eos_id,
+        *sampling,
+        ids,
+        pending,
+        drawn,
+        finished,
+        finished_rows,
+        DRAWS_PER_FRAME=DRAWS_PER_FRAME,
+        **_launch_options(vocab),
+    )
+    return ids, finished_rows
 
 
 # ---- the kernel's noise on its own, and where its top-p cut may differ (tests and tools/bench_talker_step.py) ----

@@ -14,6 +14,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 import pytest
 import torch
 from omni.kernels.sampling import draw as kernel_draw
+from omni.kernels.sampling import draw_talker as kernel_draw_talker
 from omni.kernels.sampling import gumbel, top_p_boundary_rows, uniform_bits
 
 from omni.talker import sampling
@@ -116,6 +117,81 @@ def test_counter_offset_and_out_are_a_later_counter_written_in_place(draw_fn):
     assert (codes[:, :3] == -1).all() and (codes[:, 4:] == -1).all()
 
 
+@pytest.mark.parametrize("draw_fn", [kernel_draw, sampling.draw], ids=["kernel", "torch"])
+def test_indexed_parameters_are_the_gathered_ones(draw_fn):
+    """With `index`, a draw reads the five sampling parameters of row b at index[b] of per-slot tables: the same ids
+    as the parameters gathered first (slots permuted and repeated)."""
+    r = rows(2048, 24, seed=13)
+    index = torch.randperm(24, generator=torch.Generator().manual_seed(1))
+    index[5] = index[9]
+    names = ("do_sample", "temperature", "top_k", "top_p", "seed")
+    tables = {name: torch.empty_like(r[name]).index_copy_(0, index, r[name]) for name in names}
+    tables["seed"][index[5]] = r["seed"][9]  # the repeated slot holds row 9's parameters
+    want = draw_fn(**{**r, "seed": tables["seed"][index]})
+    got = draw_fn(**{**r, **tables}, index=index)
+    assert torch.equal(got, want)
+    assert not torch.equal(draw_fn(**{**r, **tables}, index=index.flip(0)), want)  # the index is what is read
+
+
+def talker_state(vocab: int, slots: int, seed: int) -> dict:
+    """Per-slot talker state with every processor at work: histories (`seen`) over positive and negative logits,
+    penalties, min_new_tokens above and below the drawn counts (EOS blocked or not), max_new_tokens reached or not."""
+    gen = torch.Generator().manual_seed(seed)
+    params = sampling.SlotSampling(slots)
+    options = [
+        sampling.SamplingParams(
+            seed=int(torch.randint(0, 1 << 62, (), generator=gen)),
+            do_sample=s % 3 != 0,
+            top_k=[50, 0, 3][s % 3],
+            top_p=[1.0, 0.8][s % 2],
+            temperature=[0.9, 1.4][s % 2],
+            repetition_penalty=[1.05, 1.5, 0.7][s % 3],
+            min_new_tokens=[2, 6][s % 2],
+            max_new_tokens=[5, 40][s % 2],
+        )
+        for s in range(slots)
+    ]
+    params.set_many(torch.arange(slots), options)
+    seen = torch.rand(slots, vocab, generator=gen) < 0.3
+    suppressed = torch.zeros(vocab, dtype=torch.bool)
+    suppressed[vocab - 8 :] = True
+    return dict(seen=seen, params=params, suppressed=suppressed)
+
+
+def test_talker_draw_kernel_equals_the_torch_processors_and_counters():
+    """kernels/sampling.py's draw_talker (processors, draw and the slots' counters in one kernel) against
+    omni.talker.sampling.draw_talker with the kernel's own draw (so the noise and top-p are the same code): the same
+    ids, finished rows, and pending / drawn / finished tables; EOS is the largest logit in every row, so whether it is
+    blocked, penalized or drawn is what the rows test."""
+    vocab, slots, eos_id = 64, 12, 5
+    state = talker_state(vocab, slots, seed=3)
+    gen = torch.Generator().manual_seed(4)
+    rows_slots = torch.tensor([7, 2, 11, 0, 4, 9, 1, 3, 3])  # slot 3 twice: each row gets its own finished
+    b = rows_slots.shape[0]
+    logits = (torch.randn(b, vocab, generator=gen) * 2).bfloat16()
+    logits[:, eos_id] = logits.float().max(dim=1).values + torch.tensor([0.5, -0.02, 3, 0.5, 0.1, 3, 0.5, 2, 2])
+    logits[0, vocab - 1] = 30  # a suppressed id above everything
+    generated = torch.tensor([1, 7, 3, 39, 4, 10, 6, 2, 2])
+    results = []
+    for draw_fn in (kernel_draw_talker, lambda *a: sampling.draw_talker(*a, draw_fn=kernel_draw)):
+        counters = dict(
+            pending=torch.full((slots,), -1, dtype=torch.int64),
+            drawn=torch.full((slots,), -1, dtype=torch.int64),
+            finished=torch.zeros(slots, dtype=torch.bool),
+        )
+        ids, finished = draw_fn(logits, rows_slots, generated, state["seen"], state["params"], state["suppressed"],
+                                eos_id, *counters.values())  # fmt: skip
+        results.append((ids, finished, counters))
+    (got, got_finished, got_counters), (want, want_finished, want_counters) = results
+    assert torch.equal(got, want) and torch.equal(got_finished, want_finished)
+    for name in want_counters:
+        assert torch.equal(got_counters[name], want_counters[name]), name
+    assert (got == eos_id).any() and (got != eos_id).any()  # EOS drawn in some rows and blocked or beaten in others
+    assert got_finished.any() and not got_finished.all()
+    assert (got < vocab - 8).all()  # never a suppressed id
+    assert torch.equal(got_counters["drawn"][rows_slots], generated + 1)
+
+
 def test_kernel_draw_refuses_an_out_of_the_wrong_shape():
     r = rows(37, 4, seed=1)
     with pytest.raises(ValueError, match="out must be a \\[4\\] int64"):
@@ -193,13 +269,16 @@ def test_bad_input_is_refused():
 
 
 def test_runner_with_sampler_kernel_gives_the_same_codes(tiny_model_dir):
-    """A few decode steps of a tiny talker (talker and predictor draws through the kernel), mixed sampling settings,
-    through the capturable padded step: the same codes as the PyTorch sampler."""
+    """A few decode steps of a tiny talker (talker and predictor draws through the kernel; then with fused_draws, the
+    talker's processors and counters in its draw's kernel and the parameters read at the slot), mixed sampling
+    settings, through the capturable padded step: the same codes and slot state as the PyTorch sampler."""
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     runners = [
-        TalkerRunner(synth.model.talker, synth.model.config, 3, 40, scratch_slot=True, sampler_kernel=kernel)
-        for kernel in (False, True)
-    ]
+        TalkerRunner(synth.model.talker, synth.model.config, 3, 40, scratch_slot=True, sampler_kernel=kernel,
+                     fused_draws=fused)
+        for kernel, fused in ((False, False), (True, False), (True, True))
+    ]  # fmt: skip
+    assert runners[2].indexed_draws and not runners[1].indexed_draws
     options = [
         SynthesisOptions(seed=11, max_new_tokens=8),
         SynthesisOptions(greedy=True, max_new_tokens=8),
@@ -210,13 +289,15 @@ def test_runner_with_sampler_kernel_gives_the_same_codes(tiny_model_dir):
         for slot, (t, o) in enumerate(zip(text, options, strict=True)):
             request = SpeechRequest(text=t, speaker="Ryan", language="English")
             r.prefill(slot, synth.builder.build(request), synth.sampling_params(o))
-    assert torch.equal(runners[0].pending, runners[1].pending)
     slots = torch.tensor([2, 0, 1, runners[0].scratch_slot])
     for step in range(3):
         want, want_finished = runners[0].decode_step_padded(slots)
-        got, got_finished = runners[1].decode_step_padded(slots)
-        assert torch.equal(got[:3], want[:3]) and torch.equal(got_finished[:3], want_finished[:3]), f"step {step}"
-    assert torch.equal(runners[0].pending, runners[1].pending) and torch.equal(runners[0].seen, runners[1].seen)
+        for r in runners[1:]:
+            got, got_finished = r.decode_step_padded(slots)
+            assert torch.equal(got[:3], want[:3]) and torch.equal(got_finished[:3], want_finished[:3]), f"step {step}"
+    for r in runners[1:]:
+        for name in ("pending", "seen", "drawn", "finished", "next_pos"):
+            assert torch.equal(getattr(runners[0], name), getattr(r, name)), name
 
 
 COMPILE = """
@@ -226,10 +307,20 @@ from omni.kernels import sampling as ks
 
 rows = {"do_sample_ptr": "*i1", "temperature_ptr": "*fp32", "top_k_ptr": "*i64", "top_p_ptr": "*fp32",
         "seed_ptr": "*i64", "counter_ptr": "*i64"}
+draw_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "index_ptr": "*i64", **rows,
+                  "counter_offset": "i32", "out_ptr": "*i64", "out_stride": "i32", "INDEXED": "constexpr",
+                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr"}
+sampling = {k: v for k, v in rows.items() if k != "counter_ptr"}
+talker_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "slots_ptr": "*i64",
+                    "generated_ptr": "*i64", "seen_ptr": "*i1", "seen_stride": "i32", "penalty_ptr": "*fp32",
+                    "min_new_ptr": "*i64", "max_new_ptr": "*i64", "suppressed_ptr": "*i1", "eos_id": "i32", **sampling,
+                    "ids_ptr": "*i64", "pending_ptr": "*i64", "drawn_ptr": "*i64", "finished_ptr": "*i1",
+                    "finished_rows_ptr": "*i1", "DRAWS_PER_FRAME": "constexpr", "BLOCK": "constexpr",
+                    "LIBDEVICE": "constexpr"}
 kernels = [
-    (ks._draw_kernel, {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", **rows, "counter_offset": "i32",
-                       "out_ptr": "*i64", "out_stride": "i32", "BLOCK": "constexpr", "LIBDEVICE": "constexpr"},
-     {"BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_talker_kernel, talker_signature, {"DRAWS_PER_FRAME": 16, "BLOCK": 64, "LIBDEVICE": True}),
     (ks._noise_kernel, {"seed_ptr": "*i64", "counter_ptr": "*i64", "bits_ptr": "*i32", "vocab": "i32",
                         "BLOCK": "constexpr"}, {"BLOCK": 64}),
     (ks._gumbel_kernel, {"bits_ptr": "*i32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",
@@ -237,7 +328,7 @@ kernels = [
 ]
 for fn, signature, constexprs in kernels:
     ptx = compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-    if fn is ks._draw_kernel:
+    if fn is not ks._noise_kernel and fn is not ks._gumbel_kernel:
         assert "div.rn.f32" in ptx and "div.full.f32" not in ptx, "temperature and softmax need IEEE division"
 print("compiled")
 """

@@ -2,6 +2,7 @@
 its Triton kernels under the interpreter)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,13 +17,21 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     add for the lengths): cos and sin only for the backbone. Made by every forward, 6 more a forward (16 a step) and
     4 more a predictor pass. Either way each codebook is embedded once (the talker's input sums the embeddings the
     passes made) and the predictor's 15 draws write their column of the codes themselves, with their counters'
-    offsets added in the kernel. The kernels the service's settings turn on are each counted per layer as built."""
+    offsets added in the kernel. With `fused_draws` the talker's draw is one kernel with its processors and the slots'
+    counters, and no draw gathers its sampling parameters (each kernel reads them at the row's slot). The kernels the
+    service's settings turn on are each counted per layer as built."""
     runs = {}
     procs = {}
-    for name, extra in (("kept", ["--sites"]), ("per_forward", ["--rope-per-forward"])):
+    runs_asked = (("kept", ["--sites"], {}), ("per_forward", ["--rope-per-forward"], {}),
+                  ("fused_draws", ["--sites"], {"OMNI_TALKER_FUSED_DRAWS": "1"}))  # fmt: skip
+    for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
-        procs[name] = (subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out)
+        procs[name] = (
+            subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True),
+            out,
+        )  # fmt: skip
     for name, (proc, out) in procs.items():
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err[-3000:]
@@ -49,4 +58,14 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert sum(sites.values()) == kept["torch_ops"] and "sites" not in per_forward
     embeddings = {site: n for site, n in sites.items() if site.startswith("embedding at omni/talker/model_runner.py")}
     assert sorted(embeddings.values()) == [1, 14], embeddings
+    # fused_draws: codebook 0's draw takes the talker's processors and the slots' counters; no draw gathers its
+    # parameters, so sampling in PyTorch is only the predictor's draw counter (frame * 16, once a step).
+    fused = runs["fused_draws"]
+    assert fused["launches"]["_draw_kernel"] == forwards - 1 and fused["launches"]["_draw_talker_kernel"] == 1
+    assert "_draw_talker_kernel" not in kept["launches"]
+    fused_sampling = {site: n for site, n in fused["sites"].items() if "omni/talker/sampling.py" in site}
+    assert list(fused_sampling.values()) == [1] and next(iter(fused_sampling)).startswith("mul at"), fused_sampling
+    assert sum(n for site, n in sites.items() if "omni/talker/sampling.py" in site) > 20  # processors and gathers
+    assert fused["ops"]["copy_"] == 1  # the EOS block's copy is in the kernel
+    assert kept["total"] - fused["total"] == 34, (kept["total"], fused["total"])  # tiny: 449 -> 415
     assert all(" at omni/" in site or " at kernels/" in site or " at services/" in site for site in sites), sites

@@ -118,8 +118,11 @@ def compare_bitwise(setups: list[tuple], config, steps: int, device: str) -> dic
         for kv in ("k", "v")
     )
     hidden_equal = torch.equal(runners[0].last_hidden, runners[1].last_hidden)
+    state = ("pending", "drawn", "finished", "seen", "next_pos")  # the slots' counters and histories
+    state_equal = all(torch.equal(getattr(runners[0], name), getattr(runners[1], name)) for name in state)
     del runners
-    return {"codes_equal": codes_equal, "caches_equal": caches_equal, "hidden_equal": hidden_equal, "steps": steps}
+    return {"codes_equal": codes_equal, "caches_equal": caches_equal, "hidden_equal": hidden_equal,
+            "state_equal": state_equal, "steps": steps}  # fmt: skip
 
 
 def check_attention_op(device: str, dtype: torch.dtype) -> dict:
@@ -312,7 +315,9 @@ def main() -> None:
         "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after "
         "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv); "
         "+rope-per-forward: RoPE's frequencies and the code predictor's tables made anew by every forward, as before "
-        "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables)"
+        "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables); +fused-draws "
+        "(with sampler): the talker's processors and the slots' counters in its draw kernel, every draw reading the "
+        "sampling parameters at the slot (TalkerRunner's fused_draws)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -370,7 +375,8 @@ def main() -> None:
             flags = dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
                          kv_write_kernel="kv-write" in tokens,
                          norm_rope_write_kernel="norm-rope-write" in tokens,
-                         predictor_tables="rope-per-forward" not in tokens)  # fmt: skip
+                         predictor_tables="rope-per-forward" not in tokens,
+                         fused_draws="fused-draws" in tokens)  # fmt: skip
             label = mode.replace("+", "_").replace("-", "_")
             talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
             if mode.startswith("fused"):
@@ -387,6 +393,11 @@ def main() -> None:
                 key = f"{label}_norm_rope_write_vs_three_kernels"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "norm+rope+write kernel vs three kernels", out[key], flush=True)
+            if "fused-draws" in tokens:
+                setups = [(talker, flags), (talker, {**flags, "fused_draws": False})]
+                key = f"{label}_fused_draws_vs_separate"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, mode, "fused draws vs processors and counters apart", out[key], flush=True)
             if "rope-per-forward" in tokens:
                 setups = [(talker, flags), (talker, {**flags, "predictor_tables": True})]
                 key = f"{label}_predictor_inputs_per_pass_vs_tables"  # RoPE and lengths (run 136: RoPE only)

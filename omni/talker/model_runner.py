@@ -11,6 +11,7 @@ back to the host.
 """
 
 from collections.abc import Sequence
+from functools import partial
 
 import torch
 
@@ -23,8 +24,8 @@ from omni.talker.sampling import (
     SlotSampling,
     SubtalkerRows,
     draw,
+    draw_talker,
     sample_subtalker,
-    sample_talker,
 )
 
 
@@ -43,6 +44,7 @@ class TalkerRunner:
         kv_write_kernel: bool = False,
         norm_rope_write_kernel: bool = False,
         predictor_tables: bool = True,
+        fused_draws: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -50,9 +52,14 @@ class TalkerRunner:
         (`decode_step_padded`, used by the CUDA graphs); requests never get it.
         `decode_kernel`: decode steps attend with the Triton kernel over each slot's live length instead of the
         masked PyTorch attention over all `max_len` positions; default: on for CUDA devices.
-        `sampler_kernel`: the 16 draws of a step (codebook 0 after the talker's processors, which stay in PyTorch, and
-        the predictor's 15) each run as one Triton kernel (kernels/sampling.py) instead of ~45 PyTorch ones; same ids
-        (see that module for the top-p boundary). Off by default until measured on a GPU.
+        `sampler_kernel`: the 16 draws of a step each run as one Triton kernel (kernels/sampling.py) instead of ~45
+        PyTorch ones; same ids (see that module for the top-p boundary). Off by default here; the service turns it on
+        for CUDA devices.
+        `fused_draws` (with `sampler_kernel`): the talker's draw takes its processors (repetition penalty, EOS before
+        min_new_tokens, suppressed ids) and the slots' counters into its kernel (`kernels/sampling.py: draw_talker`),
+        and every draw reads the per-slot sampling parameters at the row's slot instead of gathering them first (the
+        same bits; 34 launches fewer a step). Without it the processors and counters are PyTorch ops
+        (`sampling.draw_talker`, the kernel's reference).
         `short_pass_kernel` (with `decode_kernel`): the code predictor's 2-position first pass of each frame attends
         through the kernel too, one kernel row per position (False: through SDPA, as before session 22).
         `kv_write_kernel`: each layer's K and V go into the caches in one Triton copy instead of two index puts (the
@@ -81,11 +88,15 @@ class TalkerRunner:
 
         if decode_kernel is None:
             decode_kernel = self.device.type == "cuda"
-        self.draw = draw
-        if sampler_kernel:
-            from omni.kernels.sampling import draw as kernel_draw  # imports Triton: only when asked for
+        self.draw, self.draw_talker = draw, draw_talker
+        self.indexed_draws = False  # whether the draws read the sampling parameters at each row's slot themselves
+        if sampler_kernel:  # imports Triton: only when asked for
+            from omni.kernels.sampling import draw as kernel_draw
+            from omni.kernels.sampling import draw_talker as kernel_draw_talker
 
             self.draw = kernel_draw
+            self.draw_talker = kernel_draw_talker if fused_draws else partial(draw_talker, draw_fn=kernel_draw)
+            self.indexed_draws = fused_draws
         positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
         kernels = CacheKernels(
             attention=decode_kernel, positions=positions, write=kv_write_kernel, norm_rope_write=norm_rope_write_kernel
@@ -106,6 +117,7 @@ class TalkerRunner:
         self.trailing = torch.full((rows, max_len), self.tts_pad_id, dtype=torch.int64, device=dev)
         self.trailing_len = torch.zeros(rows, dtype=torch.int64, device=dev)
         self.finished = torch.ones(rows, dtype=torch.bool, device=dev)
+        self._true = torch.ones((), dtype=torch.bool, device=dev)  # what a drawn id writes into `seen`
         self._predictor_pos = torch.arange(self.groups, device=dev)
         # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
         self._predictor_inputs: list[AttentionInputs] | None = None
@@ -270,16 +282,12 @@ class TalkerRunner:
         as written to `self.finished[slots]` (rows repeating a slot: each its own value)."""
         drawn = self.drawn[slots] if drawn is None else drawn
         logits = self.talker.codec_logits(hidden)
-        ids = sample_talker(
-            logits, self.sampling, slots, self.seen[slots], drawn, self.suppressed, self.eos_id, self.draw
-        )
-        self.seen.index_put_((slots, ids), torch.ones_like(ids, dtype=torch.bool))  # no host scalar: capturable
-        self.pending[slots] = ids
+        ids, finished = self.draw_talker(
+            logits, slots, drawn, self.seen, self.sampling, self.suppressed, self.eos_id, self.pending, self.drawn,
+            self.finished,
+        )  # fmt: skip
+        self.seen.index_put_((slots, ids), self._true)  # after the draw, which read the history
         self.last_hidden[slots] = hidden
-        drawn = drawn + 1
-        self.drawn[slots] = drawn
-        finished = (ids == self.eos_id) | (drawn >= self.sampling.max_new_tokens[slots])
-        self.finished[slots] = finished
         return finished
 
     @torch.no_grad()
@@ -302,7 +310,7 @@ class TalkerRunner:
         # sum from codebook 0 up, the same adds in the same order) is summed as they are made.
         frame_embedding = t.embed_codec(codes[:, 0])
         x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
-        sub = SubtalkerRows.gather(self.sampling, slots, frame)
+        sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
         for g in range(1, self.groups):
             if g > 1:
                 embedding = predictor.codec_embedding[g - 2](codes[:, g - 1])

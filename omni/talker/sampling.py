@@ -232,9 +232,13 @@ def draw(
     counter: torch.Tensor,
     counter_offset: int = 0,
     out: torch.Tensor | None = None,
+    index: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Processed logits [B, V] -> ids [B]: warp + Gumbel-max where do_sample, else argmax of the input. The noise's
-    counter is `counter + counter_offset`; `out` [B] int64 (any stride) receives the ids when given."""
+    counter is `counter + counter_offset`; `out` [B] int64 (any stride) receives the ids when given. With `index`
+    [B], the five sampling parameters are per-slot tables and row b's are at `index[b]`."""
+    if index is not None:
+        do_sample, temperature, top_k, top_p, seed = (t[index] for t in (do_sample, temperature, top_k, top_p, seed))
     if counter_offset:
         counter = counter + counter_offset
     greedy = logits.argmax(dim=-1)
@@ -289,10 +293,37 @@ def sample_talker(
     )
 
 
+def draw_talker(
+    logits: torch.Tensor,
+    slots: torch.Tensor,
+    generated: torch.Tensor,
+    seen: torch.Tensor,
+    params: SlotSampling,
+    suppressed: torch.Tensor,
+    eos_id: int,
+    pending: torch.Tensor,
+    drawn: torch.Tensor,
+    finished: torch.Tensor,
+    draw_fn: DrawFn = draw,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Codebook-0 ids [B] for the rows of `slots` from the talker's logits, and the slots' counters written: `pending`
+    the id, `drawn` generated + 1, `finished` (EOS drawn, or max_new_tokens ids). `generated` [B]: the rows' drawn
+    counts, gathered before; `seen` [S, V] the slots' histories (read, not written). Returns (ids, finished [B]);
+    rows repeating a slot each get their own finished. kernels/sampling.py's `draw_talker` is this in one kernel."""
+    ids = sample_talker(logits, params, slots, seen[slots], generated, suppressed, eos_id, draw_fn)
+    pending[slots] = ids
+    generated = generated + 1
+    drawn[slots] = generated
+    done = (ids == eos_id) | (generated >= params.max_new_tokens[slots])
+    finished[slots] = done
+    return ids, done
+
+
 @dataclass
 class SubtalkerRows:
-    """The code predictor's sampling parameters of one step's rows, gathered once for its 15 draws, and the first
-    draw counter of the frame they complete (a draw's is counter + its codebook)."""
+    """The code predictor's sampling parameters for one step's rows, for its 15 draws, and the first draw counter of
+    the frame they complete (a draw's is counter + its codebook). Gathered once (`index` None), or, for a draw that
+    reads per-slot tables itself (the sampler kernel), the slots' tables and the rows' slots as `index`."""
 
     do_sample: torch.Tensor
     temperature: torch.Tensor
@@ -300,17 +331,17 @@ class SubtalkerRows:
     top_p: torch.Tensor
     seed: torch.Tensor
     counter: torch.Tensor
+    index: torch.Tensor | None = None
 
     @classmethod
-    def gather(cls, params: SlotSampling, slots: torch.Tensor, frame: torch.Tensor) -> "SubtalkerRows":
-        return cls(
-            params.sub_do_sample[slots],
-            params.sub_temperature[slots],
-            params.sub_top_k[slots],
-            params.sub_top_p[slots],
-            params.seed[slots],
-            frame * DRAWS_PER_FRAME,
-        )
+    def gather(
+        cls, params: SlotSampling, slots: torch.Tensor, frame: torch.Tensor, indexed: bool = False
+    ) -> "SubtalkerRows":
+        tables = (params.sub_do_sample, params.sub_temperature, params.sub_top_k, params.sub_top_p, params.seed)
+        counter = frame * DRAWS_PER_FRAME
+        if indexed:
+            return cls(*tables, counter, index=slots)
+        return cls(*(t[slots] for t in tables), counter)
 
 
 def sample_subtalker(
@@ -320,4 +351,6 @@ def sample_subtalker(
     if draw_fn is draw:
         logits = logits.float()  # the warpers' arithmetic is fp32 (the kernel upcasts each row itself, exactly)
     params = (rows.do_sample, rows.temperature, rows.top_k, rows.top_p, rows.seed)
-    return draw_fn(logits, *params, rows.counter, group, out)
+    if rows.index is None:
+        return draw_fn(logits, *params, rows.counter, group, out)
+    return draw_fn(logits, *params, rows.counter, group, out, index=rows.index)

@@ -369,6 +369,7 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
     return {
         "decode_kernel": fused,
         "sampler_kernel": config.sampler_kernel and on_cuda,
+        "fused_draws": config.fused_draws and on_cuda,
         "short_pass_kernel": config.short_pass_kernel,
         "kv_write_kernel": config.kv_write_kernel and on_cuda,
         "norm_rope_write_kernel": config.norm_rope_write_kernel and fused,
