@@ -1,25 +1,24 @@
-# One-GPU call (nvidia-h200, ~8 minutes), any time: the talker's draw as one kernel with its processors and the slots'
-# counters, and the predictor's draws reading their parameters at the slot (branch fused-talker-draw, 940323b; run
-# 143 reverted it on main by its rule) against main, again, with three pairs of processes.
-# Before the call, on main, make the new tree and carry it with the wheels ([".whl", ".whl_stack", "build/ab_new.tgz"]):
-#     git archive --format=tar.gz -o build/ab_new.tgz fused-talker-draw omni kernels services tools
-# Why: run 143 (base/new/new/base) timed new 1.4% shorter at 512 rows and 1.0% at 128 in both pairs, but 2.7-2.8%
-# longer at 1 row in both; run 144 (one process per tree, another machine) had the 1-row step the other way (new
-# 1.5% shorter) and the touched kernels no slower on the GPU, with a GEMM the change does not touch differing most:
-# the 1-row step moves between processes by up to ~0.2 ms.
-# Here: the dumps (main against the branch's tree, to the bit), then six processes, base, new, new, base, base, new,
-# at 1 and 512 rows (128 left out for time).
-# Prediction: new shorter at 512 rows by 1-1.8% in each pair; at 1 row the mean of the three pairs' changes between
-# -3% and +1%.
-# Rule, written before the run: the change goes back on main (cherry-pick 940323b and 4dd753d, then the docs) if the
-# dumps are equal, no pair has 512 rows more than 0.3% slower in the new tree, and the mean of the three pairs' 1-row
-# changes is at most +0.3%; otherwise it stays off and the branch is left as it is.
+# One-GPU call (nvidia-h200, ~5 minutes), any time: the talker setting fused_draws (the talker's draw with its
+# processors and the slots' counters in one kernel, every draw reading its sampling parameters at the row's slot; off
+# by default) A/B'd in one process, the way run 136 A/B'd the RoPE tables: both modes on the same talker (the same
+# weights, so the same GEMMs), one process per order.
+# Why: run 143 A/B'd the same code by trees (separate processes): 512 rows -1.4 / -1.4%, 128 rows -1.0 / -0.9%, but
+# 1 row +2.8 / +2.7%; run 144 had the 1-row step the other way round and the touched kernels no slower on the GPU,
+# the 1-row step moving between processes by up to ~0.2 ms. In one process that spread is the same for both modes.
+# Checks in each process: graph = eager padded with it; with and without it, 2 eager steps of 64 slots (greedy and
+# sampling mixed): codes, caches, hidden state and the slots' counters and histories equal to the bit.
+# Prediction: with fused_draws, 512 rows -1.0 to -1.8%, 128 rows -0.5 to -1.5%, 1 row -3% to +1%; every check bitwise.
+# Rule, written before the run: fused_draws goes on by default (config default, help, internals, deploy comment,
+# the defaults test, benchmarks and perf-notes) if every check is bitwise and, in both orders, no batch is more than
+# 0.3% slower with it; otherwise it stays off.
 source tools/device/setup.sh
-source tools/device/talker_ab_trees.sh
-unpack_tree build/ab_new.tgz /tmp/new || exit 1
 stamp start
-talker_dumps $PWD /tmp/new
-for pair in "$PWD base1" "/tmp/new new1" "/tmp/new new2" "$PWD base2" "$PWD base3" "/tmp/new new3"; do
-    set -- $pair
-    talker_bench $1 $2 1,512
-done
+M=fused+sampler+kv-write+add-norm+norm-rope-write
+python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+fused-draws" --batches 1,128,512 --max-len 512 \
+    --check-steps 2 --iters 50 --json $OUT/talker_off_first.json 2>&1 \
+    | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error" | cut -c1-300
+stamp "off first"
+python3 tools/bench_talker_step.py --models 1.7B --modes "$M+fused-draws,$M" --batches 1,128,512 --max-len 512 \
+    --check-steps 2 --iters 50 --json $OUT/talker_on_first.json 2>&1 \
+    | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error" | cut -c1-300
+stamp "on first"
