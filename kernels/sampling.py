@@ -31,7 +31,7 @@ import triton.language as tl
 from omni.kernels import INTERPRETED
 from triton.language.extra import libdevice
 
-from omni.talker.sampling import DRAWS_PER_FRAME
+from omni.talker.sampling import DRAWS_PER_FRAME, SlotSampling
 
 MAX_VOCAB = 4096  # one row in registers per program (the talker's vocabulary is 3072, the predictor's 2048)
 # Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
@@ -352,7 +352,7 @@ def draw_talker(
     slots: torch.Tensor,
     generated: torch.Tensor,
     seen: torch.Tensor,
-    params,
+    params: SlotSampling,
     suppressed: torch.Tensor,
     eos_id: int,
     pending: torch.Tensor,

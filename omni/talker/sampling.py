@@ -351,6 +351,4 @@ def sample_subtalker(
     if draw_fn is draw:
         logits = logits.float()  # the warpers' arithmetic is fp32 (the kernel upcasts each row itself, exactly)
     params = (rows.do_sample, rows.temperature, rows.top_k, rows.top_p, rows.seed)
-    if rows.index is None:
-        return draw_fn(logits, *params, rows.counter, group, out)
     return draw_fn(logits, *params, rows.counter, group, out, index=rows.index)

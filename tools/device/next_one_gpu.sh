@@ -14,11 +14,11 @@
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write
-python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+fused-draws" --batches 1,128,512 --max-len 512 \
-    --check-steps 2 --iters 50 --json $OUT/talker_off_first.json 2>&1 \
-    | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error" | cut -c1-300
-stamp "off first"
-python3 tools/bench_talker_step.py --models 1.7B --modes "$M+fused-draws,$M" --batches 1,128,512 --max-len 512 \
-    --check-steps 2 --iters 50 --json $OUT/talker_on_first.json 2>&1 \
-    | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error" | cut -c1-300
-stamp "on first"
+order() {  # MODES TAG: one process timing MODES in their order
+    python3 tools/bench_talker_step.py --models 1.7B --modes "$1" --batches 1,128,512 --max-len 512 --check-steps 2 \
+        --iters 50 --json $OUT/talker_$2.json 2>&1 \
+        | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error" | cut -c1-300
+    stamp "$2"
+}
+order "$M,$M+fused-draws" off_first
+order "$M+fused-draws,$M" on_first
