@@ -301,6 +301,19 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
     return (time.perf_counter() - start) / iters * 1e3
 
 
+MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws"}
+
+
+def parse_modes(text: str) -> list[str]:
+    """The --modes list, fused modes last (they rewire the talker in place); an unknown mode stops the run."""
+    modes = sorted(text.split(","), key=lambda m: m.startswith("fused"))
+    unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
+               or ("+" in m and not m.startswith("fused+")) or not set(m.split("+")[1:]) <= MODE_EXTRAS]  # fmt: skip
+    if unknown:
+        raise SystemExit(f"unknown modes {sorted(unknown)}")
+    return modes
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="0.6B,1.7B")
@@ -332,12 +345,7 @@ def main() -> None:
         raise SystemExit("bench_talker_step needs a CUDA GPU (the CPU tests cover the same code under the interpreter)")
     device, dtype = "cuda", getattr(torch, args.dtype)
     batches = [int(b) for b in args.batches.split(",")]
-    modes = sorted(args.modes.split(","), key=lambda m: m.startswith("fused"))
-    extras = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward"}
-    unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
-               or ("+" in m and not m.startswith("fused+")) or not set(m.split("+")[1:]) <= extras]  # fmt: skip
-    if unknown:
-        raise SystemExit(f"unknown modes {sorted(unknown)}")
+    modes = parse_modes(args.modes)
     torch.backends.cuda.matmul.allow_tf32 = False
     results = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "dtype": args.dtype,
                "max_len": args.max_len, "prompt_len": args.prompt_len, "iters": args.iters, "models": {}}  # fmt: skip
