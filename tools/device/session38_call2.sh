@@ -18,7 +18,7 @@ M=fused+sampler+kv-write+add-norm+norm-rope-write
 order() {  # MODES TAG: one process timing MODES in their order
     python3 tools/bench_talker_step.py --models 1.7B --modes "$1" --batches 1,128,512 --max-len 512 --check-steps 2 \
         --iters 50 --json $OUT/talker_$2.json 2>&1 \
-        | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error" | cut -c1-300
+        | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error|unknown|Traceback" | cut -c1-300
     stamp "$2"
 }
 order "$M,$M+fused-draws" off_first
