@@ -180,6 +180,28 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
+def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int) -> dict:
+    """Every CUDA kernel of `iters` graph replays, as microseconds per step, against the steps' wall time: at small
+    batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        graphs.decode_step(slots)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        start = time.perf_counter()
+        for _ in range(iters):
+            graphs.decode_step(slots)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - start
+    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    kernels = {e.key[:120]: [round(e.self_device_time_total / iters, 2), e.count / iters] for e in events}
+    busy = sum(us for us, _ in kernels.values())
+    launches = sum(n for _, n in kernels.values())
+    return {"wall_us": round(wall / iters * 1e6, 1), "kernel_us": round(busy, 1), "launches": launches,
+            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0]))}  # fmt: skip
+
+
 def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
     """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel,
     norm_rope_write_kernel, predictor_tables)."""
@@ -335,6 +357,7 @@ def main() -> None:
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
     ap.add_argument("--profile", action="store_true", help="top CUDA kernels of an eager step at the largest batch")
+    ap.add_argument("--profile-replays", default="", help="batches whose graph replays are profiled kernel by kernel")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--check-steps", type=int, default=12)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
@@ -434,6 +457,12 @@ def main() -> None:
                     row["eager_ms"] = round(time_steps(runner.decode_step, slots, args.iters), 3)
                 res["steps"][b] = row
                 print(name, mode, f"batch {b}: {row}", flush=True)
+            for b in [int(b) for b in args.profile_replays.split(",") if b]:
+                res.setdefault("replay_profile", {})[b] = p = profile_replays(
+                    graphs, torch.arange(b, device=device), args.iters
+                )
+                print(name, mode, f"replays at {b}: wall {p['wall_us']} us, kernels {p['kernel_us']} us, "
+                      f"{p['launches']:.0f} launches", flush=True)  # fmt: skip
             if args.profile:
                 res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
                 for r in res["profile"]:
