@@ -28,6 +28,7 @@ import copy
 import json
 import os
 import time
+from functools import partial
 
 import torch
 
@@ -38,7 +39,7 @@ from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
 from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import NO_ID, TalkerPrompt
-from omni.talker.sampling import SamplingParams
+from omni.talker.sampling import SamplingParams, draw_talker
 
 PROMPT_LEN = 24  # correctness runs
 
@@ -324,7 +325,20 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
     return (time.perf_counter() - start) / iters * 1e3
 
 
-MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws"}
+MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
+               "talker-draw-only", "indexed-draws-only"}  # fmt: skip
+
+
+def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
+    """One half of fused_draws on the timed runner (a diagnostic: each half is one of the two bitwise-checked paths):
+    +talker-draw-only keeps the predictor's draws on gathered parameters, +indexed-draws-only keeps the talker's
+    processors and counters apart from its draw."""
+    if "talker-draw-only" in tokens:
+        runner.indexed_draws = False
+    if "indexed-draws-only" in tokens:
+        from omni.kernels.sampling import draw as kernel_draw
+
+        runner.draw_talker = partial(draw_talker, draw_fn=kernel_draw)
 
 
 def parse_modes(text: str) -> list[str]:
@@ -353,7 +367,8 @@ def main() -> None:
         "+rope-per-forward: RoPE's frequencies and the code predictor's tables made anew by every forward, as before "
         "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables); +fused-draws "
         "(with sampler): the talker's processors and the slots' counters in its draw kernel, every draw reading the "
-        "sampling parameters at the slot (TalkerRunner's fused_draws)"
+        "sampling parameters at the slot (TalkerRunner's fused_draws); +talker-draw-only / +indexed-draws-only (with "
+        "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -445,6 +460,7 @@ def main() -> None:
                 del layered
             runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
                                   decode_kernel=mode != "sdpa", **flags)  # fmt: skip
+            split_fused_draws(runner, tokens)
             prefill_all(runner, seed=2, prompt_len=args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)
