@@ -27,6 +27,7 @@ import argparse
 import copy
 import json
 import os
+import re
 import time
 from functools import partial
 
@@ -181,9 +182,11 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
-def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int) -> dict:
+def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kernel: str = "") -> dict:
     """Every CUDA kernel of `iters` graph replays, as microseconds per step, against the steps' wall time: at small
-    batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel."""
+    batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. With
+    `kernel` (a regex), also that kernel's calls in step order, each the mean of its `iters` replays (which pass or
+    layer a slow call is)."""
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
@@ -200,8 +203,15 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int) -> di
     busy = sum(us for us, _ in kernels.values())
     launches = sum(n for _, n in kernels.values())
     gemm = sum(us for name, (us, _) in kernels.items() if name.startswith("nvjet") or "cublas" in name)
+    calls = []
+    if kernel:
+        starts = sorted((e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
+                        if e.device_type.name == "CUDA" and re.search(kernel, e.name))  # fmt: skip
+        per_step = len(starts) // iters
+        calls = [round(sum(d for _, d in starts[i::per_step]) / iters, 2) for i in range(per_step)]
     return {"wall_us": round(wall / iters * 1e6, 1), "kernel_us": round(busy, 1), "gemm_us": round(gemm, 1),
-            "launches": launches, "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0]))}  # fmt: skip
+            "launches": launches, "calls_us": calls,
+            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0]))}  # fmt: skip
 
 
 def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
@@ -374,6 +384,7 @@ def main() -> None:
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
     ap.add_argument("--profile", action="store_true", help="top CUDA kernels of an eager step at the largest batch")
     ap.add_argument("--profile-replays", default="", help="batches whose graph replays are profiled kernel by kernel")
+    ap.add_argument("--profile-kernel", default="", help="regex: with --profile-replays, that kernel call by call")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--check-steps", type=int, default=12)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
@@ -476,10 +487,12 @@ def main() -> None:
                 print(name, mode, f"batch {b}: {row}", flush=True)
             for b in [int(b) for b in args.profile_replays.split(",") if b]:
                 res.setdefault("replay_profile", {})[b] = p = profile_replays(
-                    graphs, torch.arange(b, device=device), args.iters
+                    graphs, torch.arange(b, device=device), args.iters, args.profile_kernel
                 )
                 print(name, mode, f"replays at {b}: wall {p['wall_us']} us, kernels {p['kernel_us']} us "
                       f"(GEMMs {p['gemm_us']}), {p['launches']:.0f} launches", flush=True)  # fmt: skip
+                if p["calls_us"]:
+                    print(name, mode, f"{args.profile_kernel} call by call at {b}: {p['calls_us']}", flush=True)
             if args.profile:
                 res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
                 for r in res["profile"]:
