@@ -68,3 +68,23 @@ def test_each_half_of_fused_draws_is_its_own_path_with_the_same_codes(tiny_model
             assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)), token
     for name in ("pending", "seen", "drawn", "finished"):
         assert all(torch.equal(getattr(r, name), getattr(runners["fused-draws"], name)) for r in runners.values())
+
+
+def test_replay_tool_runs_a_mode_and_its_halves_to_the_same_codes():
+    """tools/replay_talker_step.py (what Nsight Compute runs on the GPU) on this CPU, eager: without fused_draws and
+    with its talker half, the same codes after two steps of two rows."""
+    import subprocess
+    import sys
+
+    mode = "fused+sampler+kv-write+add-norm+norm-rope-write"
+    printed = []
+    for m in (mode, f"{mode}+fused-draws+talker-draw-only"):
+        command = [sys.executable, str(ROOT / "tools" / "replay_talker_step.py"), "--model", "tiny", "--mode", m,
+                   "--batch", "2", "--steps", "2", "--max-len", "64", "--prompt-len", "16", "--dtype", "float32",
+                   "--device", "cpu"]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                              env=os.environ | {"TRITON_INTERPRET": "1"})  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        printed.append(done.stdout.strip().splitlines()[-1])
+    assert printed[0].startswith(f"{mode}: 2 steps of 2 rows; last codes of row 0: [")
+    assert printed[0].split(": ", 2)[2] == printed[1].split(": ", 2)[2]

@@ -339,6 +339,21 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "talker-draw-only", "indexed-draws-only"}  # fmt: skip
 
 
+def runner_flags(tokens: set[str]) -> dict:
+    """TalkerRunner's kernel settings for a mode's extras."""
+    return dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
+                kv_write_kernel="kv-write" in tokens, norm_rope_write_kernel="norm-rope-write" in tokens,
+                predictor_tables="rope-per-forward" not in tokens, fused_draws="fused-draws" in tokens)  # fmt: skip
+
+
+def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
+    """The talker's own build for a mode (RoPE kept or not; the fused layer kernels, with or without add+norm)."""
+    tokens = set(mode.split("+")[1:])
+    talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
+    if mode.startswith("fused"):
+        fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
+
+
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
     """One half of fused_draws on the timed runner (a diagnostic: each half is one of the two bitwise-checked paths):
     +talker-draw-only keeps the predictor's draws on gathered parameters, +indexed-draws-only keeps the talker's
@@ -430,15 +445,10 @@ def main() -> None:
         out["modes"] = {}
         for mode in modes:  # fused modes last: they rewire the talker in place
             tokens = set(mode.split("+")[1:])
-            flags = dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
-                         kv_write_kernel="kv-write" in tokens,
-                         norm_rope_write_kernel="norm-rope-write" in tokens,
-                         predictor_tables="rope-per-forward" not in tokens,
-                         fused_draws="fused-draws" in tokens)  # fmt: skip
+            flags = runner_flags(tokens)
             label = mode.replace("+", "_").replace("-", "_")
-            talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
+            build_mode(talker, mode)
             if mode.startswith("fused"):
-                fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
                 out[f"check_{label}"] = check_correctness(talker, config, args.check_steps, device, **flags)
                 print(name, mode, "graph vs eager", out[f"check_{label}"], flush=True)
             if "kv-write" in tokens:

@@ -1,24 +1,32 @@
-# One-GPU call (nvidia-h200, ~5 minutes), any time: the talker setting fused_draws (the talker's draw with its
-# processors and the slots' counters in one kernel, every draw reading its sampling parameters at the row's slot; off
-# by default) A/B'd in one process, the way run 136 A/B'd the RoPE tables: both modes on the same talker (the same
-# weights, so the same GEMMs), one process per order.
-# Why: run 143 A/B'd the same code by trees (separate processes): 512 rows -1.4 / -1.4%, 128 rows -1.0 / -0.9%, but
-# 1 row +2.8 / +2.7%; run 144 had the 1-row step the other way round and the touched kernels no slower on the GPU,
-# the 1-row step moving between processes by up to ~0.2 ms. In one process that spread is the same for both modes.
-# Checks in each process: graph = eager padded with it; with and without it, 2 eager steps of 64 slots (greedy and
-# sampling mixed): codes, caches, hidden state and the slots' counters and histories equal to the bit.
-# Prediction: with fused_draws, 512 rows -1.0 to -1.8%, 128 rows -0.5 to -1.5%, 1 row -3% to +1%; every check bitwise.
-# Rule, written before the run: fused_draws goes on by default (config default, help, internals, deploy comment,
-# the defaults test, benchmarks and perf-notes) if every check is bitwise and, in both orders, no batch is more than
-# 0.3% slower with it; otherwise it stays off.
+# One-GPU call (nvidia-h200, ~5 minutes), any time: why the code predictor's GEMM at 1 row runs at two speeds.
+# Why: runs 147-151 (session 38) found fused_draws' 1-row cost (5.02-5.06 -> 5.17-5.21 ms) in one kernel the setting
+# does not touch, nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN (75 calls a 1-row step): ~9.6 us a call (716-728 us a step)
+# in 4 of 6 captures without the setting, ~12 us (880-913 us) in the other two and in 7 of 7 with the predictor's
+# indexed draws; call by call (run 151) the slow and fast calls fall in a regular pattern over the step. Here Nsight
+# Compute reads 150 of its calls (two graph replays, after two steps) in each build, with the caches left as the step
+# leaves them (--cache-control none) and the clocks as they are: duration, DRAM bytes read, L2 hit rate.
+# Prediction: the slow calls read more from DRAM (their weight not in L2; the fast ones find part of it there); if
+# both read the same, the difference is not the cache (then: clocks or where the thread-block clusters land).
+# Nothing is decided on this run. (ncu replays each kernel per metric pass, so its durations are not the replay's.)
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write
-order() {  # MODES TAG: one process timing MODES in their order
-    python3 tools/bench_talker_step.py --models 1.7B --modes "$1" --batches 1,128,512 --max-len 512 --check-steps 2 \
-        --iters 50 --json $OUT/talker_$2.json 2>&1 \
-        | grep -E "graph vs eager|fused draws vs|batch [0-9]+:|Error|error|unknown|Traceback" | cut -c1-300
-    stamp "$2"
-}
-order "$M,$M+fused-draws" off_first
-order "$M+fused-draws,$M" on_first
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+for mode in "$M" "$M+fused-draws"; do
+    tag=$([ "$mode" = "$M" ] && echo off || echo on)
+    "$NCU" --kernel-name regex:2x1_v_bz_TNN --launch-skip 150 --launch-count 150 --cache-control none \
+        --clock-control none --csv --page raw \
+        --metrics gpu__time_duration.sum,dram__bytes_read.sum,lts__t_sector_hit_rate.pct \
+        python3 tools/replay_talker_step.py --mode "$mode" --batch 1 --steps 6 > $OUT/ncu_$tag.csv 2> $OUT/ncu_$tag.err
+    tail -3 $OUT/ncu_$tag.err
+    python3 - "$OUT/ncu_$tag.csv" "$tag" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
+head, data = rows[0], [r for r in rows[2:] if r[0].isdigit()]
+col = {name: head.index(name) for name in ("gpu__time_duration.sum", "dram__bytes_read.sum", "lts__t_sector_hit_rate.pct")}
+for name, i in col.items():
+    values = [float(r[i].replace(",", "")) for r in data]
+    print(sys.argv[2], name, rows[1][i], "calls", len(values), "first 75:", [round(v, 1) for v in values[:75]])
+PY
+    stamp "$tag"
+done
