@@ -21,12 +21,13 @@ for mode in "$M" "$M+fused-draws"; do
     tail -3 $OUT/ncu_$tag.err
     python3 - "$OUT/ncu_$tag.csv" "$tag" <<'PY'
 import csv, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 5]
-head, data = rows[0], [r for r in rows[2:] if r[0].isdigit()]
+rows = list(csv.reader(open(sys.argv[1])))  # the program's own lines first, then ncu's header, units, one row a call
+at = next(i for i, r in enumerate(rows) if "gpu__time_duration.sum" in r)
+head, units, data = rows[at], rows[at + 1], [r for r in rows[at + 2:] if r and r[0].isdigit()]
 col = {name: head.index(name) for name in ("gpu__time_duration.sum", "dram__bytes_read.sum", "lts__t_sector_hit_rate.pct")}
 for name, i in col.items():
     values = [float(r[i].replace(",", "")) for r in data]
-    print(sys.argv[2], name, rows[1][i], "calls", len(values), "first 75:", [round(v, 1) for v in values[:75]])
+    print(sys.argv[2], name, units[i], "calls", len(values), "first 75:", [round(v, 1) for v in values[:75]])
 PY
     stamp "$tag"
 done
