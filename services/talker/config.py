@@ -84,8 +84,8 @@ class TalkerConfig(ServiceConfig):
         False,
         "with sampler_kernel on a CUDA device: the talker's draw takes its processors (repetition penalty, EOS before "
         "min_new_tokens, suppressed ids) and the slots' counters into its kernel, and every draw reads the sampling "
-        "parameters at its row's slot (34 launches fewer a step, the same bits; run 143, by trees: 512 rows -1.4%, "
-        "1 row +2.7%; off until a one-process A/B decides)",
+        "parameters at its row's slot (34 launches fewer a step, the same bits; run 146, one process, both orders: "
+        "512 rows -1.4 / -1.1%, 1 row +3.1 / +2.5%, so off by default)",
     )
     short_pass_kernel: bool = option(
         True,
