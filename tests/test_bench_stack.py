@@ -4,7 +4,6 @@ smoke mode against a real tiny stack so it cannot rot."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.tiny import _fast_random, _released_speech_tokenizer_sizes, shape_config
 from tests.reference import ref_python
+from tests.tool_modules import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -186,10 +186,7 @@ def test_cpu_smoke_run_of_the_full_stack_benchmark(tmp_path):
 
 
 def load_bench_stack():
-    spec = importlib.util.spec_from_file_location("bench_stack", ROOT / "tools" / "bench_stack.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("bench_stack")
 
 
 def test_the_level_line_gives_the_gapped_requests_silence_in_ms():

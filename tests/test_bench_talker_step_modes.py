@@ -1,7 +1,6 @@
 """tools/bench_talker_step.py's --modes: every extra its help names is accepted, an unknown one stops the run before
 any GPU work (session 38's first device call lost a machine start to `+fused-draws` missing from the accepted set)."""
 
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -14,15 +13,13 @@ import torch
 from omni.talker.generate import SynthesisOptions, Synthesizer
 from omni.talker.model_runner import TalkerRunner
 from omni.talker.prompt import SpeechRequest
+from tests.tool_modules import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_talker_step", ROOT / "tools" / "bench_talker_step.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("bench_talker_step")
 
 
 def test_every_extra_named_in_the_help_parses():

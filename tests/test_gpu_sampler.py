@@ -4,23 +4,16 @@ parsed, and the sampler without nvidia-smi samples nothing."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.tool_modules import load_tool
 
 
 def load_gpu_sampler():
-    spec = importlib.util.spec_from_file_location("gpu_sampler", ROOT / "tools" / "gpu_sampler.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_sampler"] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("gpu_sampler")
 
 
 def stamp(seconds: float) -> str:

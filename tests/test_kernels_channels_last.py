@@ -10,6 +10,7 @@ from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, is
 from omni.kernels.snakebeta import bias_residual_reference, snakebeta_reference
 
 from tests.kernel_runners import compile_for_sm90
+from tests.tool_modules import load_tool
 
 DEVICE = "cuda" if torch.cuda.is_available() and os.environ["TRITON_INTERPRET"] != "1" else "cpu"
 
@@ -156,16 +157,10 @@ def test_snakebeta_cl_fast_sin_only_on_a_gpu_for_16_bit_outputs():
 def test_bench_snakebeta_shapes_are_the_decoders_snakebetas():
     """tools/bench_snakebeta.py times one step's SnakeBeta launches: as many as the decoder has SnakeBeta modules,
     and per stream as many elements as they see for a chunk of 15 frames."""
-    import importlib.util
-    from pathlib import Path
-
     from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig, SnakeBeta
     from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER
 
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("bench_snakebeta", root / "tools" / "bench_snakebeta.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_tool("bench_snakebeta")
     cfg = CodecDecoderConfig()
     shapes = bench.step_shapes(cfg, frames=15)
     tiny = CodecDecoder(CodecDecoderConfig(**TINY_DECODER))  # the released layout at tiny widths
