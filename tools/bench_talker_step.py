@@ -35,7 +35,7 @@ import torch
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
-from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, use_skinny_linear
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
 from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
@@ -214,6 +214,28 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
             "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0]))}  # fmt: skip
 
 
+def check_skinny_linear(talker: Qwen3TTSTalker, device: str) -> dict:
+    """The Linears `use_skinny_linear` set, at 1-8 rows of random input: the largest error against the fp32 product
+    (relative to its largest value) through the kernel and through cuBLAS (F.linear), and how many outputs differ."""
+    import torch.nn.functional as F
+
+    linears = [m for m in talker.code_predictor.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
+    gen = torch.Generator(device=device).manual_seed(5)
+    worst = {"kernel": 0.0, "cublas": 0.0, "outputs_differing": 0, "outputs": 0, "linears": len(linears)}
+    for linear in linears:
+        for rows in (1, 2, 3, 4, 8):
+            x = torch.randn(rows, linear.in_features, device=device, generator=gen).to(linear.weight.dtype)
+            bias = linear.bias.float() if linear.bias is not None else None
+            exact = F.linear(x.float(), linear.weight.float(), bias)
+            scale = exact.abs().max().item()
+            ours, theirs = linear(x), F.linear(x, linear.weight, linear.bias)
+            worst["kernel"] = max(worst["kernel"], (ours.float() - exact).abs().max().item() / scale)
+            worst["cublas"] = max(worst["cublas"], (theirs.float() - exact).abs().max().item() / scale)
+            worst["outputs_differing"] += int((ours != theirs).sum())
+            worst["outputs"] += ours.numel()
+    return {k: round(v, 7) if isinstance(v, float) else v for k, v in worst.items()}
+
+
 def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
     """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel,
     norm_rope_write_kernel, predictor_tables)."""
@@ -336,7 +358,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
-               "talker-draw-only", "indexed-draws-only"}  # fmt: skip
+               "talker-draw-only", "indexed-draws-only", "skinny-linear"}  # fmt: skip
 
 
 def runner_flags(tokens: set[str]) -> dict:
@@ -352,6 +374,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
+        use_skinny_linear(talker, on="skinny-linear" in tokens)
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -393,7 +416,9 @@ def main() -> None:
         "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables); +fused-draws "
         "(with sampler): the talker's processors and the slots' counters in its draw kernel, every draw reading the "
         "sampling parameters at the slot (TalkerRunner's fused_draws); +talker-draw-only / +indexed-draws-only (with "
-        "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws"
+        "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws; "
+        "+skinny-linear (after fused): the code predictor's o_proj and small-to-MTP projection through "
+        "kernels/skinny_linear.py at <= 8 rows (the talker service's skinny_linear)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -461,6 +486,9 @@ def main() -> None:
                 key = f"{label}_norm_rope_write_vs_three_kernels"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "norm+rope+write kernel vs three kernels", out[key], flush=True)
+            if "skinny-linear" in tokens:
+                out["skinny_linear_vs_cublas"] = check_skinny_linear(talker, device)
+                print(name, mode, "skinny linear vs cuBLAS", out["skinny_linear_vs_cublas"], flush=True)
             if "fused-draws" in tokens:
                 setups = [(talker, flags), (talker, {**flags, "fused_draws": False})]
                 key = f"{label}_fused_draws_vs_separate"

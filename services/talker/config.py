@@ -110,6 +110,13 @@ class TalkerConfig(ServiceConfig):
         "after it (the same bits; two kernels fewer per layer; 1.7B graph step at 512 rows 13.59 -> 13.23 ms on an "
         "H200; ignored on CPU)",
     )
+    skinny_linear: bool = option(
+        False,
+        "on a CUDA device with the fused kernels: the code predictor's attention output projections and its "
+        "small-to-MTP projection run through a Triton kernel at steps of at most 8 rows (cuBLAS gives their [1024, "
+        "2048] weights 16 thread blocks at one row: ~0.9 ms of a 5 ms 1.7B step, runs 149-151); the same values "
+        "within the last bit, not the same bits; off until a one-process A/B decides",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

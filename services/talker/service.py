@@ -363,9 +363,13 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
     kernel flags the talker's settings ask for on this device (also tools/census_talker_step.py's build)."""
     fused = config.fused_kernels and on_cuda
     if fused:
-        from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # imports Triton: CUDA serving only
+        from omni.models.qwen3_tts.talker_fused import (  # imports Triton: CUDA serving only
+            fuse_talker_kernels,
+            use_skinny_linear,
+        )
 
         fuse_talker_kernels(talker, add_norm=config.fused_add_norm)
+        use_skinny_linear(talker, on=config.skinny_linear)
     return {
         "decode_kernel": fused,
         "sampler_kernel": config.sampler_kernel and on_cuda,

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from omni.kernels.kv_write import norm_rope_write_kv
+from omni.kernels.skinny_linear import skinny_linear
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -112,6 +113,27 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
         if isinstance(module, Attention):  # the talker's only: the codec's transformer has caches of its own
             module.project_write = types.MethodType(_fused_project_write, module)
     return changed
+
+
+def _skinny_linear_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    return skinny_linear(x, self.weight, self.bias)
+
+
+def use_skinny_linear(talker: Qwen3TTSTalker, on: bool = True) -> int:
+    """The code predictor's attention output projections and its small-to-MTP projection through
+    `kernels/skinny_linear.py` when a step has at most its MAX_ROWS rows (cuBLAS gives their [1024, 2048] weights 16
+    thread blocks at one row), or, with `on` False, nn.Linear's forward again. Values within the last bit of
+    cuBLAS's, not its bits. Returns how many Linears it set."""
+    predictor = talker.code_predictor
+    linears = [m.o_proj for m in predictor.modules() if isinstance(m, Attention)]
+    if isinstance(predictor.small_to_mtp_projection, nn.Linear):
+        linears.append(predictor.small_to_mtp_projection)
+    for linear in linears:
+        if on:
+            linear.forward = types.MethodType(_skinny_linear_forward, linear)
+        else:
+            linear.__dict__.pop("forward", None)  # the class's forward again
+    return len(linears)
 
 
 def fuse_modules(modules, classes: tuple[type, type, type], fused_project) -> int:

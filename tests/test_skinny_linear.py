@@ -1,0 +1,138 @@
+"""kernels/skinny_linear.py (F.linear for a few rows) and the talker's `use_skinny_linear` switch.
+
+On CPU through the Triton interpreter; `tools/bench_talker_step.py` mode `+skinny-linear` times it on the GPU and
+checks it against cuBLAS there."""
+
+import copy
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernel runs on CPU tensors
+
+import pytest
+import torch
+import torch.nn.functional as F
+from omni.kernels.skinny_linear import MAX_ROWS, skinny_linear
+
+from omni.models.qwen3_tts.config import Qwen3TTSConfig
+from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+from omni.models.qwen3_tts.talker_fused import use_skinny_linear
+from omni.models.qwen3_tts.tiny import tiny_config
+from tests.kernel_runners import compile_for_sm90
+
+
+def operands(rows: int, k: int, n: int, dtype: torch.dtype, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(rows, k, generator=gen).to(dtype)
+    w = (torch.randn(n, k, generator=gen) / k**0.5).to(dtype)
+    b = torch.randn(n, generator=gen).to(dtype)
+    return x, w, b
+
+
+def reference(x, w, b=None):
+    """The exact sums (float64), rounded once to x's dtype: what fp32 accumulation approaches."""
+    y = x.double() @ w.double().T + (b.double() if b is not None else 0)
+    return y.to(x.dtype)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, MAX_ROWS])
+@pytest.mark.parametrize("bias", [False, True])
+def test_a_few_rows_are_the_exact_sums_rounded_once(rows, bias):
+    x, w, b = operands(rows, 2048, 72, torch.bfloat16)  # 72: the last program's block half outside N
+    b = b if bias else None
+    got, want = skinny_linear(x, w, b), reference(x, w, b)
+    assert got.shape == (rows, 72) and got.dtype == torch.bfloat16
+    ulp = (want.float().abs() * 2**-7).clamp_min(2**-126)  # one bf16 step at the value's magnitude
+    # fp32 sums: at most one step from the exact ones (the interpreter truncates to bf16; the GPU rounds to nearest)
+    assert ((got.float() - want.float()).abs() <= ulp).all()
+    cublas_like = F.linear(x.float(), w.float(), b.float() if bias else None).to(torch.bfloat16)
+    assert ((got.float() - cublas_like.float()).abs() <= ulp).all()
+
+
+def test_fp32_and_leading_dims_and_row_strides():
+    x, w, b = operands(6, 300, 20, torch.float32)  # K not a multiple of the block: masked columns
+    wide = torch.zeros(6, 400)
+    wide[:, :300] = x
+    got = skinny_linear(wide[:, :300].reshape(2, 3, 300), w, b)  # rows 400 apart, two leading dims
+    assert got.shape == (2, 3, 20)
+    torch.testing.assert_close(got.reshape(6, 20), F.linear(x, w, b), rtol=1e-5, atol=1e-5)
+    transposed = x.T.contiguous().T  # stride(-1) != 1: copied first
+    torch.testing.assert_close(skinny_linear(transposed, w), F.linear(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_more_rows_than_max_are_f_linear_itself():
+    x, w, b = operands(MAX_ROWS + 1, 64, 16, torch.bfloat16)
+    assert torch.equal(skinny_linear(x, w, b), F.linear(x, w, b))
+
+
+def test_bad_operands_are_refused():
+    x, w, b = operands(2, 64, 16, torch.float32)
+    with pytest.raises(ValueError, match="contiguous"):
+        skinny_linear(x, w.T.contiguous().T)
+    with pytest.raises(ValueError, match="bias must be"):
+        skinny_linear(x, w, b[:8])
+
+
+def test_the_switch_sets_the_predictor_projections_and_takes_them_back():
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    torch.manual_seed(0)
+    talker = Qwen3TTSTalker(config.talker).eval()
+    predictor = talker.code_predictor
+    o_projs = [layer.self_attn.o_proj for layer in predictor.model.layers]
+    projection = predictor.small_to_mtp_projection
+    expected = len(o_projs) + isinstance(projection, torch.nn.Linear)
+    x = torch.randn(1, 1, o_projs[0].in_features)
+    before = o_projs[0](x)
+    plain = copy.deepcopy(talker)
+    assert use_skinny_linear(talker) == expected
+    assert all("forward" in m.__dict__ for m in o_projs)
+    assert not any("forward" in m.__dict__ for m in talker.model.modules() if isinstance(m, torch.nn.Linear))
+    assert torch.equal(o_projs[0](x), skinny_linear(x, o_projs[0].weight))  # through the kernel
+    torch.testing.assert_close(o_projs[0](x), before, rtol=1e-5, atol=1e-6)
+    with torch.no_grad():  # the predictor's whole pass stays within rounding of cuBLAS's
+        h = torch.randn(1, 2, config.talker.hidden_size)
+        torch.testing.assert_close(talker.code_predictor.proj(h), plain.code_predictor.proj(h), rtol=1e-5, atol=1e-5)
+    assert use_skinny_linear(talker, on=False) == expected
+    assert not any("forward" in m.__dict__ for m in o_projs)
+    assert torch.equal(o_projs[0](x), before)
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.skinny_linear import _skinny_linear_kernel
+
+signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "rows": "i32", "K": "i32",
+             "N": "i32", "x_stride": "i32", "y_stride": "i32", "ROWS_PAD": "constexpr", "HAS_BIAS": "constexpr",
+             "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+for rows_pad, has_bias in ((1, False), (2, True), (8, False)):
+    constexprs = {"ROWS_PAD": rows_pad, "HAS_BIAS": has_bias, "BLOCK_N": 8, "BLOCK_K": max(64, 512 // rows_pad)}
+    compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
+print("compiled")
+"""
+
+
+def test_the_kernel_compiles_for_sm90(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_decode_steps_with_the_switch_give_the_same_codes(tiny_model_dir):
+    """A tiny talker's decode steps (fp32; a greedy and a sampling request) with the predictor's projections through
+    the kernel: the same codes as through F.linear, the hidden state within rounding."""
+    from omni.talker.generate import SynthesisOptions, Synthesizer
+    from omni.talker.model_runner import TalkerRunner
+    from omni.talker.prompt import SpeechRequest
+
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    rewired = copy.deepcopy(synth.model.talker)
+    assert use_skinny_linear(rewired) > 0
+    runners = [TalkerRunner(t, synth.model.config, 2, 48) for t in (synth.model.talker, rewired)]
+    options = [SynthesisOptions(greedy=True, max_new_tokens=8), SynthesisOptions(seed=3, max_new_tokens=8)]
+    for runner in runners:
+        for slot, (text, opt) in enumerate(zip(["Hello there.", "Two words."], options, strict=True)):
+            request = SpeechRequest(text=text, speaker="Ryan", language="English")
+            runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
+    slots = torch.tensor([1, 0])
+    for step in range(3):
+        assert torch.equal(runners[1].decode_step(slots)[0], runners[0].decode_step(slots)[0]), f"step {step}"
+    torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-4, atol=1e-5)
