@@ -32,6 +32,7 @@ import time
 from functools import partial
 
 import torch
+import torch.nn.functional as F
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
@@ -217,8 +218,6 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
 def check_skinny_linear(talker: Qwen3TTSTalker, device: str) -> dict:
     """The Linears `use_skinny_linear` set, at 1-8 rows of random input: the largest error against the fp32 product
     (relative to its largest value) through the kernel and through cuBLAS (F.linear), and how many outputs differ."""
-    import torch.nn.functional as F
-
     linears = [m for m in talker.code_predictor.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
     gen = torch.Generator(device=device).manual_seed(5)
     worst = {"kernel": 0.0, "cublas": 0.0, "outputs_differing": 0, "outputs": 0, "linears": len(linears)}
