@@ -70,6 +70,8 @@ def test_bad_operands_are_refused():
         skinny_linear(x, w.T.contiguous().T)
     with pytest.raises(ValueError, match="bias must be"):
         skinny_linear(x, w, b[:8])
+    with pytest.raises(ValueError, match="share a dtype"):
+        skinny_linear(x, w.to(torch.bfloat16))
 
 
 def test_the_switch_sets_the_predictor_projections_and_takes_them_back():
