@@ -388,6 +388,16 @@ def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
         runner.draw_talker = partial(draw_talker, draw_fn=kernel_draw)
 
 
+def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
+    """The runner a mode is timed on (its kernel flags, the fused_draws half it names), every slot prefilled."""
+    tokens = set(mode.split("+")[1:])
+    runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, decode_kernel=mode != "sdpa",
+                          **runner_flags(tokens))  # fmt: skip
+    split_fused_draws(runner, tokens)
+    prefill_all(runner, seed=2, prompt_len=prompt_len)
+    return runner
+
+
 def parse_modes(text: str) -> list[str]:
     """The --modes list, fused modes last (they rewire the talker in place); an unknown mode stops the run."""
     modes = sorted(text.split(","), key=lambda m: m.startswith("fused"))
@@ -506,10 +516,7 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "fused add+norm vs layer by layer", out[key], flush=True)
                 del layered
-            runner = TalkerRunner(talker, config, max(batches), args.max_len, device, scratch_slot=True,
-                                  decode_kernel=mode != "sdpa", **flags)  # fmt: skip
-            split_fused_draws(runner, tokens)
-            prefill_all(runner, seed=2, prompt_len=args.prompt_len)
+            runner = timed_runner(talker, config, mode, max(batches), args.max_len, device, args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)
             res: dict = {"capture_s": round(time.perf_counter() - start, 2),

@@ -10,10 +10,9 @@ Nothing is timed or checked here (bench_talker_step.py does both)."""
 import argparse
 
 import torch
-from bench_talker_step import build_mode, build_talker, parse_modes, prefill_all, runner_flags, split_fused_draws
+from bench_talker_step import build_mode, build_talker, parse_modes, timed_runner
 
 from omni.talker.cuda_graphs import TalkerGraphs
-from omni.talker.model_runner import TalkerRunner
 
 
 def main() -> None:
@@ -28,14 +27,10 @@ def main() -> None:
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     args = ap.parse_args()
     (mode,) = parse_modes(args.mode)
-    tokens = set(mode.split("+")[1:])
     torch.manual_seed(0)
     talker, config = build_talker(args.model, getattr(torch, args.dtype), args.device)
     build_mode(talker, mode)
-    runner = TalkerRunner(talker, config, args.batch, args.max_len, args.device, scratch_slot=True,
-                          decode_kernel=mode != "sdpa", **runner_flags(tokens))  # fmt: skip
-    split_fused_draws(runner, tokens)
-    prefill_all(runner, seed=2, prompt_len=args.prompt_len)
+    runner = timed_runner(talker, config, mode, args.batch, args.max_len, args.device, args.prompt_len)
     slots = torch.arange(args.batch, device=args.device)
     step = TalkerGraphs(runner, [args.batch]).decode_step if args.device == "cuda" else runner.decode_step
     for _ in range(args.steps):
