@@ -34,13 +34,19 @@ def prefilled_runner_pair(
         fuse_talker_kernels(talker)
     flags = common or {}
     runners = tuple(TalkerRunner(talker, model.config, 3, 64, **flags, **{name: flag}) for flag in (not value, value))
+    for runner in runners:
+        prefill_two_requests(runner, synth)
+    return runners
+
+
+def prefill_two_requests(runner: TalkerRunner, synth: Synthesizer) -> None:
+    """A greedy and a seeded-sampling request (12 frames at most) in PREFILLED_SLOTS of `runner` (3 slots, 64
+    positions or more)."""
     texts = ["Hi there.", "A longer sentence for the talker to say."]
     options = [SynthesisOptions(greedy=True, max_new_tokens=12), SynthesisOptions(seed=5, max_new_tokens=12)]
-    for runner in runners:
-        for slot, text, opt in zip(reversed(PREFILLED_SLOTS), texts, options, strict=True):
-            request = SpeechRequest(text=text, speaker="Ryan", language="English")
-            runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
-    return runners
+    for slot, text, opt in zip(reversed(PREFILLED_SLOTS), texts, options, strict=True):
+        request = SpeechRequest(text=text, speaker="Ryan", language="English")
+        runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
 
 
 def assert_same_steps_bit_for_bit(without: TalkerRunner, with_kernel: TalkerRunner, steps: int) -> None:

@@ -10,9 +10,9 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 import pytest
 import torch
 
-from omni.talker.generate import SynthesisOptions, Synthesizer
+from omni.talker.generate import Synthesizer
 from omni.talker.model_runner import TalkerRunner
-from omni.talker.prompt import SpeechRequest
+from tests.kernel_runners import PREFILLED_SLOTS, prefill_two_requests
 from tests.tool_modules import load_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,18 +46,14 @@ def test_each_half_of_fused_draws_is_its_own_path_with_the_same_codes(tiny_model
     halves = {"fused-draws": (True, True), "talker-draw-only": (True, False), "indexed-draws-only": (False, True)}
     runners = {}
     for token, (fused_talker, indexed) in halves.items():
-        runner = TalkerRunner(synth.model.talker, synth.model.config, 2, 40, scratch_slot=True, sampler_kernel=True,
+        runner = TalkerRunner(synth.model.talker, synth.model.config, 3, 64, scratch_slot=True, sampler_kernel=True,
                               fused_draws=True)  # fmt: skip
         bench.split_fused_draws(runner, {"fused-draws", token})
         assert runner.indexed_draws == indexed, token
         assert (getattr(runner.draw_talker, "func", None) is None) == fused_talker, token  # the off path is a partial
-        for slot, options in enumerate(
-            [SynthesisOptions(seed=5, max_new_tokens=6), SynthesisOptions(greedy=True, max_new_tokens=6)]
-        ):
-            request = SpeechRequest(text=f"Say {slot}.", speaker="Ryan", language="English")
-            runner.prefill(slot, synth.builder.build(request), synth.sampling_params(options))
+        prefill_two_requests(runner, synth)
         runners[token] = runner
-    slots = torch.tensor([1, 0])
+    slots = torch.tensor(PREFILLED_SLOTS)
     for _ in range(2):
         want = runners["fused-draws"].decode_step_padded(slots)
         for token in ("talker-draw-only", "indexed-draws-only"):

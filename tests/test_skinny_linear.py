@@ -121,20 +121,17 @@ def test_the_kernel_compiles_for_sm90(tmp_path):
 def test_decode_steps_with_the_switch_give_the_same_codes(tiny_model_dir):
     """A tiny talker's decode steps (fp32; a greedy and a sampling request) with the predictor's projections through
     the kernel: the same codes as through F.linear, the hidden state within rounding."""
-    from omni.talker.generate import SynthesisOptions, Synthesizer
+    from omni.talker.generate import Synthesizer
     from omni.talker.model_runner import TalkerRunner
-    from omni.talker.prompt import SpeechRequest
+    from tests.kernel_runners import PREFILLED_SLOTS, prefill_two_requests
 
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     rewired = copy.deepcopy(synth.model.talker)
     assert use_skinny_linear(rewired) > 0
-    runners = [TalkerRunner(t, synth.model.config, 2, 48) for t in (synth.model.talker, rewired)]
-    options = [SynthesisOptions(greedy=True, max_new_tokens=8), SynthesisOptions(seed=3, max_new_tokens=8)]
+    runners = [TalkerRunner(t, synth.model.config, 3, 64) for t in (synth.model.talker, rewired)]
     for runner in runners:
-        for slot, (text, opt) in enumerate(zip(["Hello there.", "Two words."], options, strict=True)):
-            request = SpeechRequest(text=text, speaker="Ryan", language="English")
-            runner.prefill(slot, synth.builder.build(request), synth.sampling_params(opt))
-    slots = torch.tensor([1, 0])
+        prefill_two_requests(runner, synth)
+    slots = torch.tensor(PREFILLED_SLOTS)
     for step in range(3):
         assert torch.equal(runners[1].decode_step(slots)[0], runners[0].decode_step(slots)[0]), f"step {step}"
     torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-4, atol=1e-5)
