@@ -59,6 +59,16 @@ def test_fp32_and_leading_dims_and_row_strides():
     torch.testing.assert_close(skinny_linear(transposed, w), F.linear(x, w), rtol=1e-5, atol=1e-5)
 
 
+def test_a_rows_bits_do_not_depend_on_the_other_rows():
+    """A program per row: row i of a MAX_ROWS-row call has the bits of row i alone (the batch a request shares a step
+    with does not change its codes), at any launch setting."""
+    x, w, b = operands(MAX_ROWS, 1000, 40, torch.bfloat16, seed=3)
+    for launch in (None, {"block_n": 4, "block_k": 128, "num_warps": 2}):
+        together = skinny_linear(x, w, b, launch)
+        for i in range(MAX_ROWS):
+            assert torch.equal(together[i], skinny_linear(x[i : i + 1], w, b, launch)[0]), (launch, i)
+
+
 def test_more_rows_than_max_are_f_linear_itself():
     x, w, b = operands(MAX_ROWS + 1, 64, 16, torch.bfloat16)
     assert torch.equal(skinny_linear(x, w, b), F.linear(x, w, b))
@@ -101,13 +111,13 @@ def test_the_switch_sets_the_predictor_projections_and_takes_them_back():
 COMPILE = """
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
-from omni.kernels.skinny_linear import _skinny_linear_kernel
+from omni.kernels.skinny_linear import LAUNCH, _skinny_linear_kernel
 
-signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "rows": "i32", "K": "i32",
-             "N": "i32", "x_stride": "i32", "y_stride": "i32", "ROWS_PAD": "constexpr", "HAS_BIAS": "constexpr",
-             "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
-for rows_pad, has_bias in ((1, False), (2, True), (8, False)):
-    constexprs = {"ROWS_PAD": rows_pad, "HAS_BIAS": has_bias, "BLOCK_N": 8, "BLOCK_K": max(64, 512 // rows_pad)}
+signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
+             "x_stride": "i32", "y_stride": "i32", "HAS_BIAS": "constexpr", "BLOCK_N": "constexpr",
+             "BLOCK_K": "constexpr"}
+for has_bias, block_n, block_k in ((False, LAUNCH["block_n"], LAUNCH["block_k"]), (True, 4, 1024), (False, 16, 256)):
+    constexprs = {"HAS_BIAS": has_bias, "BLOCK_N": block_n, "BLOCK_K": block_k}
     compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
 print("compiled")
 """
@@ -135,3 +145,27 @@ def test_decode_steps_with_the_switch_give_the_same_codes(tiny_model_dir):
     for step in range(3):
         assert torch.equal(runners[1].decode_step(slots)[0], runners[0].decode_step(slots)[0]), f"step {step}"
     torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-4, atol=1e-5)
+
+
+def test_the_bench_times_every_kind_of_gemm_weight_of_the_fused_talker():
+    """tools/bench_skinny_linear.py's weights: one per kind of GEMM in a fused talker's step, each the tensor the step
+    multiplies by (the fused q/k/v and gate/up weights, not the views of them), with its bias."""
+    from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
+    from tests.tool_modules import load_tool
+
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    talker = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(talker)
+    weights = load_tool("bench_skinny_linear").gemm_weights(talker)
+    predictor = talker.code_predictor
+    for part, root in (("talker", talker.model), ("predictor", predictor.model)):
+        attention, mlp = root.layers[0].self_attn, root.layers[0].mlp
+        assert weights[f"{part} qkv"][0] is attention.qkv_weight
+        assert weights[f"{part} o_proj"][0] is attention.o_proj.weight
+        assert weights[f"{part} gate_up"][0] is mlp.gate_up_weight
+        assert weights[f"{part} down_proj"][0] is mlp.down_proj.weight
+    assert weights["predictor small_to_mtp"] == (predictor.small_to_mtp_projection.weight,
+                                                 predictor.small_to_mtp_projection.bias)  # fmt: skip
+    assert weights["talker codec_head"][0] is talker.codec_head.weight
+    assert weights["predictor lm_head"][0] is predictor.lm_head[0].weight
+    assert len(weights) == 11

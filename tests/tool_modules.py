@@ -9,7 +9,10 @@ TOOLS = Path(__file__).resolve().parent.parent / "tools"
 
 
 def load_tool(name: str) -> ModuleType:
-    """tools/<name>.py as the module `name`, registered in sys.modules (a dataclass looks its module up there)."""
+    """tools/<name>.py as the module `name`, registered in sys.modules (a dataclass looks its module up there), with
+    tools/ on sys.path as when the script runs (a tool imports another by its bare name)."""
+    if str(TOOLS) not in sys.path:
+        sys.path.append(str(TOOLS))
     spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

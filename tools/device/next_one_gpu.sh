@@ -1,21 +1,23 @@
-# One-GPU call (nvidia-h200, ~6 minutes), any time: the talker setting skinny_linear (the code predictor's attention
-# output projections and its small-to-MTP projection through kernels/skinny_linear.py at <= 8 rows; off by default)
-# A/B'd in one process, both orders, with each capture's 1-row replays profiled.
-# Why: runs 148-151 (session 38) put ~0.9 ms of the 5.0-5.2 ms 1-row 1.7B step in two cuBLAS kernels for the
-# predictor's [rows, 2048] x [1024, 2048]^T: nvjet_sm90_tst_8x64_64x16_2x1_v_bz_TNN (75 calls, 9.5 or ~12 us each
-# from one capture to the next) and its bias twin (15 calls, ~12 us): 16 thread blocks for a 4 MB weight. The kernel
-# gives 128 programs of 8 output features, no split of K, fp32 sums (CPU tests: within one bf16 step of the exact sums).
-# Checks: graph = eager padded with it; the rewired Linears at 1-8 rows against the fp32 product, through the kernel
-# and through cuBLAS (relative max error, outputs differing).
-# Prediction: at 1 row the 90 calls ~3-5 us each: the step 0.5-0.8 ms shorter (-10 to -15%); 2, 4 and 8 rows -6 to
-# -14%; 128 and 512 rows unchanged (within 0.3%: the kernel is not used there); the kernel's error no larger than
-# cuBLAS's (both one rounding of fp32 sums).
-# Rule, written before the run: skinny_linear goes on by default (config default and help, internals, deploy
-# comment, the defaults test in test_talker_service.py, benchmarks, perf-notes, README) if graph = eager holds, the
-# kernel's relative error is at most twice cuBLAS's, and in both orders every batch of 1-8 rows is >= 2% shorter
-# and 128 / 512 rows no more than 0.3% slower; otherwise it stays off.
+# One-GPU call (nvidia-h200, ~8 minutes), any time: kernels/skinny_linear.py with a program per (8 features, row),
+# timed alone against cuBLAS, then the talker setting skinny_linear A/B'd in one process, both orders.
+# Why: run 152 timed the first version (all rows in one program): the 1-row 1.7B step 5.24 / 5.28 -> 4.69 / 4.66 ms,
+# but 2 rows +4 / +2%, 4 rows +21 / +20%, 8 rows +63 / +61% (its [rows, 8, BLOCK_K] product a chunk at a time). Now
+# each row is a program of its own (the 1-row program; the weights of a feature block read from L2 after the first).
+# Part 1 (tools/bench_skinny_linear.py): every GEMM weight of the fused 1.7B talker and predictor at 1, 2, 4, 8 rows,
+# block_n {2, 4, 8, 16} x block_k {256, 512, 1024} x warps {2, 4}, against F.linear: informs the next launch setting
+# and which other weights are slow at a few rows; decides nothing today.
+# Part 2 prediction: 1 row -10 to -12% (as run 152); 2 rows -8 to -11%; 4 rows -5 to -10%; 8 rows -3 to +3% (cuBLAS
+# picks better kernels at 8 rows: the 8-row step was shorter than the 1-row one in run 152); 128 / 512 within 0.3%.
+# Rule, written before the run (as for run 152): skinny_linear goes on by default (config default and help,
+# internals, deploy comment, the defaults test in test_talker_service.py, benchmarks, perf-notes, README) if graph =
+# eager holds, the kernel's relative error is at most twice cuBLAS's, and in both orders every batch of 1-8 rows is
+# >= 2% shorter and 128 / 512 rows no more than 0.3% slower; otherwise it stays off.
 source tools/device/setup.sh
 stamp start
+python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json > /tmp/skinny.txt 2>&1
+grep -E "^shapes|^default|Error|error|Traceback" /tmp/skinny.txt | cut -c1-400
+sed -n '/| weight | rows | cuBLAS us/,$p' /tmp/skinny.txt
+stamp skinny_linear
 M=fused+sampler+kv-write+add-norm+norm-rope-write
 order() {  # MODES TAG: one process timing MODES in their order
     python3 tools/bench_talker_step.py --models 1.7B --modes "$1" --batches 1,2,4,8,128,512 --max-len 512 \

@@ -1,0 +1,122 @@
+"""Time kernels/skinny_linear.py against cuBLAS (F.linear) at 1-8 rows on the 1.7B talker's GEMM weights (needs a GPU).
+
+For every GEMM weight shape of the fused 1.7B talker and its code predictor (random weights, bf16), every row count
+and every launch setting (block_n, block_k, num_warps): GPU microseconds per call from a CUDA graph of --iters calls
+(as the talker replays them), the weight bytes read per second, and the largest error against the fp32 product
+relative to its largest value (cuBLAS's alongside). The summary names, per shape and rows, cuBLAS's time, the default
+launch's (`skinny_linear.LAUNCH`) and the fastest setting's.
+
+    PYTHONPATH=. python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json
+"""
+
+import argparse
+import functools
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_decode_attention import time_us  # noqa: E402
+from bench_talker_step import build_talker  # noqa: E402
+from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, skinny_linear  # noqa: E402
+
+from omni.models.qwen3_tts.talker import MLP, Attention  # noqa: E402
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # noqa: E402
+
+
+def gemm_weights(talker) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
+    """One (weight, bias) per kind of GEMM a fused talker's decode step runs, first layer's, by name."""
+    found: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
+    predictor = talker.code_predictor
+    for part, root in (("talker", talker.model), ("predictor", predictor)):
+        for m in root.modules():
+            if isinstance(m, Attention):
+                found.setdefault(f"{part} qkv", (m.qkv_weight, None))
+                found.setdefault(f"{part} o_proj", (m.o_proj.weight, m.o_proj.bias))
+            elif isinstance(m, MLP):
+                found.setdefault(f"{part} gate_up", (m.gate_up_weight, None))
+                found.setdefault(f"{part} down_proj", (m.down_proj.weight, m.down_proj.bias))
+    found["talker codec_head"] = (talker.codec_head.weight, talker.codec_head.bias)
+    found["predictor lm_head"] = (predictor.lm_head[0].weight, predictor.lm_head[0].bias)
+    projection = predictor.small_to_mtp_projection
+    if isinstance(projection, torch.nn.Linear):
+        found["predictor small_to_mtp"] = (projection.weight, projection.bias)
+    return found
+
+
+def relative_error(got: torch.Tensor, exact: torch.Tensor) -> float:
+    return float((got.float() - exact).abs().max() / exact.abs().max())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8])
+    ap.add_argument("--block-n", type=int, nargs="+", default=[2, 4, 8, 16])
+    ap.add_argument("--block-k", type=int, nargs="+", default=[256, 512, 1024])
+    ap.add_argument("--num-warps", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--shapes", nargs="*", help="names from the list printed first (all if none)")
+    ap.add_argument("--iters", type=int, default=100)
+    ap.add_argument("--out", help="write the rows and the summary as JSON here")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_skinny_linear needs a CUDA GPU (tests/test_skinny_linear.py covers the math)")
+    if max(args.rows) > MAX_ROWS:
+        raise SystemExit(f"--rows above {MAX_ROWS} go to F.linear itself")
+    talker, _ = build_talker("1.7B", torch.bfloat16, "cuda")
+    fuse_talker_kernels(talker)
+    weights = gemm_weights(talker)
+    print("shapes:", {name: tuple(w.shape) + (("bias",) if b is not None else ()) for name, (w, b) in weights.items()})
+    names = args.shapes or list(weights)
+    launches = [{"block_n": n, "block_k": k, "num_warps": w}
+                for n, k, w in itertools.product(args.block_n, args.block_k, args.num_warps)]  # fmt: skip
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    rows_out, summary = [], []
+    print(f"default {LAUNCH}; {torch.cuda.get_device_name()}")
+    print("| weight | rows | launch | us | GB/s | rel err | cuBLAS us | cuBLAS rel err |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for name in names:
+        weight, bias = weights[name]
+        weight_bytes = weight.numel() * weight.element_size()
+        for rows in args.rows:
+            x = torch.randn(rows, weight.shape[1], device="cuda", generator=gen).bfloat16()
+            exact = F.linear(x.float(), weight.float(), bias.float() if bias is not None else None)
+            cublas = functools.partial(F.linear, x, weight, bias)
+            cublas_us, cublas_err = time_us(cublas, args.iters), relative_error(cublas(), exact)
+            best = None
+            for launch in launches:
+                call = functools.partial(skinny_linear, x, weight, bias, launch)
+                try:
+                    err = relative_error(call(), exact)
+                    us = time_us(call, args.iters)
+                except Exception as e:  # a setting the compiler refuses is a row, not the end
+                    print(f"| {name} | {rows} | {launch} | error: {str(e)[:80]} | | | | |", flush=True)
+                    continue
+                row = {"weight": name, "rows": rows, **launch, "us": round(us, 2), "rel_err": err,
+                       "gb_per_s": round(weight_bytes / us / 1e3, 1), "cublas_us": round(cublas_us, 2),
+                       "cublas_rel_err": cublas_err}  # fmt: skip
+                rows_out.append(row)
+                print(f"| {name} | {rows} | {launch} | {row['us']} | {row['gb_per_s']} | {err:.2e} | "
+                      f"{row['cublas_us']} | {cublas_err:.2e} |", flush=True)  # fmt: skip
+                if best is None or us < best["us"]:
+                    best = row
+            default = next((r for r in rows_out if r["weight"] == name and r["rows"] == rows
+                            and all(r[k] == v for k, v in LAUNCH.items())), None)  # fmt: skip
+            summary.append({"weight": name, "rows": rows, "cublas_us": round(cublas_us, 2),
+                            "default_us": default and default["us"], "best": best})  # fmt: skip
+    print("| weight | rows | cuBLAS us | default us | best us | best launch |")
+    print("|---|---:|---:|---:|---:|---|")
+    for s in summary:
+        best = s["best"] or {}
+        launch = {k: best.get(k) for k in LAUNCH}
+        print(f"| {s['weight']} | {s['rows']} | {s['cublas_us']} | {s['default_us']} | {best.get('us')} | {launch} |")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"default": LAUNCH, "rows": rows_out, "summary": summary}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
