@@ -1,9 +1,10 @@
 """`F.linear` for a few rows: y = x @ W.T (+ b), a program per (BLOCK_N output features, row) streaming those
 features' whole rows of W.
 
-Why: at one row, cuBLAS runs the code predictor's [rows, 2048] x [1024, 2048]^T (its attention's o_proj, 75 calls a
-1.7B step, and the small-to-MTP projection, 15) as `nvjet_sm90_tst_8x64_64x16_2x1`: 16 thread blocks for a 4 MB
-weight, 9.5 or 12 us a call depending on the graph capture (runs 149-151), ~0.9 ms of a 5 ms 1-row step.
+Why: at one row cuBLAS gives a weight few thread blocks: the code predictor's [rows, 2048] x [1024, 2048]^T (its
+attention's o_proj, 75 calls a 1.7B step) ran as `nvjet_sm90_tst_8x64_64x16_2x1` on 16 thread blocks, 9.5 or 12 us a
+call (runs 149-151). Over all the 1-row step's GEMMs (each weight's time in run 153's tools/bench_skinny_linear.py
+times its calls a step): 3,174 us through cuBLAS, 1,615 here.
 
 A row per program (grid axis 1): run 152 timed a first version that put all rows in one program (a [rows, BLOCK_N,
 BLOCK_K] product a K chunk at a time); it took the 1-row step from 5.24-5.28 ms to 4.66-4.69 but the 8-row step from
@@ -21,8 +22,10 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 
-MAX_ROWS = 8  # beyond this F.linear (cuBLAS picks well once there are rows to tile)
-LAUNCH = {"block_n": 8, "block_k": 512, "num_warps": 4}  # tools/bench_skinny_linear.py sweeps these
+MAX_ROWS = 8  # the most rows a call takes through the kernel (its default max_rows)
+# The setting with the least time over a 1-row 1.7B step's GEMMs in run 153 (tools/bench_skinny_linear.py): 1,615 us
+# against cuBLAS's 3,174 (block_n 8, block_k 512, 4 warps: 1,734).
+LAUNCH = {"block_n": 4, "block_k": 1024, "num_warps": 2}
 LAUNCH_INTERPRETED = {"block_n": 8, "block_k": 256, "num_warps": 4}  # CPU tests: K of 300 or 2048 spans chunks
 
 
@@ -56,14 +59,29 @@ def _skinny_linear_kernel(
     tl.store(y_ptr + row * y_stride + n, y.to(y_ptr.dtype.element_ty), mask=n_ok)
 
 
+def max_rows_for(weight: torch.Tensor) -> int:
+    """Up to how many rows of input the kernel beats cuBLAS on this weight [N, K] (run 153, H200, every GEMM weight of
+    the 1.7B talker): 4 at N <= 1024, where cuBLAS took 8-12 us at 1-4 rows and the kernel 2.3-4.5 (and cuBLAS
+    5.0-6.2 at 8 rows, the kernel 5.4-7.8); otherwise 1: there the kernel took 1.1-1.8x less time than cuBLAS at one
+    row, more at four, and more or less at two by the weight (each row's programs read the weights again, from L2;
+    cuBLAS's time barely grows with the rows)."""
+    return 4 if weight.shape[0] <= 1024 else 1
+
+
 def skinny_linear(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, launch: dict | None = None
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    max_rows: int = MAX_ROWS,
+    launch: dict | None = None,
 ) -> torch.Tensor:
-    """`F.linear(x, weight, bias)` through the kernel when x has at most MAX_ROWS rows (x [..., K], weight [N, K]
+    """`F.linear(x, weight, bias)` through the kernel when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps (LAUNCH if None)."""
+    if max_rows > MAX_ROWS:
+        raise ValueError(f"max_rows must be at most {MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
     rows = x.numel() // k if k else 0
-    if rows == 0 or rows > MAX_ROWS:
+    if rows == 0 or rows > max_rows:
         return F.linear(x, weight, bias)
     if weight.dim() != 2 or weight.shape[1] != k or not weight.is_contiguous():
         raise ValueError(f"weight must be a contiguous [N, {k}] matrix, got {tuple(weight.shape)}")

@@ -83,15 +83,19 @@ def test_replay_tool_runs_a_mode_and_its_halves_to_the_same_codes():
     assert printed[0].split(": ", 2)[2] == printed[1].split(": ", 2)[2]
 
 
-def test_skinny_linear_mode_sets_and_checks_the_predictor_projections():
-    """+skinny-linear: build_mode sets the code predictor's projections (and a mode without it takes them back);
-    check_skinny_linear measures them against the fp32 product and cuBLAS's F.linear."""
+def test_skinny_linear_mode_sets_and_checks_every_gemm():
+    """+skinny-linear: build_mode sets every GEMM of the step (and a mode without it takes them back);
+    check_skinny_linear measures them against the fp32 product and cuBLAS's F.linear up to each one's rows."""
+    from omni.models.qwen3_tts.talker_fused import skinny_gemms
+
     bench = load_bench()
     talker, _ = bench.build_talker("tiny", torch.float32, "cpu")
     mode = "fused+sampler+kv-write+add-norm+norm-rope-write"
     bench.build_mode(talker, f"{mode}+skinny-linear")
     report = bench.check_skinny_linear(talker, "cpu")
-    assert report["linears"] == len(talker.code_predictor.model.layers) + 1  # tiny: talker and predictor widths differ
-    assert report["outputs"] > 0 and report["kernel"] < 1e-5 and report["cublas"] < 1e-5
+    gemms = skinny_gemms(talker).values()
+    assert report["gemms"] == len(gemms) > 0
+    assert report["outputs"] == sum(m.skinny_rows * (m.skinny_rows + 1) // 2 * w.shape[0] for m, w, _ in gemms)
+    assert report["kernel"] < 1e-5 and report["cublas"] < 1e-5
     bench.build_mode(talker, mode)
-    assert bench.check_skinny_linear(talker, "cpu")["linears"] == 0
+    assert bench.check_skinny_linear(talker, "cpu")["gemms"] == 0

@@ -11,11 +11,11 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 import pytest
 import torch
 import torch.nn.functional as F
-from omni.kernels.skinny_linear import MAX_ROWS, skinny_linear
+from omni.kernels.skinny_linear import MAX_ROWS, max_rows_for, skinny_linear
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
-from omni.models.qwen3_tts.talker_fused import use_skinny_linear
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms, use_skinny_linear
 from omni.models.qwen3_tts.tiny import tiny_config
 from tests.kernel_runners import compile_for_sm90
 
@@ -64,9 +64,9 @@ def test_a_rows_bits_do_not_depend_on_the_other_rows():
     with does not change its codes), at any launch setting."""
     x, w, b = operands(MAX_ROWS, 1000, 40, torch.bfloat16, seed=3)
     for launch in (None, {"block_n": 4, "block_k": 128, "num_warps": 2}):
-        together = skinny_linear(x, w, b, launch)
+        together = skinny_linear(x, w, b, launch=launch)
         for i in range(MAX_ROWS):
-            assert torch.equal(together[i], skinny_linear(x[i : i + 1], w, b, launch)[0]), (launch, i)
+            assert torch.equal(together[i], skinny_linear(x[i : i + 1], w, b, launch=launch)[0]), (launch, i)
 
 
 def test_more_rows_than_max_are_f_linear_itself():
@@ -84,28 +84,51 @@ def test_bad_operands_are_refused():
         skinny_linear(x, w.to(torch.bfloat16))
 
 
-def test_the_switch_sets_the_predictor_projections_and_takes_them_back():
+def test_the_switch_sets_every_gemm_and_takes_them_back():
+    """use_skinny_linear: every GEMM the fused step runs (the Linears it still calls, the fused q/k/v and gate/up)
+    gets `max_rows_for` its weight; the predictor's [hidden, 2 x hidden] o_proj goes through the kernel up to that
+    many rows and F.linear above; off, everything is as before, bit for bit."""
     config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
     torch.manual_seed(0)
     talker = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(talker)
     predictor = talker.code_predictor
-    o_projs = [layer.self_attn.o_proj for layer in predictor.model.layers]
-    projection = predictor.small_to_mtp_projection
-    expected = len(o_projs) + isinstance(projection, torch.nn.Linear)
-    x = torch.randn(1, 1, o_projs[0].in_features)
-    before = o_projs[0](x)
+    o_proj = predictor.model.layers[0].self_attn.o_proj
+    attention, mlp = talker.model.layers[0].self_attn, talker.model.layers[0].mlp
+    gemms = skinny_gemms(talker)
+    assert gemms["model.layers.0.self_attn.qkv_weight"] == (attention, attention.qkv_weight, None)
+    assert gemms["model.layers.0.mlp.gate_up_weight"] == (mlp, mlp.gate_up_weight, None)
+    assert "model.layers.0.self_attn.q_proj.weight" not in gemms  # a view the fused GEMM multiplies by instead
+    assert "model.layers.0.mlp.up_proj.weight" not in gemms
+    assert gemms["code_predictor.model.layers.0.self_attn.o_proj.weight"][0] is o_proj
     plain = copy.deepcopy(talker)
-    assert use_skinny_linear(talker) == expected
-    assert all("forward" in m.__dict__ for m in o_projs)
-    assert not any("forward" in m.__dict__ for m in talker.model.modules() if isinstance(m, torch.nn.Linear))
-    assert torch.equal(o_projs[0](x), skinny_linear(x, o_projs[0].weight))  # through the kernel
-    torch.testing.assert_close(o_projs[0](x), before, rtol=1e-5, atol=1e-6)
-    with torch.no_grad():  # the predictor's whole pass stays within rounding of cuBLAS's
+    with torch.no_grad():
         h = torch.randn(1, 2, config.talker.hidden_size)
-        torch.testing.assert_close(talker.code_predictor.proj(h), plain.code_predictor.proj(h), rtol=1e-5, atol=1e-5)
-    assert use_skinny_linear(talker, on=False) == expected
-    assert not any("forward" in m.__dict__ for m in o_projs)
-    assert torch.equal(o_projs[0](x), before)
+        before = [plain.code_predictor.proj(h), plain.model.layers[0].mlp(h)]
+    assert use_skinny_linear(talker) == len(gemms)
+    assert all(m.skinny_rows == max_rows_for(w) for m, w, _ in gemms.values())
+    assert talker.codec_head.skinny_rows == 1 and o_proj.skinny_rows == 4  # [3072, 64] and [48, 48] weights
+    assert not any("forward" in m.__dict__ for m in plain.modules() if isinstance(m, torch.nn.Linear))
+    for rows in (1, o_proj.skinny_rows, o_proj.skinny_rows + 1):
+        x = torch.randn(rows, o_proj.in_features)
+        through = skinny_linear if rows <= o_proj.skinny_rows else F.linear
+        assert torch.equal(o_proj(x), through(x, o_proj.weight)), rows
+    with torch.no_grad():  # the predictor's projection and an MLP (its gate/up fused) within rounding of cuBLAS's
+        torch.testing.assert_close(talker.code_predictor.proj(h), before[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(talker.model.layers[0].mlp(h[:, :1]), before[1][:, :1], rtol=1e-5, atol=1e-5)
+    assert use_skinny_linear(talker, on=False) == len(gemms)
+    assert not any("skinny_rows" in m.__dict__ for m, _, _ in gemms.values())
+    assert not any("forward" in m.__dict__ for m in talker.modules() if isinstance(m, torch.nn.Linear))
+    with torch.no_grad():
+        assert torch.equal(talker.code_predictor.proj(h), before[0])
+        assert torch.equal(talker.model.layers[0].mlp(h), before[1])
+
+
+def test_max_rows_is_checked():
+    x, w, _ = operands(2, 64, 16, torch.float32)
+    assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
+    with pytest.raises(ValueError, match="max_rows"):
+        skinny_linear(x, w, max_rows=MAX_ROWS + 1)
 
 
 COMPILE = """
@@ -147,10 +170,9 @@ def test_decode_steps_with_the_switch_give_the_same_codes(tiny_model_dir):
     torch.testing.assert_close(runners[1].last_hidden, runners[0].last_hidden, rtol=1e-4, atol=1e-5)
 
 
-def test_the_bench_times_every_kind_of_gemm_weight_of_the_fused_talker():
-    """tools/bench_skinny_linear.py's weights: one per kind of GEMM in a fused talker's step, each the tensor the step
-    multiplies by (the fused q/k/v and gate/up weights, not the views of them), with its bias."""
-    from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels
+def test_the_bench_times_every_kind_of_gemm_of_the_fused_talker():
+    """tools/bench_skinny_linear.py's weights: one per kind of GEMM in a fused talker's step (the first layer's), each
+    the tensor the step multiplies by, with its bias."""
     from tests.tool_modules import load_tool
 
     config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
@@ -158,14 +180,15 @@ def test_the_bench_times_every_kind_of_gemm_weight_of_the_fused_talker():
     fuse_talker_kernels(talker)
     weights = load_tool("bench_skinny_linear").gemm_weights(talker)
     predictor = talker.code_predictor
-    for part, root in (("talker", talker.model), ("predictor", predictor.model)):
+    for prefix, root in (("", talker.model), ("code_predictor.", predictor.model)):
         attention, mlp = root.layers[0].self_attn, root.layers[0].mlp
-        assert weights[f"{part} qkv"][0] is attention.qkv_weight
-        assert weights[f"{part} o_proj"][0] is attention.o_proj.weight
-        assert weights[f"{part} gate_up"][0] is mlp.gate_up_weight
-        assert weights[f"{part} down_proj"][0] is mlp.down_proj.weight
-    assert weights["predictor small_to_mtp"] == (predictor.small_to_mtp_projection.weight,
-                                                 predictor.small_to_mtp_projection.bias)  # fmt: skip
-    assert weights["talker codec_head"][0] is talker.codec_head.weight
-    assert weights["predictor lm_head"][0] is predictor.lm_head[0].weight
-    assert len(weights) == 11
+        assert weights[f"{prefix}model.layers.self_attn.qkv_weight"][0] is attention.qkv_weight
+        assert weights[f"{prefix}model.layers.self_attn.o_proj.weight"][0] is attention.o_proj.weight
+        assert weights[f"{prefix}model.layers.mlp.gate_up_weight"][0] is mlp.gate_up_weight
+        assert weights[f"{prefix}model.layers.mlp.down_proj.weight"][0] is mlp.down_proj.weight
+    projection = predictor.small_to_mtp_projection
+    assert weights["code_predictor.small_to_mtp_projection.weight"] == (projection.weight, projection.bias)
+    assert weights["codec_head.weight"][0] is talker.codec_head.weight
+    assert weights["code_predictor.lm_head.weight"][0] is predictor.lm_head[0].weight
+    assert weights["text_projection.linear_fc2.weight"][0] is talker.text_projection.linear_fc2.weight
+    assert len(weights) == 13  # the 12 above and text_projection.linear_fc1

@@ -1,10 +1,10 @@
 """Time kernels/skinny_linear.py against cuBLAS (F.linear) at 1-8 rows on the 1.7B talker's GEMM weights (needs a GPU).
 
-For every GEMM weight shape of the fused 1.7B talker and its code predictor (random weights, bf16), every row count
+For every kind of GEMM of the fused 1.7B talker and its code predictor (random weights, bf16), every row count
 and every launch setting (block_n, block_k, num_warps): GPU microseconds per call from a CUDA graph of --iters calls
 (as the talker replays them), the weight bytes read per second, and the largest error against the fp32 product
-relative to its largest value (cuBLAS's alongside). The summary names, per shape and rows, cuBLAS's time, the default
-launch's (`skinny_linear.LAUNCH`) and the fastest setting's.
+relative to its largest value (cuBLAS's alongside). The summary names, per weight and rows, up to how many rows the
+talker uses the kernel on it (`max_rows_for`), cuBLAS's time, the default launch's (`LAUNCH`) and the fastest's.
 
     PYTHONPATH=. python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json
 """
@@ -13,6 +13,7 @@ import argparse
 import functools
 import itertools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -23,29 +24,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_decode_attention import time_us  # noqa: E402
 from bench_talker_step import build_talker  # noqa: E402
-from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, skinny_linear  # noqa: E402
+from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, max_rows_for, skinny_linear  # noqa: E402
 
-from omni.models.qwen3_tts.talker import MLP, Attention  # noqa: E402
-from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels  # noqa: E402
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms  # noqa: E402
 
 
 def gemm_weights(talker) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
-    """One (weight, bias) per kind of GEMM a fused talker's decode step runs, first layer's, by name."""
+    """One (weight, bias) per kind of GEMM in a talker's step (`skinny_gemms`, the first layer's), named without the
+    layer index."""
     found: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
-    predictor = talker.code_predictor
-    for part, root in (("talker", talker.model), ("predictor", predictor)):
-        for m in root.modules():
-            if isinstance(m, Attention):
-                found.setdefault(f"{part} qkv", (m.qkv_weight, None))
-                found.setdefault(f"{part} o_proj", (m.o_proj.weight, m.o_proj.bias))
-            elif isinstance(m, MLP):
-                found.setdefault(f"{part} gate_up", (m.gate_up_weight, None))
-                found.setdefault(f"{part} down_proj", (m.down_proj.weight, m.down_proj.bias))
-    found["talker codec_head"] = (talker.codec_head.weight, talker.codec_head.bias)
-    found["predictor lm_head"] = (predictor.lm_head[0].weight, predictor.lm_head[0].bias)
-    projection = predictor.small_to_mtp_projection
-    if isinstance(projection, torch.nn.Linear):
-        found["predictor small_to_mtp"] = (projection.weight, projection.bias)
+    for name, (_, weight, bias) in skinny_gemms(talker).items():
+        found.setdefault(re.sub(r"\.\d+\.", ".", name), (weight, bias))
     return found
 
 
@@ -89,7 +78,7 @@ def main() -> None:
             cublas_us, cublas_err = time_us(cublas, args.iters), relative_error(cublas(), exact)
             best = None
             for launch in launches:
-                call = functools.partial(skinny_linear, x, weight, bias, launch)
+                call = functools.partial(skinny_linear, x, weight, bias, launch=launch)
                 try:
                     err = relative_error(call(), exact)
                     us = time_us(call, args.iters)
@@ -106,14 +95,16 @@ def main() -> None:
                     best = row
             default = next((r for r in rows_out if r["weight"] == name and r["rows"] == rows
                             and all(r[k] == v for k, v in LAUNCH.items())), None)  # fmt: skip
-            summary.append({"weight": name, "rows": rows, "cublas_us": round(cublas_us, 2),
-                            "default_us": default and default["us"], "best": best})  # fmt: skip
-    print("| weight | rows | cuBLAS us | default us | best us | best launch |")
-    print("|---|---:|---:|---:|---:|---|")
+            summary.append({"weight": name, "rows": rows, "kernel_up_to": max_rows_for(weight),
+                            "cublas_us": round(cublas_us, 2), "default_us": default and default["us"],
+                            "best": best})  # fmt: skip
+    print("| weight | rows | kernel up to | cuBLAS us | default us | best us | best launch |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for s in summary:
         best = s["best"] or {}
         launch = {k: best.get(k) for k in LAUNCH}
-        print(f"| {s['weight']} | {s['rows']} | {s['cublas_us']} | {s['default_us']} | {best.get('us')} | {launch} |")
+        print(f"| {s['weight']} | {s['rows']} | {s['kernel_up_to']} | {s['cublas_us']} | {s['default_us']} | "
+              f"{best.get('us')} | {launch} |")  # fmt: skip
     if args.out:
         Path(args.out).write_text(json.dumps({"default": LAUNCH, "rows": rows_out, "summary": summary}, indent=1))
 

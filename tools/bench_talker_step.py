@@ -33,10 +33,11 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from omni.kernels.skinny_linear import skinny_linear
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
-from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, use_skinny_linear
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms, use_skinny_linear
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
 from omni.talker.cuda_graphs import TalkerGraphs
 from omni.talker.model_runner import TalkerRunner
@@ -216,18 +217,19 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
 
 
 def check_skinny_linear(talker: Qwen3TTSTalker, device: str) -> dict:
-    """The Linears `use_skinny_linear` set, at 1-8 rows of random input: the largest error against the fp32 product
-    (relative to its largest value) through the kernel and through cuBLAS (F.linear), and how many outputs differ."""
-    linears = [m for m in talker.code_predictor.modules() if isinstance(m, torch.nn.Linear) and "forward" in m.__dict__]
+    """The GEMMs `use_skinny_linear` set, at 1 up to their `skinny_rows` rows of random input: the largest error
+    against the fp32 product (relative to its largest value) through the kernel and through cuBLAS (F.linear), and
+    how many outputs differ."""
+    gemms = [(m, w, b) for m, w, b in skinny_gemms(talker).values() if "skinny_rows" in m.__dict__]
     gen = torch.Generator(device=device).manual_seed(5)
-    worst = {"kernel": 0.0, "cublas": 0.0, "outputs_differing": 0, "outputs": 0, "linears": len(linears)}
-    for linear in linears:
-        for rows in (1, 2, 3, 4, 8):
-            x = torch.randn(rows, linear.in_features, device=device, generator=gen).to(linear.weight.dtype)
-            bias = linear.bias.float() if linear.bias is not None else None
-            exact = F.linear(x.float(), linear.weight.float(), bias)
+    worst = {"kernel": 0.0, "cublas": 0.0, "outputs_differing": 0, "outputs": 0, "gemms": len(gemms)}
+    for module, weight, bias in gemms:
+        for rows in range(1, module.skinny_rows + 1):
+            x = torch.randn(rows, weight.shape[1], device=device, generator=gen).to(weight.dtype)
+            exact = F.linear(x.float(), weight.float(), bias.float() if bias is not None else None)
             scale = exact.abs().max().item()
-            ours, theirs = linear(x), F.linear(x, linear.weight, linear.bias)
+            ours = skinny_linear(x, weight, bias, max_rows=module.skinny_rows)
+            theirs = F.linear(x, weight, bias)
             worst["kernel"] = max(worst["kernel"], (ours.float() - exact).abs().max().item() / scale)
             worst["cublas"] = max(worst["cublas"], (theirs.float() - exact).abs().max().item() / scale)
             worst["outputs_differing"] += int((ours != theirs).sum())
@@ -426,8 +428,8 @@ def main() -> None:
         "(with sampler): the talker's processors and the slots' counters in its draw kernel, every draw reading the "
         "sampling parameters at the slot (TalkerRunner's fused_draws); +talker-draw-only / +indexed-draws-only (with "
         "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws; "
-        "+skinny-linear (after fused): the code predictor's o_proj and small-to-MTP projection through "
-        "kernels/skinny_linear.py at <= 8 rows (the talker service's skinny_linear)"
+        "+skinny-linear (after fused): every GEMM of the step through kernels/skinny_linear.py up to "
+        "max_rows_for its weight (the talker service's skinny_linear)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

@@ -112,10 +112,10 @@ class TalkerConfig(ServiceConfig):
     )
     skinny_linear: bool = option(
         False,
-        "on a CUDA device with the fused kernels: the code predictor's attention output projections and its "
-        "small-to-MTP projection run through a Triton kernel at steps of at most 8 rows (cuBLAS gives their [1024, "
-        "2048] weights 16 thread blocks at one row: ~0.9 ms of a 5 ms 1.7B step, runs 149-151); the same values "
-        "within the last bit, not the same bits; off until a one-process A/B decides",
+        "on a CUDA device with the fused kernels: every GEMM of the talker and code predictor runs through a Triton "
+        "kernel at steps of one row (up to 4 rows for weights of at most 1024 outputs), where cuBLAS gives a row few "
+        "thread blocks (run 153: a 1-row 1.7B step's GEMMs 3,174 us through cuBLAS, 1,615 through the kernel); "
+        "the same values within the last bit, not the same bits; off until a one-process A/B decides",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"

@@ -1,23 +1,20 @@
-# One-GPU call (nvidia-h200, ~8 minutes), any time: kernels/skinny_linear.py with a program per (8 features, row),
-# timed alone against cuBLAS, then the talker setting skinny_linear A/B'd in one process, both orders.
-# Why: run 152 timed the first version (all rows in one program): the 1-row 1.7B step 5.24 / 5.28 -> 4.69 / 4.66 ms,
-# but 2 rows +4 / +2%, 4 rows +21 / +20%, 8 rows +63 / +61% (its [rows, 8, BLOCK_K] product a chunk at a time). Now
-# each row is a program of its own (the 1-row program; the weights of a feature block read from L2 after the first).
-# Part 1 (tools/bench_skinny_linear.py): every GEMM weight of the fused 1.7B talker and predictor at 1, 2, 4, 8 rows,
-# block_n {2, 4, 8, 16} x block_k {256, 512, 1024} x warps {2, 4}, against F.linear: informs the next launch setting
-# and which other weights are slow at a few rows; decides nothing today.
-# Part 2 prediction: 1 row -10 to -12% (as run 152); 2 rows -8 to -11%; 4 rows -5 to -10%; 8 rows -3 to +3% (cuBLAS
-# picks better kernels at 8 rows: the 8-row step was shorter than the 1-row one in run 152); 128 / 512 within 0.3%.
-# Rule, written before the run (as for run 152): skinny_linear goes on by default (config default and help,
-# internals, deploy comment, the defaults test in test_talker_service.py, benchmarks, perf-notes, README) if graph =
-# eager holds, the kernel's relative error is at most twice cuBLAS's, and in both orders every batch of 1-8 rows is
-# >= 2% shorter and 128 / 512 rows no more than 0.3% slower; otherwise it stays off.
+# One-GPU call (nvidia-h200, ~5 minutes), any time: the talker setting skinny_linear, now every GEMM of the step at
+# one row (and up to 4 rows for weights of <= 1024 outputs: the predictor's o_proj, down_proj, small-to-MTP), with the
+# launch run 153 found best (block_n 4, block_k 1024, 2 warps), A/B'd in one process, both orders.
+# Why: run 153 (tools/bench_skinny_linear.py) timed the kernel against cuBLAS on every 1.7B GEMM weight: at one row it
+# took 1.1-5.1x less time on each (the step's GEMMs 3,174 -> 1,615 us by call counts); at 2-4 rows it won only on the
+# N = 1024 weights, at 8 rows on none. Its A/B of the predictor's o_proj / small-to-MTP at <= 8 rows: 1 row -13 / -11%,
+# 2 rows -8.5 / -10%, 4 rows -9.9 / -8.5%, 8 rows +4.3 / +2.9% (rule failed: stays off); 128 rows +0.5 / -0.5%
+# between graphs of the same launches (the kernel is not used there).
+# Prediction: 1 row -22 to -30% (5.05-5.28 ms -> 3.6-4.0); 2 rows -10 to -13%; 4 rows -11 to -15%; 8, 128 and 512 rows
+# unchanged (within 0.5%: the same launches); the kernel's error no larger than cuBLAS's.
+# Rule, written before the run: skinny_linear goes on by default (config default and help, internals, deploy
+# comment, the defaults test in test_talker_service.py, benchmarks, perf-notes, README) if graph = eager holds, the
+# kernel's relative error is at most twice cuBLAS's, and in both orders 1, 2 and 4 rows are each >= 2% shorter and
+# 8, 128 and 512 rows no more than 0.5% slower (0.5: run 153's spread between graphs of the same launches);
+# otherwise it stays off.
 source tools/device/setup.sh
 stamp start
-python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json > /tmp/skinny.txt 2>&1
-grep -E "^shapes|^default|Error|error|Traceback" /tmp/skinny.txt | cut -c1-400
-sed -n '/| weight | rows | cuBLAS us/,$p' /tmp/skinny.txt
-stamp skinny_linear
 M=fused+sampler+kv-write+add-norm+norm-rope-write
 order() {  # MODES TAG: one process timing MODES in their order
     python3 tools/bench_talker_step.py --models 1.7B --modes "$1" --batches 1,2,4,8,128,512 --max-len 512 \

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from omni.kernels.kv_write import norm_rope_write_kv
-from omni.kernels.skinny_linear import skinny_linear
+from omni.kernels.skinny_linear import max_rows_for, skinny_linear
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -35,9 +35,15 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
     return fused
 
 
+def _linear(module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear, or `skinny_linear` up to the module's `skinny_rows` rows (set by `use_skinny_linear`)."""
+    rows = module.__dict__.get("skinny_rows", 0)
+    return skinny_linear(x, weight, bias, max_rows=rows) if rows else F.linear(x, weight, bias)
+
+
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
     b, t, _ = x.shape
-    qkv = F.linear(x, self.qkv_weight)
+    qkv = _linear(self, x, self.qkv_weight)
     nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
     q = rms_norm_rope(qkv[..., :nq], self.q_norm.weight, self.q_norm.eps, *rope)
     k = rms_norm_rope(qkv[..., nq : nq + nk], self.k_norm.weight, self.k_norm.eps, *rope)
@@ -58,13 +64,13 @@ def _fused_project_write(
     the cache asks for it (`CacheKernels.norm_rope_write`); otherwise the fused `project` and the cache's write."""
     if not cache.kernels.norm_rope_write:
         return Attention.project_write(self, x, rope, cache, layer, slots, positions)
-    qkv = F.linear(x, self.qkv_weight)
+    qkv = _linear(self, x, self.qkv_weight)
     q_norm, k_norm = (self.q_norm.weight, self.q_norm.eps), (self.k_norm.weight, self.k_norm.eps)
     return norm_rope_write_kv(qkv, self.heads, q_norm, k_norm, *rope, cache.k[layer], cache.v[layer], slots, positions)
 
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
-    gate_up = F.linear(x, self.gate_up_weight)
+    gate_up = _linear(self, x, self.gate_up_weight)
     n = self.gate_proj.weight.shape[0]
     return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
@@ -116,24 +122,42 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
 
 
 def _skinny_linear_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    return skinny_linear(x, self.weight, self.bias)
+    return _linear(self, x, self.weight, self.bias)
+
+
+def skinny_gemms(talker: Qwen3TTSTalker) -> dict[str, tuple[nn.Module, torch.Tensor, torch.Tensor | None]]:
+    """Every GEMM of the talker and its code predictor, by name: (the module that runs it, weight, bias). Each
+    nn.Linear; for a fused attention or MLP, its concatenated q/k/v or gate/up weight (named `<module>.qkv_weight`,
+    `<module>.gate_up_weight`), which its forward multiplies by instead of its Linears' views."""
+    gemms, replaced = {}, set()  # replaced: the Linears a fused module no longer calls
+    for name, module in talker.named_modules():  # a module comes before its children
+        if isinstance(module, nn.Linear) and id(module) not in replaced:
+            gemms[f"{name}.weight"] = (module, module.weight, module.bias)
+        elif getattr(module, "fused", False) and isinstance(module, Attention):
+            gemms[f"{name}.qkv_weight"] = (module, module.qkv_weight, None)
+            replaced.update(id(m) for m in (module.q_proj, module.k_proj, module.v_proj))
+        elif getattr(module, "fused", False) and isinstance(module, MLP):
+            gemms[f"{name}.gate_up_weight"] = (module, module.gate_up_weight, None)
+            replaced.update(id(m) for m in (module.gate_proj, module.up_proj))
+    return gemms
 
 
 def use_skinny_linear(talker: Qwen3TTSTalker, on: bool = True) -> int:
-    """The code predictor's attention output projections and its small-to-MTP projection through
-    `kernels/skinny_linear.py` when a step has at most its MAX_ROWS rows (cuBLAS gives their [1024, 2048] weights 16
-    thread blocks at one row), or, with `on` False, nn.Linear's forward again. Values within the last bit of
-    cuBLAS's, not its bits. Returns how many Linears it set."""
-    predictor = talker.code_predictor
-    linears = [m.o_proj for m in predictor.modules() if isinstance(m, Attention)]
-    if isinstance(predictor.small_to_mtp_projection, nn.Linear):
-        linears.append(predictor.small_to_mtp_projection)
-    for linear in linears:
+    """Every GEMM of the talker and its code predictor (`skinny_gemms`) through `kernels/skinny_linear.py` up to
+    `max_rows_for` its weight's rows of input (cuBLAS gives one row of these weights a few thread blocks), or, with
+    `on` False, F.linear again. Values within the last bit of cuBLAS's, not its bits. Returns how many it set."""
+    gemms = skinny_gemms(talker)
+    for module, weight, _ in gemms.values():
         if on:
-            linear.forward = types.MethodType(_skinny_linear_forward, linear)
+            module.skinny_rows = max_rows_for(weight)
         else:
-            linear.__dict__.pop("forward", None)  # the class's forward again
-    return len(linears)
+            module.__dict__.pop("skinny_rows", None)
+        if isinstance(module, nn.Linear):
+            if on:
+                module.forward = types.MethodType(_skinny_linear_forward, module)
+            else:
+                module.__dict__.pop("forward", None)  # the class's forward again
+    return len(gemms)
 
 
 def fuse_modules(modules, classes: tuple[type, type, type], fused_project) -> int:
