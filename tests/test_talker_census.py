@@ -17,13 +17,15 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     add for the lengths): cos and sin only for the backbone. Made by every forward, 6 more a forward (16 a step) and
     4 more a predictor pass. Either way each codebook is embedded once (the talker's input sums the embeddings the
     passes made) and the predictor's 15 draws write their column of the codes themselves, with their counters'
-    offsets added in the kernel. With `fused_draws` the talker's draw is one kernel with its processors and the slots'
-    counters, and no draw gathers its sampling parameters (each kernel reads them at the row's slot). The kernels the
-    service's settings turn on are each counted per layer as built."""
+    offsets added in the kernel. With `fused_draws` (the default) the talker's draw is one kernel with its processors
+    and the slots' counters, and no draw gathers its sampling parameters (each kernel reads them at the row's slot).
+    The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` (the
+    default) every GEMM at these 2 rows is the kernel's but the heads' (more than 1024 outputs: cuBLAS)."""
     runs = {}
     procs = {}
-    runs_asked = (("kept", ["--sites"], {}), ("per_forward", ["--rope-per-forward"], {}),
-                  ("fused_draws", ["--sites"], {"OMNI_TALKER_FUSED_DRAWS": "1"}))  # fmt: skip
+    apart = {"OMNI_TALKER_FUSED_DRAWS": "0"}  # the draws' processors and counters as PyTorch ops
+    runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
+                  ("fused_draws", ["--sites"], {}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -52,6 +54,10 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert kept["launches"]["_norm_rope_write_kernel"] == layers  # one per attention: q/k norms, RoPE, K/V write
     assert kept["launches"]["_decode_attention_kernel"] == layers
     assert kept["launches"]["_draw_kernel"] == forwards  # one sampling draw per codebook
+    assert kept["ops"]["mm"] == forwards  # the codec head and the predictor's 15 heads; every other GEMM below
+    gemms_a_layer = 4  # fused q/k/v, o_proj, fused gate/up, down_proj
+    projections = 2 + passes  # the text projection's two Linears; the predictor's input projection once a pass
+    assert kept["launches"]["_skinny_linear_kernel"] == gemms_a_layer * layers + projections
     # --sites: every PyTorch op at the line of the repo's packages that ran it; the 14 embeddings the predictor's
     # single-position passes make as their inputs come from one line of the runner.
     sites = kept["sites"]
