@@ -1,10 +1,20 @@
-# One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults in the stack at 128, 512, 800 and 1,024 streams
-# opened at once, with each level's GPU utilization and the codec's planned share, for the spread between machines.
-# Why: after any change to the defaults, against run 142 (session 36's defaults, dfe90e7): 903.7 / 1,523.4 / 1,435.9 /
-# 1,543.3 audio-s/s at 128 / 512 / 800 / 1,024, none gapped, TTFA p99 197 ms at 128, GPU 84 / 90 / 92 / 90%; run 139
-# 1,494.4 at 512; run 135 1,450.9 / 1,539.4 at 512 / 1,024. Each stack is one machine.
-# Prediction (today's defaults): 128 TTFA p99 170-240 ms; 512 1,450-1,600 audio-s/s with no gap; 800 1,400-1,600 and
-# 1,024 1,450-1,650 with at most 0.5% gapped, 0% with a 100 ms buffer; utilization 85-93% at 512 and above.
+# One-GPU call (nvidia-h200, ~4 minutes), any time: skinny_linear on the 0.6B talker, A/B'd in one process, both
+# orders, at 1, 2, 4, 8, 128 and 512 rows.
+# Why: max_rows_for (4 rows at N <= 1,024 outputs, else 1) came from the 1.7B's weights (run 153) and was A/B'd on the
+# 1.7B (run 154: 1 row -28%, 2 and 4 rows -15%). The 0.6B's talker is 1,024 wide, so its o_proj [1024, 2048] and
+# down_proj [1024, 3072] go through the kernel up to 4 rows too; its q/k/v [4096, 1024] and gate/up [6144, 1024] at
+# 1 row only (run 153: the predictor's weights of those shapes 1.3x faster through the kernel at 1 row).
+# Prediction: 1 row -20 to -30%, 2 and 4 rows -8 to -16%, 8 / 128 / 512 within 0.5%.
+# Rule, written before the run: if any batch is more than 0.5% slower with it in both orders, max_rows_for is wrong
+# for the 0.6B and gets a fix A/B'd the same way; otherwise nothing changes (skinny_linear is already on).
 source tools/device/setup.sh
 stamp start
-$S --concurrency 128 512 800 1024 --level-timeout 150 --out /tmp/T; save T
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws
+order() {  # MODES TAG: one process timing MODES in their order
+    python3 tools/bench_talker_step.py --models 0.6B --modes "$1" --batches 1,2,4,8,128,512 --max-len 512 \
+        --check-steps 2 --iters 50 --json $OUT/talker_$2.json 2>&1 \
+        | grep -E "graph vs eager|skinny linear vs|batch [0-9]+:|Error|error|unknown|Traceback" | cut -c1-300
+    stamp "$2"
+}
+order "$M,$M+skinny-linear" off_first
+order "$M+skinny-linear,$M" on_first
