@@ -26,7 +26,9 @@ MAX_ROWS = 8  # the most rows a call takes through the kernel (its default max_r
 # The setting with the least time over a 1-row 1.7B step's GEMMs in run 153 (tools/bench_skinny_linear.py): 1,615 us
 # against cuBLAS's 3,174 (block_n 8, block_k 512, 4 warps: 1,734).
 LAUNCH = {"block_n": 4, "block_k": 1024, "num_warps": 2}
-LAUNCH_INTERPRETED = {"block_n": 8, "block_k": 256, "num_warps": 4}  # CPU tests: K of 300 or 2048 spans chunks
+# Under the interpreter each program is a Python call: wide blocks keep the CPU tests' service builds quick (a tiny
+# decode step ~150 launches); K of 300 or 2048 spans chunks. The tests also run LAUNCH itself.
+LAUNCH_INTERPRETED = {"block_n": 64, "block_k": 256, "num_warps": 4}
 
 
 @triton.jit

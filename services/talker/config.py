@@ -115,7 +115,7 @@ class TalkerConfig(ServiceConfig):
         "on a CUDA device with the fused kernels: every GEMM of the talker and code predictor runs through a Triton "
         "kernel at steps of one row (up to 4 rows for weights of at most 1024 outputs), where cuBLAS gives a row few "
         "thread blocks; the same values within the last bit, not the same bits (run 154, one process, both orders: "
-        "the 1.7B step at 1 row 5.28 -> 3.81 ms, 2 rows -15 / -16%, 4 rows -15%, 8 / 128 / 512 rows unchanged)",
+        "the 1.7B step at 1 row 5.28 -> 3.83 / 3.80 ms, 2 rows -15 / -16%, 4 rows -15%, 8 / 128 / 512 rows unchanged)",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
