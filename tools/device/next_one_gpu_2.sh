@@ -10,11 +10,5 @@
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws
-order() {  # MODES TAG: one process timing MODES in their order
-    python3 tools/bench_talker_step.py --models 0.6B --modes "$1" --batches 1,2,4,8,128,512 --max-len 512 \
-        --check-steps 2 --iters 50 --json $OUT/talker_$2.json 2>&1 \
-        | grep -E "graph vs eager|skinny linear vs|batch [0-9]+:|Error|error|unknown|Traceback" | cut -c1-300
-    stamp "$2"
-}
-order "$M,$M+skinny-linear" off_first
-order "$M+skinny-linear,$M" on_first
+talker_order 0.6B 1,2,4,8,128,512 "$M,$M+skinny-linear" off_first
+talker_order 0.6B 1,2,4,8,128,512 "$M+skinny-linear,$M" on_first

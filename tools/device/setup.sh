@@ -16,3 +16,15 @@ S="python3 tools/bench_stack.py --models 1.7b --gpus 1 --frames 125 --rounds 6 -
 T0=$(date +%s)
 stamp() { echo "=== $1 at +$(($(date +%s) - T0)) s ($(date -u +%H:%M:%S) UTC)"; }
 save() { cat "/tmp/$1/table.md" 2>/dev/null; tar czf "$OUT/$1.tgz" -C /tmp "$1"; stamp "$1 done"; }
+# talker_order MODEL BATCHES MODES TAG [ARGS...]: one process timing bench_talker_step's MODES in their order (the
+# same talker, so the same weights), its checks and timings printed, JSON to $OUT/talker_TAG.json; a one-process A/B
+# calls it twice, one order each (sessions 38-39 wrote this function into each script).
+talker_order() {
+    local model=$1 batches=$2 modes=$3 tag=$4
+    shift 4
+    python3 tools/bench_talker_step.py --models "$model" --modes "$modes" --batches "$batches" --max-len 512 \
+        --check-steps 2 --iters 50 --json "$OUT/talker_$tag.json" "$@" 2>&1 \
+        | grep -E "graph vs eager|linear vs|draws vs|batch [0-9]+:|replays at|Error|error|unknown|Traceback" \
+        | cut -c1-300
+    stamp "$tag"
+}
