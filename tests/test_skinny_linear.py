@@ -193,3 +193,21 @@ def test_the_bench_times_every_kind_of_gemm_of_the_fused_talker():
     assert weights["code_predictor.lm_head.weight"][0] is predictor.lm_head[0].weight
     assert weights["text_projection.linear_fc2.weight"][0] is talker.text_projection.linear_fc2.weight
     assert len(weights) == 13  # the 12 above and text_projection.linear_fc1
+
+
+def test_the_bench_takes_copies_of_a_weight_in_turn():
+    """tools/bench_skinny_linear.py's cold timing: copies of the weight holding at least the asked bytes, equal to
+    it, not sharing its memory, and each call the next of them."""
+    from tests.tool_modules import load_tool
+
+    bench = load_tool("bench_skinny_linear")
+    x, w, b = operands(2, 64, 16, torch.float32)  # a 4 KB weight
+    copies = bench.weight_copies(w, 10_000)
+    assert len(copies) == 3 and copies[0] is w
+    assert all(torch.equal(c, w) and c.data_ptr() != w.data_ptr() for c in copies[1:])
+    assert bench.weight_copies(w, 0) == [w]
+    seen = []
+    call = bench.in_turn(lambda x, weight, bias: seen.append(weight) or F.linear(x, weight, bias), x, copies, b)
+    for _ in range(4):
+        torch.testing.assert_close(call(), F.linear(x, w, b))
+    assert [id(t) for t in seen] == [id(copies[i % 3]) for i in range(4)]
