@@ -362,6 +362,11 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "talker-draw-only", "indexed-draws-only", "skinny-linear"}  # fmt: skip
 
 
+def mode_extras(mode: str) -> set[str]:
+    """A mode's extras: "fused+sampler+kv-write" -> {"sampler", "kv-write"}."""
+    return set(mode.split("+")[1:])
+
+
 def runner_flags(tokens: set[str]) -> dict:
     """TalkerRunner's kernel settings for a mode's extras."""
     return dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
@@ -371,7 +376,7 @@ def runner_flags(tokens: set[str]) -> dict:
 
 def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     """The talker's own build for a mode (RoPE kept or not; the fused layer kernels, with or without add+norm)."""
-    tokens = set(mode.split("+")[1:])
+    tokens = mode_extras(mode)
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
@@ -392,7 +397,7 @@ def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
 
 def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
     """The runner a mode is timed on (its kernel flags, the fused_draws half it names), every slot prefilled."""
-    tokens = set(mode.split("+")[1:])
+    tokens = mode_extras(mode)
     runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, decode_kernel=mode != "sdpa",
                           **runner_flags(tokens))  # fmt: skip
     split_fused_draws(runner, tokens)
@@ -404,7 +409,7 @@ def parse_modes(text: str) -> list[str]:
     """The --modes list, fused modes last (they rewire the talker in place); an unknown mode stops the run."""
     modes = sorted(text.split(","), key=lambda m: m.startswith("fused"))
     unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
-               or ("+" in m and not m.startswith("fused+")) or not set(m.split("+")[1:]) <= MODE_EXTRAS]  # fmt: skip
+               or ("+" in m and not m.startswith("fused+")) or not mode_extras(m) <= MODE_EXTRAS]  # fmt: skip
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}")
     return modes
@@ -480,7 +485,7 @@ def main() -> None:
             print(name, "runner with vs without the sampler kernel, fp32", out["sampler_runner_fp32"], flush=True)
         out["modes"] = {}
         for mode in modes:  # fused modes last: they rewire the talker in place
-            tokens = set(mode.split("+")[1:])
+            tokens = mode_extras(mode)
             flags = runner_flags(tokens)
             label = mode.replace("+", "_").replace("-", "_")
             build_mode(talker, mode)
