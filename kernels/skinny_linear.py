@@ -63,10 +63,10 @@ def _skinny_linear_kernel(
 
 def max_rows_for(weight: torch.Tensor) -> int:
     """Up to how many rows of input the kernel beats cuBLAS on this weight [N, K] (run 153, H200, every GEMM weight of
-    the 1.7B talker): 4 at N <= 1024, where cuBLAS took 8-12 us at 1-4 rows and the kernel 2.3-4.5 (and cuBLAS
-    5.0-6.2 at 8 rows, the kernel 5.4-7.8); otherwise 1: there the kernel took 1.1-1.8x less time than cuBLAS at one
-    row, more at four, and more or less at two by the weight (each row's programs read the weights again, from L2;
-    cuBLAS's time barely grows with the rows)."""
+    the 1.7B talker, the kernel at LAUNCH): 4 at N <= 1024, where cuBLAS took 8-12 us at 1-4 rows and the kernel
+    2.3-4.5 (and cuBLAS 5.0-6.2 at 8 rows, the kernel 6.0-7.8); otherwise 1: there the kernel took 1.1-1.8x less time
+    than cuBLAS at one row, more at four, and more or less at two by the weight (each row's programs read the weights
+    again, from L2; cuBLAS's time barely grows with the rows)."""
     return 4 if weight.shape[0] <= 1024 else 1
 
 
