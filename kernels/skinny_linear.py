@@ -14,6 +14,13 @@ row's bits do not depend on how many rows share the call.
 Numerics: fp32 products summed per lane across the K chunks, then across the lanes; the bias added in fp32; one
 rounding to x's dtype. cuBLAS sums in another order: the same values within the last bit, not the same bits.
 Deterministic: no atomics, no split of K across programs.
+
+Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is the one above. `_skinny_linear_dot_
+kernel`, a program per BLOCK_N features for all rows (up to 16, padded with zeros for the tensor cores), reads each
+weight block once whatever the rows: w [BLOCK_N, BLOCK_K] times x^T [BLOCK_K, 16] by `tl.dot` a K chunk at a time,
+fp32 accumulation, one rounding (the weight as the MMA's wide operand, as cuBLAS does for few rows). A launch with
+`"dot": True` takes it. A row's bits do not depend on the other rows' values in either (each MMA output is its row
+and column alone), but the two kernels sum in different orders.
 """
 
 import torch
@@ -22,13 +29,17 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 
-MAX_ROWS = 8  # the most rows a call takes through the kernel (its default max_rows)
+MAX_ROWS = 16  # the most rows a call takes through the kernels (its default max_rows; the dot kernel's pad)
 # The setting with the least time over a 1-row 1.7B step's GEMMs in run 153 (tools/bench_skinny_linear.py): 1,615 us
 # against cuBLAS's 3,174 (block_n 8, block_k 512, 4 warps: 1,734).
 LAUNCH = {"block_n": 4, "block_k": 1024, "num_warps": 2}
 # Under the interpreter each program is a Python call: wide blocks keep the CPU tests' service builds quick (a tiny
 # decode step ~150 launches); K of 300 or 2048 spans chunks. The tests also run LAUNCH itself.
 LAUNCH_INTERPRETED = {"block_n": 64, "block_k": 256, "num_warps": 4}
+# The dot kernel for calls of `dot_from` rows and more (talker setting skinny_linear_dot): a guess before any GPU
+# timing (16 features a program: 256 programs on a [4096, K] weight; 8 KB of weights a stage, 4 stages in flight).
+LAUNCH_DOT = {"dot": True, "block_n": 16, "block_k": 256, "num_warps": 4, "num_stages": 4}
+LAUNCH_DOT_INTERPRETED = {"dot": True, "block_n": 64, "block_k": 256, "num_warps": 4}
 
 
 @triton.jit
@@ -61,6 +72,44 @@ def _skinny_linear_kernel(
     tl.store(y_ptr + row * y_stride + n, y.to(y_ptr.dtype.element_ty), mask=n_ok)
 
 
+@triton.jit
+def _skinny_linear_dot_kernel(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    M,
+    K,
+    N,
+    x_stride,
+    y_stride,
+    HAS_BIAS: tl.constexpr,
+    ROWS_PAD: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    DOT_FP32: tl.constexpr,
+):
+    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    r = tl.arange(0, ROWS_PAD)
+    n_ok = n < N
+    r_ok = r < M
+    acc = tl.zeros((BLOCK_N, ROWS_PAD), dtype=tl.float32)  # y^T: the features along the MMA's M
+    for k0 in range(0, K, BLOCK_K):
+        k = k0 + tl.arange(0, BLOCK_K)
+        k_ok = k < K
+        w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+        xt = tl.load(x_ptr + r[None, :] * x_stride + k[:, None], mask=k_ok[:, None] & r_ok[None, :], other=0.0)
+        if DOT_FP32:  # the interpreter multiplies bf16 by its raw bits; the upcast is exact
+            w = w.to(tl.float32)
+            xt = xt.to(tl.float32)
+        acc = tl.dot(w, xt, acc, input_precision="ieee")
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[:, None]
+    tl.store(
+        y_ptr + r[None, :] * y_stride + n[:, None], acc.to(y_ptr.dtype.element_ty), mask=n_ok[:, None] & r_ok[None, :]
+    )
+
+
 def max_rows_for(weight: torch.Tensor) -> int:
     """Up to how many rows of input the kernel beats cuBLAS on this weight [N, K] (run 153, H200, every GEMM weight of
     the 1.7B talker, the kernel at LAUNCH): 4 at N <= 1024, where cuBLAS took 8-12 us at 1-4 rows and the kernel
@@ -76,9 +125,11 @@ def skinny_linear(
     bias: torch.Tensor | None = None,
     max_rows: int = MAX_ROWS,
     launch: dict | None = None,
+    dot_from: int | None = None,
 ) -> torch.Tensor:
-    """`F.linear(x, weight, bias)` through the kernel when x has at most `max_rows` rows (x [..., K], weight [N, K]
-    contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps (LAUNCH if None)."""
+    """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
+    contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
+    dot kernel (num_stages too, 3 if not given); if None, LAUNCH, or LAUNCH_DOT from `dot_from` rows up."""
     if max_rows > MAX_ROWS:
         raise ValueError(f"max_rows must be at most {MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
@@ -96,11 +147,21 @@ def skinny_linear(
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
+    if launch is None and dot_from is not None and rows >= dot_from:
+        launch = LAUNCH_DOT_INTERPRETED if INTERPRETED else LAUNCH_DOT
     launch = launch or (LAUNCH_INTERPRETED if INTERPRETED else LAUNCH)
-    grid = (triton.cdiv(n, launch["block_n"]), rows)
-    _skinny_linear_kernel[grid](
-        x2, weight, bias if bias is not None else weight, y, k, n, x2.stride(0), y.stride(0),
-        HAS_BIAS=bias is not None, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-        num_warps=launch["num_warps"],
-    )  # fmt: skip
+    b_arg = bias if bias is not None else weight
+    if launch.get("dot"):
+        _skinny_linear_dot_kernel[(triton.cdiv(n, launch["block_n"]),)](
+            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0),
+            HAS_BIAS=bias is not None, ROWS_PAD=MAX_ROWS, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
+            DOT_FP32=INTERPRETED and x.dtype != torch.float32,
+            num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3),
+        )  # fmt: skip
+    else:
+        _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
+            x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0),
+            HAS_BIAS=bias is not None, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
+            num_warps=launch["num_warps"],
+        )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

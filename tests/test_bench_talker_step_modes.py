@@ -97,5 +97,10 @@ def test_skinny_linear_mode_sets_and_checks_every_gemm():
     assert report["gemms"] == len(gemms) > 0
     assert report["outputs"] == sum(m.skinny_rows * (m.skinny_rows + 1) // 2 * w.shape[0] for m, w, _ in gemms)
     assert report["kernel"] < 1e-5 and report["cublas"] < 1e-5
+    bench.build_mode(talker, f"{mode}+skinny-linear+skinny-dot")  # every GEMM up to 16 rows, 2 and up the dot kernel
+    assert all(m.skinny_rows == 16 and m.skinny_dot_from == 2 for m, _, _ in gemms)
+    report = bench.check_skinny_linear(talker, "cpu")
+    assert report["outputs"] == sum(16 * 17 // 2 * w.shape[0] for _, w, _ in gemms)
+    assert report["kernel"] < 1e-5 and report["cublas"] < 1e-5
     bench.build_mode(talker, mode)
     assert bench.check_skinny_linear(talker, "cpu")["gemms"] == 0

@@ -11,13 +11,15 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 import pytest
 import torch
 import torch.nn.functional as F
-from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, max_rows_for, skinny_linear
+from omni.kernels.skinny_linear import LAUNCH, LAUNCH_DOT_INTERPRETED, MAX_ROWS, max_rows_for, skinny_linear
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms, use_skinny_linear
 from omni.models.qwen3_tts.tiny import tiny_config
 from tests.kernel_runners import compile_for_sm90
+
+DOT = {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4}  # the dot kernel; K of 2048 spans 16 chunks
 
 
 def operands(rows: int, k: int, n: int, dtype: torch.dtype, seed: int = 0):
@@ -36,7 +38,7 @@ def reference(x, w, b=None):
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, MAX_ROWS])
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("launch", [None, LAUNCH], ids=["interpreted", "gpu_launch"])
+@pytest.mark.parametrize("launch", [None, LAUNCH, DOT], ids=["interpreted", "gpu_launch", "dot"])
 def test_a_few_rows_are_the_exact_sums_rounded_once(rows, bias, launch):
     x, w, b = operands(rows, 2048, 70, torch.bfloat16)  # 70: the last program's block partly outside N
     b = b if bias else None
@@ -49,15 +51,16 @@ def test_a_few_rows_are_the_exact_sums_rounded_once(rows, bias, launch):
     assert ((got.float() - cublas_like.float()).abs() <= ulp).all()
 
 
-def test_fp32_and_leading_dims_and_row_strides():
+@pytest.mark.parametrize("launch", [None, DOT], ids=["row", "dot"])
+def test_fp32_and_leading_dims_and_row_strides(launch):
     x, w, b = operands(6, 300, 20, torch.float32)  # K not a multiple of the block: masked columns
     wide = torch.zeros(6, 400)
     wide[:, :300] = x
-    got = skinny_linear(wide[:, :300].reshape(2, 3, 300), w, b)  # rows 400 apart, two leading dims
+    got = skinny_linear(wide[:, :300].reshape(2, 3, 300), w, b, launch=launch)  # rows 400 apart, two leading dims
     assert got.shape == (2, 3, 20)
     torch.testing.assert_close(got.reshape(6, 20), F.linear(x, w, b), rtol=1e-5, atol=1e-5)
     transposed = x.T.contiguous().T  # stride(-1) != 1: copied first
-    torch.testing.assert_close(skinny_linear(transposed, w), F.linear(x, w), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(skinny_linear(transposed, w, launch=launch), F.linear(x, w), rtol=1e-5, atol=1e-5)
 
 
 def test_a_rows_bits_do_not_depend_on_the_other_rows():
@@ -68,6 +71,19 @@ def test_a_rows_bits_do_not_depend_on_the_other_rows():
         together = skinny_linear(x, w, b, launch=launch)
         for i in range(MAX_ROWS):
             assert torch.equal(together[i], skinny_linear(x[i : i + 1], w, b, launch=launch)[0]), (launch, i)
+
+
+def test_a_rows_bits_do_not_depend_on_the_other_rows_values_in_the_dot_kernel():
+    """The dot kernel multiplies all rows at once (padded to 16): row i's bits are the same whatever the other rows
+    hold, with the same number of rows (each MMA output is its own row times its own column)."""
+    x, w, b = operands(MAX_ROWS, 1000, 40, torch.bfloat16, seed=3)
+    together = skinny_linear(x, w, b, launch=DOT)
+    other = operands(MAX_ROWS, 1000, 40, torch.bfloat16, seed=4)[0]
+    for i in range(MAX_ROWS):
+        mixed = other.clone()
+        mixed[i] = x[i]
+        assert torch.equal(skinny_linear(mixed, w, b, launch=DOT)[i], together[i]), i
+    assert not torch.equal(skinny_linear(other, w, b, launch=DOT), together)  # the other rows did change
 
 
 def test_more_rows_than_max_are_f_linear_itself():
@@ -125,6 +141,30 @@ def test_the_switch_sets_every_gemm_and_takes_them_back():
         assert torch.equal(talker.model.layers[0].mlp(h), before[1])
 
 
+def test_the_switch_with_dot_takes_every_gemm_up_to_max_rows_through_the_dot_kernel():
+    """use_skinny_linear(dot=True): every GEMM up to MAX_ROWS rows, one row through the row kernel and 2 and more
+    through the dot kernel (LAUNCH_DOT); off again, no attribute is left behind."""
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    torch.manual_seed(0)
+    talker = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(talker)
+    gemms = skinny_gemms(talker)
+    assert use_skinny_linear(talker, dot=True) == len(gemms)
+    assert all(m.skinny_rows == MAX_ROWS and m.skinny_dot_from == 2 for m, _, _ in gemms.values())
+    head = talker.codec_head  # [3072, 64]: one row only without dot
+    for rows in (1, 3, MAX_ROWS):
+        x = torch.randn(rows, head.in_features)
+        launch = None if rows == 1 else LAUNCH_DOT_INTERPRETED
+        assert torch.equal(head(x), skinny_linear(x, head.weight, launch=launch)), rows
+    x = torch.randn(3, head.in_features)
+    assert not torch.equal(head(x), skinny_linear(x, head.weight))  # the two kernels sum in other orders
+    use_skinny_linear(talker)  # dot off again: max_rows_for and no dot
+    assert head.skinny_rows == 1 and not any("skinny_dot_from" in m.__dict__ for m, _, _ in gemms.values())
+    use_skinny_linear(talker, dot=True)
+    use_skinny_linear(talker, on=False)
+    assert not any({"skinny_rows", "skinny_dot_from"} & m.__dict__.keys() for m, _, _ in gemms.values())
+
+
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
@@ -135,7 +175,7 @@ def test_max_rows_is_checked():
 COMPILE = """
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource, compile
-from omni.kernels.skinny_linear import LAUNCH, _skinny_linear_kernel
+from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, _skinny_linear_dot_kernel, _skinny_linear_kernel
 
 signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
              "x_stride": "i32", "y_stride": "i32", "HAS_BIAS": "constexpr", "BLOCK_N": "constexpr",
@@ -143,6 +183,12 @@ signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf
 for has_bias, block_n, block_k in ((False, LAUNCH["block_n"], LAUNCH["block_k"]), (True, 8, 512), (False, 16, 256)):
     constexprs = {"HAS_BIAS": has_bias, "BLOCK_N": block_n, "BLOCK_K": block_k}
     compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
+dot_signature = {**signature, "M": "i32", "ROWS_PAD": "constexpr", "DOT_FP32": "constexpr"}
+for block_n, block_k, stages in ((16, 256, 3), (64, 128, 4)):
+    constexprs = {"HAS_BIAS": True, "ROWS_PAD": MAX_ROWS, "BLOCK_N": block_n, "BLOCK_K": block_k, "DOT_FP32": False}
+    options = {"num_warps": 4, "num_stages": stages}
+    compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
+            options=options)
 print("compiled")
 """
 

@@ -1,11 +1,12 @@
-"""Time kernels/skinny_linear.py against cuBLAS (F.linear) at 1-8 rows on the 1.7B talker's GEMM weights (needs a GPU).
+"""Time kernels/skinny_linear.py against cuBLAS (F.linear) at 1-16 rows on the 1.7B talker's GEMM weights (needs a GPU).
 
 For every kind of GEMM of the fused 1.7B talker and its code predictor (random weights, bf16), every row count
 and every launch setting (block_n, block_k, num_warps): GPU microseconds per call from a CUDA graph of --iters calls
 (as the talker replays them) taking copies of the weight in turn so that each call reads it from HBM (--cold-mb; run
 153 timed one weight, warm in L2), the weight bytes read per second, and the largest error against the fp32 product
 relative to its largest value (cuBLAS's alongside). The summary names, per weight and rows, up to how many rows the
-talker uses the kernel on it (`max_rows_for`), cuBLAS's time, the default launch's (`LAUNCH`) and the fastest's.
+talker uses the kernel on it (`max_rows_for`), cuBLAS's time, the default launch's (`LAUNCH`) and the fastest's, and
+with --dot-block-n the dot kernel's fastest launch (block_n x --dot-block-k x --dot-warps x --dot-stages).
 
     PYTHONPATH=. python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json
 """
@@ -62,6 +63,10 @@ def main() -> None:
     ap.add_argument("--block-n", type=int, nargs="+", default=[2, 4, 8, 16])
     ap.add_argument("--block-k", type=int, nargs="+", default=[256, 512, 1024])
     ap.add_argument("--num-warps", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--dot-block-n", type=int, nargs="*", default=[], help="the dot kernel's launches (none if empty)")
+    ap.add_argument("--dot-block-k", type=int, nargs="+", default=[128, 256, 512])
+    ap.add_argument("--dot-warps", type=int, nargs="+", default=[4])
+    ap.add_argument("--dot-stages", type=int, nargs="+", default=[3, 4])
     ap.add_argument("--shapes", nargs="*", help="names from the list printed first (all if none)")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument(
@@ -83,6 +88,9 @@ def main() -> None:
     names = args.shapes or list(weights)
     launches = [{"block_n": n, "block_k": k, "num_warps": w}
                 for n, k, w in itertools.product(args.block_n, args.block_k, args.num_warps)]  # fmt: skip
+    launches += [{"dot": True, "block_n": n, "block_k": k, "num_warps": w, "num_stages": st}
+                 for n, k, w, st in itertools.product(args.dot_block_n, args.dot_block_k, args.dot_warps,
+                                                      args.dot_stages)]  # fmt: skip
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows_out, summary = [], []
     print(f"default {LAUNCH}; {torch.cuda.get_device_name()}; weights taken in turn from {args.cold_mb} MB")
@@ -97,7 +105,7 @@ def main() -> None:
             exact = F.linear(x.float(), weight.float(), bias.float() if bias is not None else None)
             cublas_err = relative_error(F.linear(x, weight, bias), exact)
             cublas_us = time_us(in_turn(F.linear, x, copies, bias), args.iters)
-            best = None
+            best = {False: None, True: None}  # the row kernel's fastest launch, the dot kernel's
             for launch in launches:
                 try:
                     err = relative_error(skinny_linear(x, weight, bias, launch=launch), exact)
@@ -111,20 +119,24 @@ def main() -> None:
                 rows_out.append(row)
                 print(f"| {name} | {rows} | {launch} | {row['us']} | {row['gb_per_s']} | {err:.2e} | "
                       f"{row['cublas_us']} | {cublas_err:.2e} |", flush=True)  # fmt: skip
-                if best is None or us < best["us"]:
-                    best = row
-            default = next((r for r in rows_out if r["weight"] == name and r["rows"] == rows
+                dot = bool(launch.get("dot"))
+                if best[dot] is None or us < best[dot]["us"]:
+                    best[dot] = row
+            default = next((r for r in rows_out if r["weight"] == name and r["rows"] == rows and not r.get("dot")
                             and all(r[k] == v for k, v in LAUNCH.items())), None)  # fmt: skip
             summary.append({"weight": name, "rows": rows, "kernel_up_to": max_rows_for(weight),
                             "cublas_us": round(cublas_us, 2), "default_us": default and default["us"],
-                            "best": best})  # fmt: skip
-    print("| weight | rows | kernel up to | cuBLAS us | default us | best us | best launch |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+                            "best": best[False], "best_dot": best[True]})  # fmt: skip
+    print(
+        "| weight | rows | kernel up to | cuBLAS us | default us | best us | best launch | best dot us | its launch |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|---:|---|")
     for s in summary:
-        best = s["best"] or {}
+        best, dot = s["best"] or {}, s["best_dot"] or {}
         launch = {k: best.get(k) for k in LAUNCH}
+        dot_launch = {k: dot.get(k) for k in ("block_n", "block_k", "num_warps", "num_stages")}
         print(f"| {s['weight']} | {s['rows']} | {s['kernel_up_to']} | {s['cublas_us']} | {s['default_us']} | "
-              f"{best.get('us')} | {launch} |")  # fmt: skip
+              f"{best.get('us')} | {launch} | {dot.get('us')} | {dot_launch} |")  # fmt: skip
     if args.out:
         result = {"default": LAUNCH, "cold_mb": args.cold_mb, "rows": rows_out, "summary": summary}
         Path(args.out).write_text(json.dumps(result, indent=1))

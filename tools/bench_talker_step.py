@@ -228,7 +228,9 @@ def check_skinny_linear(talker: Qwen3TTSTalker, device: str) -> dict:
             x = torch.randn(rows, weight.shape[1], device=device, generator=gen).to(weight.dtype)
             exact = F.linear(x.float(), weight.float(), bias.float() if bias is not None else None)
             scale = exact.abs().max().item()
-            ours = skinny_linear(x, weight, bias, max_rows=module.skinny_rows)
+            ours = skinny_linear(
+                x, weight, bias, max_rows=module.skinny_rows, dot_from=module.__dict__.get("skinny_dot_from")
+            )
             theirs = F.linear(x, weight, bias)
             worst["kernel"] = max(worst["kernel"], (ours.float() - exact).abs().max().item() / scale)
             worst["cublas"] = max(worst["cublas"], (theirs.float() - exact).abs().max().item() / scale)
@@ -359,7 +361,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
-               "talker-draw-only", "indexed-draws-only", "skinny-linear"}  # fmt: skip
+               "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -380,7 +382,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
-        use_skinny_linear(talker, on="skinny-linear" in tokens)
+        use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens)
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -434,7 +436,8 @@ def main() -> None:
         "sampling parameters at the slot (TalkerRunner's fused_draws); +talker-draw-only / +indexed-draws-only (with "
         "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws; "
         "+skinny-linear (after fused): every GEMM of the step through kernels/skinny_linear.py up to "
-        "max_rows_for its weight (the talker service's skinny_linear)"
+        "max_rows_for its weight (the talker service's skinny_linear); +skinny-dot (with +skinny-linear): every GEMM "
+        "up to 16 rows, 2 and more through the dot kernel (the talker service's skinny_linear_dot)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

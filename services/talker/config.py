@@ -117,6 +117,12 @@ class TalkerConfig(ServiceConfig):
         "thread blocks; the same values within the last bit, not the same bits (run 154, one process, both orders: "
         "the 1.7B step at 1 row 5.28 -> 3.83 / 3.80 ms, 2 rows -15 / -16%, 4 rows -15%, 8 / 128 / 512 rows unchanged)",
     )
+    skinny_linear_dot: bool = option(
+        False,
+        "with skinny_linear: every GEMM of the talker and code predictor at steps of 2 to 16 rows through a second "
+        "Triton kernel that reads each weight block once for all rows (tensor-core dots over rows padded to 16) "
+        "instead of cuBLAS; not yet timed on a GPU",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from omni.kernels.kv_write import norm_rope_write_kv
-from omni.kernels.skinny_linear import max_rows_for, skinny_linear
+from omni.kernels.skinny_linear import MAX_ROWS, max_rows_for, skinny_linear
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -36,9 +36,12 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
 
 
 def _linear(module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """F.linear, or `skinny_linear` up to the module's `skinny_rows` rows (set by `use_skinny_linear`)."""
+    """F.linear, or `skinny_linear` up to the module's `skinny_rows` rows (set by `use_skinny_linear`), its dot
+    kernel from `skinny_dot_from` rows up."""
     rows = module.__dict__.get("skinny_rows", 0)
-    return skinny_linear(x, weight, bias, max_rows=rows) if rows else F.linear(x, weight, bias)
+    if not rows:
+        return F.linear(x, weight, bias)
+    return skinny_linear(x, weight, bias, max_rows=rows, dot_from=module.__dict__.get("skinny_dot_from"))
 
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
@@ -142,14 +145,18 @@ def skinny_gemms(talker: Qwen3TTSTalker) -> dict[str, tuple[nn.Module, torch.Ten
     return gemms
 
 
-def use_skinny_linear(talker: Qwen3TTSTalker, on: bool = True) -> int:
+def use_skinny_linear(talker: Qwen3TTSTalker, on: bool = True, dot: bool = False) -> int:
     """Every GEMM of the talker and its code predictor (`skinny_gemms`) through `kernels/skinny_linear.py` up to
     `max_rows_for` its weight's rows of input (cuBLAS gives one row of these weights a few thread blocks), or, with
-    `on` False, F.linear again. Values within the last bit of cuBLAS's, not its bits. Returns how many it set."""
+    `on` False, F.linear again. With `dot`, up to MAX_ROWS rows, 2 and more through the dot kernel (each weight block
+    read once for all rows). Values within the last bit of cuBLAS's, not its bits. Returns how many it set."""
     gemms = skinny_gemms(talker)
     for module, weight, _ in gemms.values():
+        module.__dict__.pop("skinny_dot_from", None)
         if on:
-            module.skinny_rows = max_rows_for(weight)
+            module.skinny_rows = MAX_ROWS if dot else max_rows_for(weight)
+            if dot:
+                module.skinny_dot_from = 2
         else:
             module.__dict__.pop("skinny_rows", None)
         if isinstance(module, nn.Linear):
