@@ -36,9 +36,6 @@ LAUNCH = {"block_n": 4, "block_k": 1024, "num_warps": 2}
 # Under the interpreter each program is a Python call: wide blocks keep the CPU tests' service builds quick (a tiny
 # decode step ~150 launches); K of 300 or 2048 spans chunks. The tests also run LAUNCH itself.
 LAUNCH_INTERPRETED = {"block_n": 64, "block_k": 256, "num_warps": 4}
-# The dot kernel for calls of `dot_from` rows and more (talker setting skinny_linear_dot): a guess before any GPU
-# timing (16 features a program: 256 programs on a [4096, K] weight; 8 KB of weights a stage, 4 stages in flight).
-LAUNCH_DOT = {"dot": True, "block_n": 16, "block_k": 256, "num_warps": 4, "num_stages": 4}
 LAUNCH_DOT_INTERPRETED = {"dot": True, "block_n": 64, "block_k": 256, "num_warps": 4}
 
 
@@ -119,6 +116,30 @@ def max_rows_for(weight: torch.Tensor) -> int:
     return 4 if weight.shape[0] <= 1024 else 1
 
 
+def dot_launch_for(weight: torch.Tensor) -> dict:
+    """The dot kernel's launch for a weight [N, K], from run 159 (tools/bench_skinny_linear.py, cold weights, H200,
+    18 launches at 2, 8 and 16 rows; the fastest by N, its time about the same at every row count): N <= 2048 16
+    features and 512-wide K chunks, 3 stages; N <= 4096 32 and 256, 4 stages; wider 64 features (128-wide chunks at
+    K >= 2048). A guess of 16 / 256 / 4 stages for every weight (LAUNCH_DOT then) was 5-29% slower than these."""
+    n, k = weight.shape
+    if n <= 2048:
+        block_n, block_k, stages = 16, 512, 3
+    elif n <= 4096:
+        block_n, block_k, stages = 32, 256, 4
+    else:
+        block_n, block_k, stages = 64, 128 if k >= 2048 else 256, 4
+    return {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": 4, "num_stages": stages}
+
+
+def dot_from_for(weight: torch.Tensor) -> int:
+    """With the dot kernel on (talker setting skinny_linear_dot), from how many rows a weight [N, K] takes it; fewer
+    rows take the row kernel. Run 159 (cold weights, 2 rows): the row kernel beat the dot kernel and cuBLAS on every
+    weight of N <= 2048 (e.g. the talker's o_proj 4.90 us, dot 5.56, cuBLAS 5.98), and run 153 at up to 4 rows on N <=
+    1024 (the dot kernel has only N / 16 programs there: 64 on those weights, 0.8-1.0 TB/s)."""
+    n = weight.shape[0]
+    return 5 if n <= 1024 else 3 if n <= 2048 else 2
+
+
 def skinny_linear(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -129,7 +150,8 @@ def skinny_linear(
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
-    dot kernel (num_stages too, 3 if not given); if None, LAUNCH, or LAUNCH_DOT from `dot_from` rows up."""
+    dot kernel (num_stages too, 3 if not given); if None, LAUNCH, or `dot_launch_for` the weight from `dot_from` rows
+    up."""
     if max_rows > MAX_ROWS:
         raise ValueError(f"max_rows must be at most {MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
@@ -148,7 +170,7 @@ def skinny_linear(
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
     if launch is None and dot_from is not None and rows >= dot_from:
-        launch = LAUNCH_DOT_INTERPRETED if INTERPRETED else LAUNCH_DOT
+        launch = LAUNCH_DOT_INTERPRETED if INTERPRETED else dot_launch_for(weight)
     launch = launch or (LAUNCH_INTERPRETED if INTERPRETED else LAUNCH)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):

@@ -86,6 +86,8 @@ def test_replay_tool_runs_a_mode_and_its_halves_to_the_same_codes():
 def test_skinny_linear_mode_sets_and_checks_every_gemm():
     """+skinny-linear: build_mode sets every GEMM of the step (and a mode without it takes them back);
     check_skinny_linear measures them against the fp32 product and cuBLAS's F.linear up to each one's rows."""
+    from omni.kernels.skinny_linear import dot_from_for
+
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
 
     bench = load_bench()
@@ -98,7 +100,7 @@ def test_skinny_linear_mode_sets_and_checks_every_gemm():
     assert report["outputs"] == sum(m.skinny_rows * (m.skinny_rows + 1) // 2 * w.shape[0] for m, w, _ in gemms)
     assert report["kernel"] < 1e-5 and report["cublas"] < 1e-5
     bench.build_mode(talker, f"{mode}+skinny-linear+skinny-dot")  # every GEMM up to 16 rows, 2 and up the dot kernel
-    assert all(m.skinny_rows == 16 and m.skinny_dot_from == 2 for m, _, _ in gemms)
+    assert all(m.skinny_rows == 16 and m.skinny_dot_from == dot_from_for(w) for m, w, _ in gemms)
     report = bench.check_skinny_linear(talker, "cpu")
     assert report["outputs"] == sum(16 * 17 // 2 * w.shape[0] for _, w, _ in gemms)
     assert report["kernel"] < 1e-5 and report["cublas"] < 1e-5

@@ -11,7 +11,15 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the
 import pytest
 import torch
 import torch.nn.functional as F
-from omni.kernels.skinny_linear import LAUNCH, LAUNCH_DOT_INTERPRETED, MAX_ROWS, max_rows_for, skinny_linear
+from omni.kernels.skinny_linear import (
+    LAUNCH,
+    LAUNCH_DOT_INTERPRETED,
+    MAX_ROWS,
+    dot_from_for,
+    dot_launch_for,
+    max_rows_for,
+    skinny_linear,
+)
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
@@ -142,15 +150,19 @@ def test_the_switch_sets_every_gemm_and_takes_them_back():
 
 
 def test_the_switch_with_dot_takes_every_gemm_up_to_max_rows_through_the_dot_kernel():
-    """use_skinny_linear(dot=True): every GEMM up to MAX_ROWS rows, one row through the row kernel and 2 and more
-    through the dot kernel (LAUNCH_DOT); off again, no attribute is left behind."""
+    """use_skinny_linear(dot=True): every GEMM up to MAX_ROWS rows, the row kernel below `dot_from_for` its weight
+    and the dot kernel from there; off again, no attribute is left behind."""
     config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
     torch.manual_seed(0)
     talker = Qwen3TTSTalker(config.talker).eval()
     fuse_talker_kernels(talker)
     gemms = skinny_gemms(talker)
     assert use_skinny_linear(talker, dot=True) == len(gemms)
-    assert all(m.skinny_rows == MAX_ROWS and m.skinny_dot_from == 2 for m, _, _ in gemms.values())
+    assert all(m.skinny_rows == MAX_ROWS and m.skinny_dot_from == dot_from_for(w) for m, w, _ in gemms.values())
+    o_proj = talker.code_predictor.model.layers[0].self_attn.o_proj  # [48, 48]: the row kernel up to 4 rows
+    assert o_proj.skinny_dot_from == 5
+    x = torch.randn(4, o_proj.in_features)
+    assert torch.equal(o_proj(x), skinny_linear(x, o_proj.weight))
     head = talker.codec_head  # [3072, 64]: one row only without dot
     for rows in (1, 3, MAX_ROWS):
         x = torch.randn(rows, head.in_features)
@@ -163,6 +175,24 @@ def test_the_switch_with_dot_takes_every_gemm_up_to_max_rows_through_the_dot_ker
     use_skinny_linear(talker, dot=True)
     use_skinny_linear(talker, on=False)
     assert not any({"skinny_rows", "skinny_dot_from"} & m.__dict__.keys() for m, _, _ in gemms.values())
+
+
+def test_the_dot_launch_and_its_rows_by_weight():
+    """Run 159's fastest dot launch by N; the rows the row kernel keeps below it (4 at N <= 1024, 2 at N <= 2048)."""
+
+    def weight(n, k):
+        return torch.empty(n, k)
+
+    assert [dot_from_for(weight(n, 2048)) for n in (48, 1024, 1025, 2048, 3072, 12288)] == [5, 5, 3, 3, 2, 2]
+    launches = [dot_launch_for(weight(n, k)) for n, k in ((1024, 3072), (2048, 6144), (4096, 1024), (6144, 1024),
+                                                          (12288, 2048))]  # fmt: skip
+    assert [(d["block_n"], d["block_k"], d["num_stages"]) for d in launches] == [
+        (16, 512, 3), (16, 512, 3), (32, 256, 4), (64, 256, 4), (64, 128, 4)]  # fmt: skip
+    assert all(d["dot"] and d["num_warps"] == 4 for d in launches)
+    x, w, b = operands(7, 2048, 4100, torch.bfloat16)  # a [4100, 2048] weight: 64-feature blocks, one partial
+    want = reference(x, w, b)
+    got = skinny_linear(x, w, b, launch=dot_launch_for(w))
+    assert ((got.float() - want.float()).abs() <= (want.float().abs() * 2**-7).clamp_min(2**-126)).all()
 
 
 def test_max_rows_is_checked():
@@ -184,7 +214,7 @@ for has_bias, block_n, block_k in ((False, LAUNCH["block_n"], LAUNCH["block_k"])
     constexprs = {"HAS_BIAS": has_bias, "BLOCK_N": block_n, "BLOCK_K": block_k}
     compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
 dot_signature = {**signature, "M": "i32", "ROWS_PAD": "constexpr", "DOT_FP32": "constexpr"}
-for block_n, block_k, stages in ((16, 256, 3), (64, 128, 4)):
+for block_n, block_k, stages in ((16, 512, 3), (32, 256, 4), (64, 128, 4)):  # dot_launch_for's
     constexprs = {"HAS_BIAS": True, "ROWS_PAD": MAX_ROWS, "BLOCK_N": block_n, "BLOCK_K": block_k, "DOT_FP32": False}
     options = {"num_warps": 4, "num_stages": stages}
     compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),

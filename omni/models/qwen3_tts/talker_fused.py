@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from omni.kernels.kv_write import norm_rope_write_kv
-from omni.kernels.skinny_linear import MAX_ROWS, max_rows_for, skinny_linear
+from omni.kernels.skinny_linear import MAX_ROWS, dot_from_for, max_rows_for, skinny_linear
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -148,15 +148,16 @@ def skinny_gemms(talker: Qwen3TTSTalker) -> dict[str, tuple[nn.Module, torch.Ten
 def use_skinny_linear(talker: Qwen3TTSTalker, on: bool = True, dot: bool = False) -> int:
     """Every GEMM of the talker and its code predictor (`skinny_gemms`) through `kernels/skinny_linear.py` up to
     `max_rows_for` its weight's rows of input (cuBLAS gives one row of these weights a few thread blocks), or, with
-    `on` False, F.linear again. With `dot`, up to MAX_ROWS rows, 2 and more through the dot kernel (each weight block
-    read once for all rows). Values within the last bit of cuBLAS's, not its bits. Returns how many it set."""
+    `on` False, F.linear again. With `dot`, up to MAX_ROWS rows, from `dot_from_for` its weight's rows up through the
+    dot kernel (each weight block read once for all rows). Values within the last bit of cuBLAS's, not its bits.
+    Returns how many it set."""
     gemms = skinny_gemms(talker)
     for module, weight, _ in gemms.values():
         module.__dict__.pop("skinny_dot_from", None)
         if on:
             module.skinny_rows = MAX_ROWS if dot else max_rows_for(weight)
             if dot:
-                module.skinny_dot_from = 2
+                module.skinny_dot_from = dot_from_for(weight)
         else:
             module.__dict__.pop("skinny_rows", None)
         if isinstance(module, nn.Linear):
