@@ -19,6 +19,7 @@ stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear
 talker_order 1.7B 1,2,4,8,16,128,512 "$M,$M+skinny-dot" off_first
 talker_order 1.7B 1,2,4,8,16,128,512 "$M+skinny-dot,$M" on_first
-timeout 110 bash -c "source tools/device/setup.sh >/dev/null; talker_order 0.6B 1,2,4,8,16 '$M,$M+skinny-dot' small_off_first"
-timeout 100 bash -c "source tools/device/setup.sh >/dev/null; talker_order 0.6B 1,2,4,8,16 '$M+skinny-dot,$M' small_on_first"
+export -f talker_order stamp && export T0
+timeout 110 bash -c "talker_order 0.6B 1,2,4,8,16 '$M,$M+skinny-dot' small_off_first"
+timeout 100 bash -c "talker_order 0.6B 1,2,4,8,16 '$M+skinny-dot,$M' small_on_first"
 stamp end
