@@ -19,8 +19,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     passes made) and the predictor's 15 draws write their column of the codes themselves, with their counters'
     offsets added in the kernel. With `fused_draws` (the default) the talker's draw is one kernel with its processors
     and the slots' counters, and no draw gathers its sampling parameters (each kernel reads them at the row's slot).
-    The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` (the
-    default) every GEMM at these 2 rows is the kernel's but the heads' (more than 1024 outputs: cuBLAS)."""
+    The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` and
+    `skinny_linear_dot` (the defaults) every GEMM at these 2 rows is the row kernel's but the codec head's (3,072
+    outputs: the dot kernel from 2 rows); none is cuBLAS's."""
     runs = {}
     procs = {}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0"}  # the draws' processors and counters as PyTorch ops
@@ -54,10 +55,12 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert kept["launches"]["_norm_rope_write_kernel"] == layers  # one per attention: q/k norms, RoPE, K/V write
     assert kept["launches"]["_decode_attention_kernel"] == layers
     assert kept["launches"]["_draw_kernel"] == forwards  # one sampling draw per codebook
-    assert kept["ops"]["mm"] == forwards  # the codec head and the predictor's 15 heads; every other GEMM below
+    assert "mm" not in kept["ops"]  # every GEMM below
     gemms_a_layer = 4  # fused q/k/v, o_proj, fused gate/up, down_proj
     projections = 2 + passes  # the text projection's two Linears; the predictor's input projection once a pass
-    assert kept["launches"]["_skinny_linear_kernel"] == gemms_a_layer * layers + projections
+    heads = passes  # the predictor's 15 heads (2,048 outputs: the row kernel up to 2 rows)
+    assert kept["launches"]["_skinny_linear_kernel"] == gemms_a_layer * layers + projections + heads
+    assert kept["launches"]["_skinny_linear_dot_kernel"] == 1  # the codec head
     # --sites: every PyTorch op at the line of the repo's packages that ran it; the 14 embeddings the predictor's
     # single-position passes make as their inputs come from one line of the runner.
     sites = kept["sites"]
