@@ -16,7 +16,7 @@ rounding to x's dtype. cuBLAS sums in another order: the same values within the 
 Deterministic: no atomics, no split of K across programs.
 
 Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is the one above. `_skinny_linear_dot_
-kernel`, a program per BLOCK_N features for all rows (up to 16, padded with zeros for the tensor cores), reads each
+kernel`, a program per BLOCK_N features for all rows (padded with zeros to 16 or the next power of 2), reads each
 weight block once whatever the rows: w [BLOCK_N, BLOCK_K] times x^T [BLOCK_K, 16] by `tl.dot` a K chunk at a time,
 fp32 accumulation, one rounding (the weight as the MMA's wide operand, as cuBLAS does for few rows). A launch with
 `"dot": True` takes it. A row's bits do not depend on the other rows' values in either (each MMA output is its row
@@ -29,7 +29,8 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 
-MAX_ROWS = 16  # the most rows a call takes through the kernels (its default max_rows; the dot kernel's pad)
+MAX_ROWS = 16  # a call's default max_rows, and the talker's with skinny_linear_dot (run 160 timed up to 16)
+KERNEL_MAX_ROWS = 128  # the most rows a call may take through the kernels (the dot kernel pads to a power of 2)
 # The setting with the least time over a 1-row 1.7B step's GEMMs in run 153 (tools/bench_skinny_linear.py): 1,615 us
 # against cuBLAS's 3,174 (block_n 8, block_k 512, 4 warps: 1,734).
 LAUNCH = {"block_n": 4, "block_k": 1024, "num_warps": 2}
@@ -153,8 +154,8 @@ def skinny_linear(
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
     dot kernel (num_stages too, 3 if not given); if None, LAUNCH, or `dot_launch_for` the weight from `dot_from` rows
     up."""
-    if max_rows > MAX_ROWS:
-        raise ValueError(f"max_rows must be at most {MAX_ROWS}, got {max_rows}")
+    if max_rows > KERNEL_MAX_ROWS:
+        raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
     rows = x.numel() // k if k else 0
     if rows == 0 or rows > max_rows:
@@ -177,7 +178,8 @@ def skinny_linear(
     if launch.get("dot"):
         _skinny_linear_dot_kernel[(triton.cdiv(n, launch["block_n"]),)](
             x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0),
-            HAS_BIAS=bias is not None, ROWS_PAD=MAX_ROWS, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
+            HAS_BIAS=bias is not None, ROWS_PAD=max(16, triton.next_power_of_2(rows)),  # tl.dot's least 16
+            BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
             DOT_FP32=INTERPRETED and x.dtype != torch.float32,
             num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3),
         )  # fmt: skip

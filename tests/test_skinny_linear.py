@@ -12,6 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from omni.kernels.skinny_linear import (
+    KERNEL_MAX_ROWS,
     LAUNCH,
     LAUNCH_DOT_INTERPRETED,
     MAX_ROWS,
@@ -92,6 +93,16 @@ def test_a_rows_bits_do_not_depend_on_the_other_rows_values_in_the_dot_kernel():
         mixed[i] = x[i]
         assert torch.equal(skinny_linear(mixed, w, b, launch=DOT)[i], together[i]), i
     assert not torch.equal(skinny_linear(other, w, b, launch=DOT), together)  # the other rows did change
+
+
+def test_more_than_16_rows_pad_to_the_next_power_of_two_in_the_dot_kernel():
+    """Above MAX_ROWS (the talker's) a call asking for it takes up to KERNEL_MAX_ROWS rows: the dot kernel pads 40
+    rows to 64 and 128 to 128 (tools/bench_skinny_linear.py times them); the exact sums, rounded once."""
+    for rows in (40, KERNEL_MAX_ROWS):
+        x, w, b = operands(rows, 300, 20, torch.float32, seed=rows)
+        got = skinny_linear(x, w, b, max_rows=rows, launch=DOT)
+        torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-5)
+        assert not torch.equal(got[rows // 2 :], torch.zeros_like(got[rows // 2 :]))  # the rows past 32 are written
 
 
 def test_more_rows_than_max_are_f_linear_itself():
@@ -199,7 +210,7 @@ def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
     with pytest.raises(ValueError, match="max_rows"):
-        skinny_linear(x, w, max_rows=MAX_ROWS + 1)
+        skinny_linear(x, w, max_rows=KERNEL_MAX_ROWS + 1)
 
 
 COMPILE = """

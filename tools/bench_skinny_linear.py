@@ -1,4 +1,4 @@
-"""Time kernels/skinny_linear.py against cuBLAS (F.linear) at 1-16 rows on the 1.7B talker's GEMM weights (needs a GPU).
+"""Time kernels/skinny_linear.py against cuBLAS (F.linear) at 1-128 rows on the 1.7B talker's GEMMs (needs a GPU).
 
 For every kind of GEMM of the fused 1.7B talker and its code predictor (random weights, bf16), every row count
 and every launch setting (block_n, block_k, num_warps): GPU microseconds per call from a CUDA graph of --iters calls
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_decode_attention import time_us  # noqa: E402
 from bench_talker_step import build_talker  # noqa: E402
-from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, max_rows_for, skinny_linear  # noqa: E402
+from omni.kernels.skinny_linear import KERNEL_MAX_ROWS, LAUNCH, max_rows_for, skinny_linear  # noqa: E402
 
 from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms  # noqa: E402
 
@@ -60,7 +60,7 @@ def relative_error(got: torch.Tensor, exact: torch.Tensor) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8])
-    ap.add_argument("--block-n", type=int, nargs="+", default=[2, 4, 8, 16])
+    ap.add_argument("--block-n", type=int, nargs="*", default=[2, 4, 8, 16], help="the row kernel's (none if empty)")
     ap.add_argument("--block-k", type=int, nargs="+", default=[256, 512, 1024])
     ap.add_argument("--num-warps", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--dot-block-n", type=int, nargs="*", default=[], help="the dot kernel's launches (none if empty)")
@@ -79,8 +79,8 @@ def main() -> None:
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_skinny_linear needs a CUDA GPU (tests/test_skinny_linear.py covers the math)")
-    if max(args.rows) > MAX_ROWS:
-        raise SystemExit(f"--rows above {MAX_ROWS} go to F.linear itself")
+    if max(args.rows) > KERNEL_MAX_ROWS:
+        raise SystemExit(f"the kernels take at most {KERNEL_MAX_ROWS} rows")
     talker, _ = build_talker("1.7B", torch.bfloat16, "cuda")
     fuse_talker_kernels(talker)
     weights = gemm_weights(talker)
@@ -108,8 +108,8 @@ def main() -> None:
             best = {False: None, True: None}  # the row kernel's fastest launch, the dot kernel's
             for launch in launches:
                 try:
-                    err = relative_error(skinny_linear(x, weight, bias, launch=launch), exact)
-                    us = time_us(in_turn(skinny_linear, x, copies, bias, launch=launch), args.iters)
+                    err = relative_error(skinny_linear(x, weight, bias, rows, launch), exact)
+                    us = time_us(in_turn(skinny_linear, x, copies, bias, max_rows=rows, launch=launch), args.iters)
                 except Exception as e:  # a setting the compiler refuses is a row, not the end
                     print(f"| {name} | {rows} | {launch} | error: {str(e)[:80]} | | | | |", flush=True)
                     continue
