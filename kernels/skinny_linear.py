@@ -15,11 +15,11 @@ Numerics: fp32 products summed per lane across the K chunks, then across the lan
 rounding to x's dtype. cuBLAS sums in another order: the same values within the last bit, not the same bits.
 Deterministic: no atomics, no split of K across programs.
 
-Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is the one above. `_skinny_linear_dot_
-kernel`, a program per BLOCK_N features for all rows (padded with zeros to 16 or the next power of 2), reads each
-weight block once whatever the rows: w [BLOCK_N, BLOCK_K] times x^T [BLOCK_K, 16] by `tl.dot` a K chunk at a time,
-fp32 accumulation, one rounding (the weight as the MMA's wide operand, as cuBLAS does for few rows). A launch with
-`"dot": True` takes it. A row's bits do not depend on the other rows' values in either (each MMA output is its row
+Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is the one above.
+`_skinny_linear_dot_kernel`, a program per BLOCK_N features for all rows (padded with zeros to 16 or the next power
+of 2, ROWS_PAD), reads each weight block once whatever the rows: w [BLOCK_N, BLOCK_K] times x^T [BLOCK_K, ROWS_PAD]
+by `tl.dot` a K chunk at a time, fp32 accumulation, one rounding (the weight as the MMA's wide operand, as cuBLAS does
+for few rows). A launch with `"dot": True` takes it. A row's bits do not depend on the other rows' values in either (each MMA output is its row
 and column alone), but the two kernels sum in different orders.
 """
 

@@ -437,7 +437,8 @@ def main() -> None:
         "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws; "
         "+skinny-linear (after fused): every GEMM of the step through kernels/skinny_linear.py up to "
         "max_rows_for its weight (the talker service's skinny_linear); +skinny-dot (with +skinny-linear): every GEMM "
-        "up to 16 rows, 2 and more through the dot kernel (the talker service's skinny_linear_dot)"
+        "up to 16 rows, through the dot kernel from dot_from_for its weight's rows (2, 3 or 5) (the talker service's "
+        "skinny_linear_dot)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
