@@ -19,8 +19,8 @@ Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is 
 `_skinny_linear_dot_kernel`, a program per BLOCK_N features for all rows (padded with zeros to 16 or the next power
 of 2, ROWS_PAD), reads each weight block once whatever the rows: w [BLOCK_N, BLOCK_K] times x^T [BLOCK_K, ROWS_PAD]
 by `tl.dot` a K chunk at a time, fp32 accumulation, one rounding (the weight as the MMA's wide operand, as cuBLAS does
-for few rows). A launch with `"dot": True` takes it. A row's bits do not depend on the other rows' values in either (each MMA output is its row
-and column alone), but the two kernels sum in different orders.
+for few rows). A launch with `"dot": True` takes it. A row's bits do not depend on the other rows' values in either
+(each MMA output is its row and column alone), but the two kernels sum in different orders.
 """
 
 import torch
