@@ -1,11 +1,13 @@
-# One-GPU call (nvidia-h200, ~5 minutes), any time: today's defaults (skinny_linear and fused_draws on since runs
-# 154-155) in the stack at 128, 512, 800 and 1,024 streams opened at once, with each level's GPU utilization.
-# Why: run 156 measured them at 1 and 512 streams only (25 ms TTFA p50; 1,517.8 audio-s/s, none gapped); against run
-# 142 (session 36's defaults): 903.7 / 1,523.4 / 1,435.9 / 1,543.3 audio-s/s at 128 / 512 / 800 / 1,024, none gapped,
-# TTFA p99 197 ms at 128, GPU 84 / 90 / 92 / 90%. The 512-row step is 1.4% shorter with fused_draws (run 155);
-# skinny_linear is not used above 4 rows, so the stack's steps change only while few streams are open.
-# Prediction: 128 TTFA p99 170-240 ms; 512 1,450-1,600 audio-s/s with no gap; 800 1,400-1,600 and 1,024 1,450-1,650
-# with at most 0.5% gapped, 0% with a 100 ms buffer; utilization 85-93% at 512 and above.
+# One-GPU call (nvidia-h200, ~6 minutes), any time: skinny_linear_dot in the stack at a few streams, on and off, each
+# twice in the order on, off, off, on (one stack each; 1, 4 and 16 streams).
+# Why: run 160 A/B'd it on the step alone (1.7B: 2 rows -4.6 / -4.9%, 4 rows -3.6 / -3.7%, 8 rows -6.3 / -6.6%, 16 rows
+# -7.8 / -7.4%); the stack at 2-16 streams with it is not measured. At a few streams each request is made as fast as
+# the steps go (RTF ~0.06-0.1), so per-stream speed follows the step.
+# Prediction: 1 stream unchanged (within the spread: TTFA p50 24-27 ms both ways); 4 and 16 streams audio-s/s +3 to
+# +8% with it, the service's talker step 3-8% shorter. Decides nothing (the step's A/B did); a figure for the docs.
 source tools/device/setup.sh
 stamp start
-$S --concurrency 128 512 800 1024 --level-timeout 150 --out /tmp/T; save T
+for tag in on1 off1 off2 on2; do
+    case $tag in on*) dot=1 ;; *) dot=0 ;; esac
+    OMNI_TALKER_SKINNY_LINEAR_DOT=$dot $S --concurrency 1 4 16 --out /tmp/$tag; save $tag
+done
