@@ -1,9 +1,12 @@
-# One-GPU call (nvidia-h200, ~2 minutes), any time: the dot kernel at 16 and 32 rows with run 159's fastest settings
-# (512-wide K chunks, 4 stages), which run 161's sweep of 16-128 rows lacked.
+# One-GPU call (nvidia-h200, ~3 minutes), any time: the dot kernel at 16 and 32 rows with run 159's fastest settings
+# (512-wide K chunks, 4 stages), which run 161's sweep of 16-128 rows lacked; then the row kernel at 1 row, cold.
 # Why: run 161 had the dot kernel within +-2% of cuBLAS at 32 rows on about half the weights, but without the
 # settings that were fastest at 16 rows in run 159 (there the talker's down_proj 10.40 us against 14.27 in run 161).
 # If it beats cuBLAS at 32 rows, the talker's GEMMs could take it to 32 rows (an A/B at 32 rows would decide).
 # Prediction: at 32 rows the fastest launch within 0-8% less time than cuBLAS on 8 or more of the 12 weights.
+# Part 2: LAUNCH (block_n 4, block_k 1,024, 2 warps) came from run 153's 1-row timings of one weight replayed warm in
+# L2; the step reads the weights from HBM (~2.4 TB/s on average, run 154). Prediction: cold, LAUNCH within 10% of the
+# fastest row-kernel setting on every weight; if not, the launch by weight (as dot_launch_for) is the next A/B.
 source tools/device/setup.sh
 stamp start
 python3 tools/bench_skinny_linear.py --rows 16 32 --block-n --dot-block-n 16 32 64 --dot-block-k 256 512 \
@@ -11,3 +14,8 @@ python3 tools/bench_skinny_linear.py --rows 16 32 --block-n --dot-block-n 16 32 
 grep -E "^shapes|^default|Traceback" $OUT/skinny.txt | cut -c1-300
 sed -n '/| weight | rows | kernel up to/,$p' $OUT/skinny.txt
 stamp skinny_linear
+python3 tools/bench_skinny_linear.py --rows 1 --block-n 2 4 8 16 --block-k 512 1024 2048 --num-warps 1 2 4 \
+    --out $OUT/skinny_linear_1row.json > $OUT/skinny_1row.txt 2>&1
+grep -E "Traceback" $OUT/skinny_1row.txt | cut -c1-300
+sed -n '/| weight | rows | kernel up to/,$p' $OUT/skinny_1row.txt
+stamp one_row
