@@ -81,18 +81,28 @@ def _skinny_linear_dot_kernel(
     N,
     x_stride,
     y_stride,
+    part_ptr,
+    ticket_ptr,
     HAS_BIAS: tl.constexpr,
     ROWS_PAD: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    SPLIT_K: tl.constexpr,
     DOT_FP32: tl.constexpr,
 ):
-    n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    block = tl.program_id(0)
+    n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     r = tl.arange(0, ROWS_PAD)
     n_ok = n < N
     r_ok = r < M
+    k_start = 0
+    k_stop = K
+    if SPLIT_K > 1:  # this program's share of K, in whole chunks
+        k_span = tl.cdiv(tl.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
+        k_start = tl.program_id(1) * k_span
+        k_stop = k_start + k_span
     acc = tl.zeros((BLOCK_N, ROWS_PAD), dtype=tl.float32)  # y^T: the features along the MMA's M
-    for k0 in range(0, K, BLOCK_K):
+    for k0 in range(k_start, k_stop, BLOCK_K):
         k = k0 + tl.arange(0, BLOCK_K)
         k_ok = k < K
         w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
@@ -101,6 +111,28 @@ def _skinny_linear_dot_kernel(
             w = w.to(tl.float32)
             xt = xt.to(tl.float32)
         acc = tl.dot(w, xt, acc, input_precision="ieee")
+    if SPLIT_K > 1:
+        # Each share's sums go to part [SPLIT_K, ROWS_PAD, N]; the block's last program to finish (by its ticket) adds
+        # them in share order, so the bits do not depend on which finished last, and sets the ticket back to 0.
+        rn = r[None, :] * N + n[:, None]
+        tl.store(part_ptr + tl.program_id(1) * ROWS_PAD * N + rn, acc, mask=n_ok[:, None])
+        tl.debug_barrier()  # every thread's share stored before the ticket is taken (which releases them)
+        ticket = tl.atomic_add(ticket_ptr + block, 1, sem="acq_rel", scope="gpu")
+        if ticket == SPLIT_K - 1:
+            acc = tl.zeros((BLOCK_N, ROWS_PAD), dtype=tl.float32)
+            for share in tl.static_range(SPLIT_K):  # from L2 (.cg): L1 may hold an earlier call's lines
+                acc += tl.load(
+                    part_ptr + share * ROWS_PAD * N + rn, mask=n_ok[:, None], other=0.0, cache_modifier=".cg"
+                )
+            _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS)
+            tl.atomic_xchg(ticket_ptr + block, 0, sem="relaxed", scope="gpu")  # ready for the next call
+    else:
+        _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS)
+
+
+@triton.jit
+def _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS: tl.constexpr):
+    """y[r, n] = acc^T (+ bias), rounded once to y's dtype."""
     if HAS_BIAS:
         acc += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[:, None]
     tl.store(
@@ -142,6 +174,22 @@ def dot_from_for(weight: torch.Tensor) -> int:
     return 5 if n <= 1024 else 3 if n <= 2048 else 2
 
 
+TICKETS = 1 << 16  # feature blocks a split-K call may have (N up to a million at 16 features a block)
+_TICKETS: dict[torch.device, torch.Tensor] = {}
+
+
+def split_tickets(device: torch.device, blocks: int) -> torch.Tensor:
+    """The split-K dot kernel's tickets, one per feature block: zeros made once per device (a fixed size, so a CUDA
+    graph never holds a buffer that is later replaced) and shared by every call on it, since each call's last program
+    of a block sets its ticket back to 0. Sound while the calls on a device run one after another (the talker runs its
+    steps on one stream); two at once on two streams would share tickets."""
+    if blocks > TICKETS:
+        raise ValueError(f"a split-K call of {blocks} feature blocks is more than the {TICKETS} tickets")
+    if device not in _TICKETS:
+        _TICKETS[device] = torch.zeros(TICKETS, dtype=torch.int32, device=device)
+    return _TICKETS[device]
+
+
 def skinny_linear(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -152,8 +200,8 @@ def skinny_linear(
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
-    dot kernel (num_stages too, 3 if not given); if None, LAUNCH, or `dot_launch_for` the weight from `dot_from` rows
-    up."""
+    dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if not
+    given); if None, LAUNCH, or `dot_launch_for` the weight from `dot_from` rows up."""
     if max_rows > KERNEL_MAX_ROWS:
         raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
@@ -176,11 +224,16 @@ def skinny_linear(
     launch = launch or (LAUNCH_INTERPRETED if INTERPRETED else LAUNCH)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):
-        _skinny_linear_dot_kernel[(triton.cdiv(n, launch["block_n"]),)](
-            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0),
-            HAS_BIAS=bias is not None, ROWS_PAD=max(16, triton.next_power_of_2(rows)),  # tl.dot's least 16
-            BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            DOT_FP32=INTERPRETED and x.dtype != torch.float32,
+        blocks, split_k = triton.cdiv(n, launch["block_n"]), launch.get("split_k", 1)
+        rows_pad = max(16, triton.next_power_of_2(rows))  # tl.dot's least 16
+        part, tickets = y, y  # not read at split_k 1
+        if split_k > 1:
+            part = torch.empty(split_k, rows_pad, n, dtype=torch.float32, device=x.device)
+            tickets = split_tickets(x.device, blocks)
+        _skinny_linear_dot_kernel[(blocks, split_k)](
+            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets,
+            HAS_BIAS=bias is not None, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
+            SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
             num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3),
         )  # fmt: skip
     else:

@@ -29,6 +29,7 @@ from omni.models.qwen3_tts.tiny import tiny_config
 from tests.kernel_runners import compile_for_sm90
 
 DOT = {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4}  # the dot kernel; K of 2048 spans 16 chunks
+SPLIT = {**DOT, "split_k": 3}  # K shared by 3 programs a feature block (2048 = 6 + 6 + 4 chunks)
 
 
 def operands(rows: int, k: int, n: int, dtype: torch.dtype, seed: int = 0):
@@ -47,7 +48,7 @@ def reference(x, w, b=None):
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, MAX_ROWS])
 @pytest.mark.parametrize("bias", [False, True])
-@pytest.mark.parametrize("launch", [None, LAUNCH, DOT], ids=["interpreted", "gpu_launch", "dot"])
+@pytest.mark.parametrize("launch", [None, LAUNCH, DOT, SPLIT], ids=["interpreted", "gpu_launch", "dot", "split_k"])
 def test_a_few_rows_are_the_exact_sums_rounded_once(rows, bias, launch):
     x, w, b = operands(rows, 2048, 70, torch.bfloat16)  # 70: the last program's block partly outside N
     b = b if bias else None
@@ -93,6 +94,27 @@ def test_a_rows_bits_do_not_depend_on_the_other_rows_values_in_the_dot_kernel():
         mixed[i] = x[i]
         assert torch.equal(skinny_linear(mixed, w, b, launch=DOT)[i], together[i]), i
     assert not torch.equal(skinny_linear(other, w, b, launch=DOT), together)  # the other rows did change
+
+
+def test_split_k_sums_the_shares_in_order_and_leaves_its_tickets_at_zero():
+    """split_k: the programs of a feature block each sum a share of K; the last to take its ticket adds the shares in
+    share order (the same bits every call, whichever finished last) and sets the ticket back to 0 for the next call.
+    Shares past K (K of 300 in 128-wide chunks, 4 shares) add zeros."""
+    from omni.kernels.skinny_linear import _TICKETS, TICKETS, split_tickets
+
+    for k, split in ((2048, 2), (2048, 3), (300, 4)):
+        x, w, b = operands(5, k, 70, torch.float32, seed=k + split)
+        launch = {**DOT, "split_k": split}
+        got = skinny_linear(x, w, b, launch=launch)
+        torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-5)
+        assert torch.equal(skinny_linear(x, w, b, launch=launch), got)
+        assert not _TICKETS[torch.device("cpu")].any(), (k, split)
+    x, w, b = operands(MAX_ROWS, 1000, 40, torch.bfloat16, seed=3)
+    together, other = skinny_linear(x, w, b, launch=SPLIT), operands(MAX_ROWS, 1000, 40, torch.bfloat16, seed=4)[0]
+    other[2] = x[2]
+    assert torch.equal(skinny_linear(other, w, b, launch=SPLIT)[2], together[2])  # a row's bits, other rows apart
+    with pytest.raises(ValueError, match="tickets"):
+        split_tickets(torch.device("cpu"), TICKETS + 1)
 
 
 def test_more_than_16_rows_pad_to_the_next_power_of_two_in_the_dot_kernel():
@@ -224,9 +246,11 @@ signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf
 for has_bias, block_n, block_k in ((False, LAUNCH["block_n"], LAUNCH["block_k"]), (True, 8, 512), (False, 16, 256)):
     constexprs = {"HAS_BIAS": has_bias, "BLOCK_N": block_n, "BLOCK_K": block_k}
     compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
-dot_signature = {**signature, "M": "i32", "ROWS_PAD": "constexpr", "DOT_FP32": "constexpr"}
-for block_n, block_k, stages in ((16, 512, 3), (32, 256, 4), (64, 128, 4)):  # dot_launch_for's
-    constexprs = {"HAS_BIAS": True, "ROWS_PAD": MAX_ROWS, "BLOCK_N": block_n, "BLOCK_K": block_k, "DOT_FP32": False}
+dot_signature = {**signature, "M": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32", "ROWS_PAD": "constexpr",
+                 "SPLIT_K": "constexpr", "DOT_FP32": "constexpr"}
+for block_n, block_k, stages, split_k in ((16, 512, 3, 1), (32, 256, 4, 1), (64, 128, 4, 1), (16, 256, 3, 4)):
+    constexprs = {"HAS_BIAS": True, "ROWS_PAD": MAX_ROWS, "BLOCK_N": block_n, "BLOCK_K": block_k, "SPLIT_K": split_k,
+                  "DOT_FP32": False}
     options = {"num_warps": 4, "num_stages": stages}
     compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
             options=options)

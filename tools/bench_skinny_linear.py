@@ -6,7 +6,8 @@ and every launch setting (block_n, block_k, num_warps): GPU microseconds per cal
 153 timed one weight, warm in L2), the weight bytes read per second, and the largest error against the fp32 product
 relative to its largest value (cuBLAS's alongside). The summary names, per weight and rows, up to how many rows the
 talker uses the kernel on it (`max_rows_for`), cuBLAS's time, the default launch's (`LAUNCH`) and the fastest's, and
-with --dot-block-n the dot kernel's fastest launch (block_n x --dot-block-k x --dot-warps x --dot-stages).
+with --dot-block-n the dot kernel's fastest launch (block_n x --dot-block-k x --dot-warps x --dot-stages x
+--dot-split-k).
 
     PYTHONPATH=. python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json
 """
@@ -67,6 +68,7 @@ def main() -> None:
     ap.add_argument("--dot-block-k", type=int, nargs="+", default=[128, 256, 512])
     ap.add_argument("--dot-warps", type=int, nargs="+", default=[4])
     ap.add_argument("--dot-stages", type=int, nargs="+", default=[3, 4])
+    ap.add_argument("--dot-split-k", type=int, nargs="+", default=[1], help="programs sharing K a feature block")
     ap.add_argument("--shapes", nargs="*", help="names from the list printed first (all if none)")
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument(
@@ -88,9 +90,9 @@ def main() -> None:
     names = args.shapes or list(weights)
     launches = [{"block_n": n, "block_k": k, "num_warps": w}
                 for n, k, w in itertools.product(args.block_n, args.block_k, args.num_warps)]  # fmt: skip
-    launches += [{"dot": True, "block_n": n, "block_k": k, "num_warps": w, "num_stages": st}
-                 for n, k, w, st in itertools.product(args.dot_block_n, args.dot_block_k, args.dot_warps,
-                                                      args.dot_stages)]  # fmt: skip
+    launches += [{"dot": True, "block_n": n, "block_k": k, "num_warps": w, "num_stages": st, "split_k": sk}
+                 for n, k, w, st, sk in itertools.product(args.dot_block_n, args.dot_block_k, args.dot_warps,
+                                                          args.dot_stages, args.dot_split_k)]  # fmt: skip
     gen = torch.Generator(device="cuda").manual_seed(0)
     rows_out, summary = [], []
     print(f"default {LAUNCH}; {torch.cuda.get_device_name()}; weights taken in turn from {args.cold_mb} MB")
@@ -134,7 +136,7 @@ def main() -> None:
     for s in summary:
         best, dot = s["best"] or {}, s["best_dot"] or {}
         launch = {k: best.get(k) for k in LAUNCH}
-        dot_launch = {k: dot.get(k) for k in ("block_n", "block_k", "num_warps", "num_stages")}
+        dot_launch = {k: dot.get(k) for k in ("block_n", "block_k", "num_warps", "num_stages", "split_k")}
         print(f"| {s['weight']} | {s['rows']} | {s['kernel_up_to']} | {s['cublas_us']} | {s['default_us']} | "
               f"{best.get('us')} | {launch} | {dot.get('us')} | {dot_launch} |")  # fmt: skip
     if args.out:
