@@ -124,7 +124,9 @@ def test_more_than_16_rows_pad_to_the_next_power_of_two_in_the_dot_kernel():
         x, w, b = operands(rows, 300, 20, torch.float32, seed=rows)
         got = skinny_linear(x, w, b, max_rows=rows, launch=DOT)
         torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-5, atol=1e-5)
-        assert not torch.equal(got[rows // 2 :], torch.zeros_like(got[rows // 2 :]))  # the rows past 32 are written
+        assert not torch.equal(
+            got[rows // 2 :], torch.zeros_like(got[rows // 2 :])
+        )  # the later half of the rows written too
 
 
 def test_more_rows_than_max_are_f_linear_itself():

@@ -35,7 +35,9 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
     return fused
 
 
-def _linear(module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+def module_linear(
+    module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+) -> torch.Tensor:
     """F.linear, or `skinny_linear` up to the module's `skinny_rows` rows (set by `use_skinny_linear`), its dot
     kernel from `skinny_dot_from` rows up."""
     rows = module.__dict__.get("skinny_rows", 0)
@@ -46,7 +48,7 @@ def _linear(module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torc
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
     b, t, _ = x.shape
-    qkv = _linear(self, x, self.qkv_weight)
+    qkv = module_linear(self, x, self.qkv_weight)
     nq, nk = self.heads * self.head_dim, self.kv_heads * self.head_dim
     q = rms_norm_rope(qkv[..., :nq], self.q_norm.weight, self.q_norm.eps, *rope)
     k = rms_norm_rope(qkv[..., nq : nq + nk], self.k_norm.weight, self.k_norm.eps, *rope)
@@ -67,13 +69,13 @@ def _fused_project_write(
     the cache asks for it (`CacheKernels.norm_rope_write`); otherwise the fused `project` and the cache's write."""
     if not cache.kernels.norm_rope_write:
         return Attention.project_write(self, x, rope, cache, layer, slots, positions)
-    qkv = _linear(self, x, self.qkv_weight)
+    qkv = module_linear(self, x, self.qkv_weight)
     q_norm, k_norm = (self.q_norm.weight, self.q_norm.eps), (self.k_norm.weight, self.k_norm.eps)
     return norm_rope_write_kv(qkv, self.heads, q_norm, k_norm, *rope, cache.k[layer], cache.v[layer], slots, positions)
 
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
-    gate_up = _linear(self, x, self.gate_up_weight)
+    gate_up = module_linear(self, x, self.gate_up_weight)
     n = self.gate_proj.weight.shape[0]
     return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
@@ -125,7 +127,7 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
 
 
 def _skinny_linear_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    return _linear(self, x, self.weight, self.bias)
+    return module_linear(self, x, self.weight, self.bias)
 
 
 def skinny_gemms(talker: Qwen3TTSTalker) -> dict[str, tuple[nn.Module, torch.Tensor, torch.Tensor | None]]:
