@@ -149,13 +149,28 @@ def max_rows_for(weight: torch.Tensor) -> int:
     return 4 if weight.shape[0] <= 1024 else 1
 
 
-def dot_launch_for(weight: torch.Tensor) -> dict:
+def row_launch_for(weight: torch.Tensor) -> dict:
+    """The row kernel's launch for a weight [N, K] by its shape (`skinny_linear(by_shape=True)`), from run 162
+    (tools/bench_skinny_linear.py, 1 row, cold weights, H200, 27 launches): at K >= 2N 4 features a program,
+    2048-wide K chunks, 4 warps (within 1% of each such weight's fastest, where LAUNCH was 7-12% slower); otherwise 2
+    features, 1024-wide chunks, 1 warp (within 5% of each weight's fastest; LAUNCH 0-5% slower than it)."""
+    n, k = weight.shape
+    if k >= 2 * n:
+        return {"block_n": 4, "block_k": 2048, "num_warps": 4}
+    return {"block_n": 2, "block_k": 1024, "num_warps": 1}
+
+
+def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
     """The dot kernel's launch for a weight [N, K], from run 159 (tools/bench_skinny_linear.py, cold weights, H200,
     18 launches at 2, 8 and 16 rows; the fastest by N, its time about the same at every row count): N <= 2048 16
     features and 512-wide K chunks, 3 stages; N <= 4096 32 and 256, 4 stages; wider 64 features (128-wide chunks at
     K >= 2048). A guess of 16 / 256 / 4 stages for every weight was 2-29% slower than each weight's fastest at 8
-    rows, and with it the 2-16 row steps 2-14% longer (run 159)."""
+    rows, and with it the 2-16 row steps 2-14% longer (run 159). With `split`, at K >= 2N K shared by 4 programs a
+    block of 32 features, 128-wide chunks, 4 stages: run 162 (2, 8 and 16 rows) the fastest there, 9-12% less time
+    on the talker's and predictor's down_proj, 1-5% on the [1024, 2048] weights; slower on every other weight."""
     n, k = weight.shape
+    if split and k >= 2 * n:
+        return {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 4, "split_k": 4}
     if n <= 2048:
         block_n, block_k, stages = 16, 512, 3
     elif n <= 4096:
@@ -174,6 +189,15 @@ def dot_from_for(weight: torch.Tensor) -> int:
     return 5 if n <= 1024 else 3 if n <= 2048 else 2
 
 
+def dot_rows_for(weight: torch.Tensor) -> int:
+    """With the dot kernel up to 32 rows (`use_skinny_linear(dot_32=True)`), up to how many rows a weight [N, K]
+    takes the kernels: 32 at N <= 2048 or K <= 1024, where run 162's dot kernel (cold weights, 32 rows) took 3-15%
+    less time than cuBLAS; else MAX_ROWS (the talker's [12288, 2048] gate_up +5%, codec head +2.5%, [4096, 2048]
+    qkv -0.4%)."""
+    n, k = weight.shape
+    return 32 if n <= 2048 or k <= 1024 else MAX_ROWS
+
+
 TICKETS = 1 << 16  # feature blocks a split-K call may have (N up to a million at 16 features a block)
 _TICKETS: dict[torch.device, torch.Tensor] = {}
 
@@ -190,6 +214,24 @@ def split_tickets(device: torch.device, blocks: int) -> torch.Tensor:
     return _TICKETS[device]
 
 
+def launch_for(
+    weight: torch.Tensor,
+    rows: int,
+    dot_from: int | None = None,
+    by_shape: bool = False,
+    interpreted: bool = INTERPRETED,
+) -> dict:
+    """A call's launch when none is given: from `dot_from` rows up the dot kernel (`dot_launch_for` the weight, with
+    split-K where it pays if `by_shape`), below it the row kernel (LAUNCH, or `row_launch_for` if `by_shape`). Under
+    the interpreter wide blocks whatever the shape (the CPU tests run the GPU launches by name)."""
+    dot = dot_from is not None and rows >= dot_from
+    if interpreted:
+        return LAUNCH_DOT_INTERPRETED if dot else LAUNCH_INTERPRETED
+    if dot:
+        return dot_launch_for(weight, split=by_shape)
+    return row_launch_for(weight) if by_shape else LAUNCH
+
+
 def skinny_linear(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -197,11 +239,13 @@ def skinny_linear(
     max_rows: int = MAX_ROWS,
     launch: dict | None = None,
     dot_from: int | None = None,
+    by_shape: bool = False,
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
     dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if not
-    given); if None, LAUNCH, or `dot_launch_for` the weight from `dot_from` rows up."""
+    given); if None, `launch_for` (LAUNCH, or the dot kernel from `dot_from` rows up; with `by_shape` both by the
+    weight's shape)."""
     if max_rows > KERNEL_MAX_ROWS:
         raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
@@ -219,9 +263,7 @@ def skinny_linear(
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
-    if launch is None and dot_from is not None and rows >= dot_from:
-        launch = LAUNCH_DOT_INTERPRETED if INTERPRETED else dot_launch_for(weight)
-    launch = launch or (LAUNCH_INTERPRETED if INTERPRETED else LAUNCH)
+    launch = launch or launch_for(weight, rows, dot_from, by_shape)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):
         blocks, split_k = triton.cdiv(n, launch["block_n"]), launch.get("split_k", 1)

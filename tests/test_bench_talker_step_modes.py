@@ -25,8 +25,8 @@ def load_bench():
 def test_every_extra_named_in_the_help_parses():
     bench = load_bench()
     source = (ROOT / "tools" / "bench_talker_step.py").read_text()
-    named = set(re.findall(r"\+([a-z][a-z-]*[a-z])", source.split("modes_help = (")[1].split("\n    )")[0]))
-    assert {"kv-write", "fused-draws", "rope-per-forward"} <= named  # the help's extras were found
+    named = set(re.findall(r"\+([a-z][a-z0-9-]*[a-z0-9])", source.split("modes_help = (")[1].split("\n    )")[0]))
+    assert {"kv-write", "fused-draws", "rope-per-forward", "dot-32"} <= named  # the help's extras were found
     assert named <= bench.MODE_EXTRAS
     every = "fused+" + "+".join(sorted(bench.MODE_EXTRAS))
     assert bench.parse_modes(f"{every},sdpa,kernel") == ["sdpa", "kernel", every]  # fused modes last, order kept
@@ -86,7 +86,7 @@ def test_replay_tool_runs_a_mode_and_its_halves_to_the_same_codes():
 def test_skinny_linear_mode_sets_and_checks_every_gemm():
     """+skinny-linear: build_mode sets every GEMM of the step (and a mode without it takes them back);
     check_skinny_linear measures them against the fp32 product and cuBLAS's F.linear up to each one's rows."""
-    from omni.kernels.skinny_linear import dot_from_for
+    from omni.kernels.skinny_linear import dot_from_for, dot_rows_for
 
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
 
@@ -104,5 +104,7 @@ def test_skinny_linear_mode_sets_and_checks_every_gemm():
     report = bench.check_skinny_linear(talker, "cpu")
     assert report["outputs"] == sum(16 * 17 // 2 * w.shape[0] for _, w, _ in gemms)
     assert report["kernel"] < 1e-5 and report["cublas"] < 1e-5
+    bench.build_mode(talker, f"{mode}+skinny-linear+skinny-dot+by-shape+dot-32")  # launches by shape, 32 rows
+    assert all(m.skinny_rows == dot_rows_for(w) and m.skinny_by_shape for m, w, _ in gemms)
     bench.build_mode(talker, mode)
     assert bench.check_skinny_linear(talker, "cpu")["gemms"] == 0

@@ -15,10 +15,14 @@ from omni.kernels.skinny_linear import (
     KERNEL_MAX_ROWS,
     LAUNCH,
     LAUNCH_DOT_INTERPRETED,
+    LAUNCH_INTERPRETED,
     MAX_ROWS,
     dot_from_for,
     dot_launch_for,
+    dot_rows_for,
+    launch_for,
     max_rows_for,
+    row_launch_for,
     skinny_linear,
 )
 
@@ -230,6 +234,62 @@ def test_the_dot_launch_and_its_rows_by_weight():
     assert ((got.float() - want.float()).abs() <= (want.float().abs() * 2**-7).clamp_min(2**-126)).all()
 
 
+def test_launches_by_shape():
+    """Run 162's launches by shape: the row kernel's (4 / 2048 / 4 warps at K >= 2N, else 2 / 1024 / 1 warp), the dot
+    kernel's split-K at K >= 2N only, and which a call without a launch takes (by_shape or not; the interpreter's
+    wide blocks whatever the shape). Both split-K and the deep row launch give the exact sums rounded once."""
+
+    def weight(n, k):
+        return torch.empty(n, k)
+
+    deep, wide = weight(1024, 2048), weight(2048, 2048)  # K = 2N (the predictor's o_proj); K = N
+    assert row_launch_for(deep) == {"block_n": 4, "block_k": 2048, "num_warps": 4}
+    assert row_launch_for(weight(2048, 6144))["block_k"] == 2048 and row_launch_for(weight(1025, 2048))["block_n"] == 2
+    assert row_launch_for(wide) == {"block_n": 2, "block_k": 1024, "num_warps": 1}
+    assert dot_launch_for(deep, split=True) == {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4,
+                                                "num_stages": 4, "split_k": 4}  # fmt: skip
+    assert dot_launch_for(deep) == dot_launch_for(wide) == {**dot_launch_for(wide, split=True)}
+    assert "split_k" not in dot_launch_for(wide, split=True) and "split_k" not in dot_launch_for(weight(1025, 2048))
+    gpu = dict(dot_from=3, interpreted=False)
+    assert launch_for(deep, 2, **gpu) == LAUNCH and launch_for(deep, 2, by_shape=True, **gpu) == row_launch_for(deep)
+    assert launch_for(deep, 3, **gpu) == dot_launch_for(deep)
+    assert launch_for(deep, 3, by_shape=True, **gpu) == dot_launch_for(deep, split=True)
+    assert launch_for(deep, 16, by_shape=True, interpreted=False) == row_launch_for(deep)  # no dot_from: no dot
+    assert launch_for(deep, 3, dot_from=3, by_shape=True, interpreted=True) == LAUNCH_DOT_INTERPRETED
+    assert launch_for(deep, 2, dot_from=3, by_shape=True, interpreted=True) == LAUNCH_INTERPRETED
+    for rows, launch in ((1, row_launch_for(deep)), (3, row_launch_for(deep)), (16, dot_launch_for(deep, split=True))):
+        x, w, b = operands(rows, 2048, 70, torch.bfloat16, seed=rows)
+        got, want = skinny_linear(x, w, b, launch=launch), reference(x, w, b)
+        assert ((got.float() - want.float()).abs() <= (want.float().abs() * 2**-7).clamp_min(2**-126)).all(), rows
+
+
+def test_the_dot_kernel_up_to_32_rows_by_weight():
+    """dot_rows_for: 32 rows at N <= 2048 or K <= 1024 (run 162: the dot kernel faster than cuBLAS there at 32 rows),
+    else MAX_ROWS; use_skinny_linear(dot_32=True) sets it, and the dot kernel at 32 rows gives the exact sums."""
+    assert [dot_rows_for(torch.empty(n, k)) for n, k in ((2048, 6144), (1024, 2048), (6144, 1024), (4096, 1024),
+                                                         (4096, 2048), (3072, 2048), (12288, 2048))] == [
+        32, 32, 32, 32, MAX_ROWS, MAX_ROWS, MAX_ROWS]  # fmt: skip
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    talker = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(talker)
+    gemms = skinny_gemms(talker).values()
+    use_skinny_linear(talker, dot=True, dot_32=True, by_shape=True)
+    assert all(m.skinny_rows == dot_rows_for(w) and m.skinny_by_shape for m, w, _ in gemms)
+    assert talker.codec_head.skinny_rows == 32  # [3072, 64]: K <= 1024
+    use_skinny_linear(talker, dot=True)
+    assert all(m.skinny_rows == MAX_ROWS and "skinny_by_shape" not in m.__dict__ for m, _, _ in gemms)
+    x = torch.randn(32, 64)
+    head = talker.codec_head
+    use_skinny_linear(talker, dot=True, dot_32=True)
+    assert torch.equal(head(x), skinny_linear(x, head.weight, max_rows=32, launch=LAUNCH_DOT_INTERPRETED))
+    use_skinny_linear(talker, dot=True)
+    assert torch.equal(head(x), F.linear(x, head.weight))  # 32 rows > 16: cuBLAS's (here the CPU's) F.linear
+    x, w, b = operands(32, 2048, 70, torch.bfloat16, seed=32)
+    for launch in (dot_launch_for(w), dot_launch_for(torch.empty(1024, 2048), split=True)):
+        got, want = skinny_linear(x, w, b, max_rows=32, launch=launch), reference(x, w, b)
+        assert ((got.float() - want.float()).abs() <= (want.float().abs() * 2**-7).clamp_min(2**-126)).all()
+
+
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
@@ -245,13 +305,18 @@ from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, _skinny_linear_dot_kern
 signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
              "x_stride": "i32", "y_stride": "i32", "HAS_BIAS": "constexpr", "BLOCK_N": "constexpr",
              "BLOCK_K": "constexpr"}
-for has_bias, block_n, block_k in ((False, LAUNCH["block_n"], LAUNCH["block_k"]), (True, 8, 512), (False, 16, 256)):
+for has_bias, block_n, block_k, warps in ((False, LAUNCH["block_n"], LAUNCH["block_k"], LAUNCH["num_warps"]),
+                                          (True, 8, 512, 4), (False, 16, 256, 4), (False, 4, 2048, 4),
+                                          (True, 2, 1024, 1)):
     constexprs = {"HAS_BIAS": has_bias, "BLOCK_N": block_n, "BLOCK_K": block_k}
-    compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32))
+    compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+            options={"num_warps": warps})
 dot_signature = {**signature, "M": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32", "ROWS_PAD": "constexpr",
                  "SPLIT_K": "constexpr", "DOT_FP32": "constexpr"}
-for block_n, block_k, stages, split_k in ((16, 512, 3, 1), (32, 256, 4, 1), (64, 128, 4, 1), (16, 256, 3, 4)):
-    constexprs = {"HAS_BIAS": True, "ROWS_PAD": MAX_ROWS, "BLOCK_N": block_n, "BLOCK_K": block_k, "SPLIT_K": split_k,
+for block_n, block_k, stages, split_k, rows_pad in ((16, 512, 3, 1, 16), (32, 256, 4, 1, 16), (64, 128, 4, 1, 16),
+                                                   (16, 256, 3, 4, 16), (32, 128, 4, 4, 16), (16, 512, 3, 1, 32),
+                                                   (32, 128, 4, 4, 32)):
+    constexprs = {"HAS_BIAS": True, "ROWS_PAD": rows_pad, "BLOCK_N": block_n, "BLOCK_K": block_k, "SPLIT_K": split_k,
                   "DOT_FP32": False}
     options = {"num_warps": 4, "num_stages": stages}
     compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),

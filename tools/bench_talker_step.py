@@ -363,7 +363,8 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
-               "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot"}  # fmt: skip
+               "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
+               "dot-32"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -384,7 +385,8 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
-        use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens)
+        use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
+                          by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -440,7 +442,9 @@ def main() -> None:
         "+skinny-linear (after fused): every GEMM of the step through kernels/skinny_linear.py up to "
         "max_rows_for its weight (the talker service's skinny_linear); +skinny-dot (with +skinny-linear): every GEMM "
         "up to 16 rows, through the dot kernel from dot_from_for its weight's rows (2, 3 or 5) (the talker service's "
-        "skinny_linear_dot)"
+        "skinny_linear_dot); +by-shape (with +skinny-linear): both kernels' launches by the weight's shape "
+        "(row_launch_for, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its weight's "
+        "rows (32 on most)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

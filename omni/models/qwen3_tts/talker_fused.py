@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from omni.kernels.kv_write import norm_rope_write_kv
-from omni.kernels.skinny_linear import MAX_ROWS, dot_from_for, max_rows_for, skinny_linear
+from omni.kernels.skinny_linear import MAX_ROWS, dot_from_for, dot_rows_for, max_rows_for, skinny_linear
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -39,11 +39,15 @@ def module_linear(
     module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
     """F.linear, or `skinny_linear` up to the module's `skinny_rows` rows (set by `use_skinny_linear`), its dot
-    kernel from `skinny_dot_from` rows up."""
-    rows = module.__dict__.get("skinny_rows", 0)
+    kernel from `skinny_dot_from` rows up, launches by the weight's shape if `skinny_by_shape`."""
+    settings = module.__dict__
+    rows = settings.get("skinny_rows", 0)
     if not rows:
         return F.linear(x, weight, bias)
-    return skinny_linear(x, weight, bias, max_rows=rows, dot_from=module.__dict__.get("skinny_dot_from"))
+    return skinny_linear(
+        x, weight, bias, max_rows=rows, dot_from=settings.get("skinny_dot_from"),
+        by_shape=settings.get("skinny_by_shape", False),
+    )  # fmt: skip
 
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
@@ -147,21 +151,25 @@ def skinny_gemms(talker: Qwen3TTSTalker) -> dict[str, tuple[nn.Module, torch.Ten
     return gemms
 
 
-def use_skinny_linear(talker: Qwen3TTSTalker, on: bool = True, dot: bool = False) -> int:
+def use_skinny_linear(
+    talker: Qwen3TTSTalker, on: bool = True, dot: bool = False, by_shape: bool = False, dot_32: bool = False
+) -> int:
     """Every GEMM of the talker and its code predictor (`skinny_gemms`) through `kernels/skinny_linear.py` up to
     `max_rows_for` its weight's rows of input (cuBLAS gives one row of these weights a few thread blocks), or, with
-    `on` False, F.linear again. With `dot`, up to MAX_ROWS rows, from `dot_from_for` its weight's rows up through the
-    dot kernel (each weight block read once for all rows). Values within the last bit of cuBLAS's, not its bits.
-    Returns how many it set."""
+    `on` False, F.linear again. With `dot`, up to MAX_ROWS rows (`dot_rows_for` its weight with `dot_32`), from
+    `dot_from_for` its weight's rows up through the dot kernel (each weight block read once for all rows). With
+    `by_shape`, both kernels' launches by the weight's shape (`row_launch_for`, `dot_launch_for(split=True)`). Values
+    within the last bit of cuBLAS's, not its bits. Returns how many it set."""
     gemms = skinny_gemms(talker)
     for module, weight, _ in gemms.values():
-        module.__dict__.pop("skinny_dot_from", None)
+        for name in ("skinny_rows", "skinny_dot_from", "skinny_by_shape"):
+            module.__dict__.pop(name, None)
         if on:
-            module.skinny_rows = MAX_ROWS if dot else max_rows_for(weight)
+            module.skinny_rows = (dot_rows_for(weight) if dot_32 else MAX_ROWS) if dot else max_rows_for(weight)
             if dot:
                 module.skinny_dot_from = dot_from_for(weight)
-        else:
-            module.__dict__.pop("skinny_rows", None)
+            if by_shape:
+                module.skinny_by_shape = True
         if isinstance(module, nn.Linear):
             if on:
                 module.forward = types.MethodType(_skinny_linear_forward, module)
