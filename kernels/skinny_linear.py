@@ -150,7 +150,7 @@ def max_rows_for(weight: torch.Tensor) -> int:
 
 
 def row_launch_for(weight: torch.Tensor) -> dict:
-    """The row kernel's launch for a weight [N, K] by its shape (`skinny_linear(by_shape=True)`), from run 162
+    """The row kernel's launch at 1 row for a weight [N, K] by its shape (`skinny_linear(by_shape=True)`), from run 162
     (tools/bench_skinny_linear.py, 1 row, cold weights, H200, 27 launches): at K >= 2N 4 features a program,
     2048-wide K chunks, 4 warps (within 1% of each such weight's fastest, where LAUNCH was 7-12% slower); otherwise 2
     features, 1024-wide chunks, 1 warp (within 5% of each weight's fastest; LAUNCH 0-5% slower than it)."""
@@ -222,14 +222,15 @@ def launch_for(
     interpreted: bool = INTERPRETED,
 ) -> dict:
     """A call's launch when none is given: from `dot_from` rows up the dot kernel (`dot_launch_for` the weight, with
-    split-K where it pays if `by_shape`), below it the row kernel (LAUNCH, or `row_launch_for` if `by_shape`). Under
-    the interpreter wide blocks whatever the shape (the CPU tests run the GPU launches by name)."""
+    split-K where it pays if `by_shape`), below it the row kernel (LAUNCH, or at 1 row `row_launch_for` if
+    `by_shape`: run 163 had those launches at 2-4 rows make the step 1.0-3.7% slower). Under the interpreter wide
+    blocks whatever the shape (the CPU tests run the GPU launches by name)."""
     dot = dot_from is not None and rows >= dot_from
     if interpreted:
         return LAUNCH_DOT_INTERPRETED if dot else LAUNCH_INTERPRETED
     if dot:
         return dot_launch_for(weight, split=by_shape)
-    return row_launch_for(weight) if by_shape else LAUNCH
+    return row_launch_for(weight) if by_shape and rows == 1 else LAUNCH
 
 
 def skinny_linear(

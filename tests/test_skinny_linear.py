@@ -251,10 +251,11 @@ def test_launches_by_shape():
     assert dot_launch_for(deep) == dot_launch_for(wide) == {**dot_launch_for(wide, split=True)}
     assert "split_k" not in dot_launch_for(wide, split=True) and "split_k" not in dot_launch_for(weight(1025, 2048))
     gpu = dict(dot_from=3, interpreted=False)
-    assert launch_for(deep, 2, **gpu) == LAUNCH and launch_for(deep, 2, by_shape=True, **gpu) == row_launch_for(deep)
+    assert launch_for(deep, 1, **gpu) == LAUNCH and launch_for(deep, 1, by_shape=True, **gpu) == row_launch_for(deep)
+    assert launch_for(deep, 2, **gpu) == launch_for(deep, 2, by_shape=True, **gpu) == LAUNCH  # 1 row only
     assert launch_for(deep, 3, **gpu) == dot_launch_for(deep)
     assert launch_for(deep, 3, by_shape=True, **gpu) == dot_launch_for(deep, split=True)
-    assert launch_for(deep, 16, by_shape=True, interpreted=False) == row_launch_for(deep)  # no dot_from: no dot
+    assert launch_for(deep, 16, by_shape=True, interpreted=False) == LAUNCH  # no dot_from: no dot
     assert launch_for(deep, 3, dot_from=3, by_shape=True, interpreted=True) == LAUNCH_DOT_INTERPRETED
     assert launch_for(deep, 2, dot_from=3, by_shape=True, interpreted=True) == LAUNCH_INTERPRETED
     for rows, launch in ((1, row_launch_for(deep)), (3, row_launch_for(deep)), (16, dot_launch_for(deep, split=True))):
