@@ -443,8 +443,8 @@ def main() -> None:
         "max_rows_for its weight (the talker service's skinny_linear); +skinny-dot (with +skinny-linear): every GEMM "
         "up to 16 rows, through the dot kernel from dot_from_for its weight's rows (2, 3 or 5) (the talker service's "
         "skinny_linear_dot); +by-shape (with +skinny-linear): both kernels' launches by the weight's shape "
-        "(row_launch_for at 1 row, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its weight's "
-        "rows (32 on most)"
+        "(row_launch_for at 1 row, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its "
+        "weight's rows (32 on most)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
