@@ -13,7 +13,8 @@ row's bits do not depend on how many rows share the call.
 
 Numerics: fp32 products summed per lane across the K chunks, then across the lanes; the bias added in fp32; one
 rounding to x's dtype. cuBLAS sums in another order: the same values within the last bit, not the same bits.
-Deterministic: no atomics, no split of K across programs.
+Deterministic: the row kernel has no atomics and no split of K; the dot kernel's optional split-K (`split_k`, used at
+K >= 2N by `dot_launch_for(split=True)`) has the last program of a feature block add the shares in share order.
 
 Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is the one above.
 `_skinny_linear_dot_kernel`, a program per BLOCK_N features for all rows (padded with zeros to 16 or the next power
@@ -29,7 +30,7 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 
-MAX_ROWS = 16  # a call's default max_rows, and the talker's with skinny_linear_dot (run 160 timed up to 16)
+MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
 KERNEL_MAX_ROWS = 128  # the most rows a call may take through the kernels (the dot kernel pads to a power of 2)
 # The setting with the least time over a 1-row 1.7B step's GEMMs in run 153 (tools/bench_skinny_linear.py): 1,615 us
 # against cuBLAS's 3,174 (block_n 8, block_k 512, 4 warps: 1,734).

@@ -291,6 +291,21 @@ def test_the_dot_kernel_up_to_32_rows_by_weight():
         assert ((got.float() - want.float()).abs() <= (want.float().abs() * 2**-7).clamp_min(2**-126)).all()
 
 
+def test_the_talker_service_sets_the_launches_by_shape_and_the_32_rows():
+    """services/talker's apply_kernels (as on a GPU): its defaults give every GEMM launches by shape and dot_rows_for
+    its weight; skinny_linear_by_shape and skinny_linear_dot_32 off, neither."""
+    from omni.services.talker.config import TalkerConfig
+    from omni.services.talker.service import apply_kernels
+
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    talker = Qwen3TTSTalker(config.talker).eval()
+    apply_kernels(talker, TalkerConfig(), on_cuda=True)
+    gemms = skinny_gemms(talker).values()
+    assert all(m.skinny_by_shape and m.skinny_rows == dot_rows_for(w) for m, w, _ in gemms)
+    apply_kernels(talker, TalkerConfig(skinny_linear_by_shape=False, skinny_linear_dot_32=False), on_cuda=True)
+    assert all("skinny_by_shape" not in m.__dict__ and m.skinny_rows == MAX_ROWS for m, _, _ in gemms)
+
+
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself

@@ -503,16 +503,17 @@ def test_ignore_eos_blocks_eos_through_the_last_draw():
 def test_the_measured_talker_kernels_are_on_by_default_and_can_be_turned_off(model_dir):
     """Every talker kernel setting won its GPU A/B (docs/benchmarks.md): sampler_kernel (run 16), short_pass_kernel (run
     83), kv_write_kernel and fused_add_norm (run 86), norm_rope_write_kernel (run 109), skinny_linear (run 154),
-    fused_draws (run 155), skinny_linear_dot (run 160). Each can be turned off from the environment; on CPU none reaches
-    the runner's caches (the PyTorch paths)."""
+    fused_draws (run 155), skinny_linear_dot (run 160), skinny_linear_by_shape and skinny_linear_dot_32 (runs 163-164).
+    Each can be turned off from the environment; on CPU none reaches the runner's caches (the PyTorch paths)."""
     from omni.services.common.config import load_config
 
     settings = ("sampler_kernel", "short_pass_kernel", "kv_write_kernel", "fused_add_norm", "norm_rope_write_kernel",
-                "skinny_linear", "fused_draws", "skinny_linear_dot")  # fmt: skip
+                "skinny_linear", "fused_draws", "skinny_linear_dot", "skinny_linear_by_shape",
+                "skinny_linear_dot_32")  # fmt: skip
     assert all(getattr(TalkerConfig(), name) for name in settings)
     env = {
         f"OMNI_TALKER_{name.upper()}": value
-        for name, value in zip(settings, ("0", "false", "no", "off", "0", "off", "false", "0"), strict=True)
+        for name, value in zip(settings, ("0", "false", "no", "off", "0", "off", "false", "0", "no", "0"), strict=True)
     }
     off = load_config(TalkerConfig, "talker", env=env)
     assert not any(getattr(off, name) for name in settings)

@@ -125,6 +125,19 @@ class TalkerConfig(ServiceConfig):
         "1.7B step at 2 rows -4.6 / -4.9%, 4 rows -3.6 / -3.7%, 8 rows -6.3 / -6.6%, 16 rows -7.8 / -7.4%; the 0.6B "
         "-2 to -9%; 1 / 128 / 512 rows unchanged)",
     )
+    skinny_linear_by_shape: bool = option(
+        True,
+        "with skinny_linear_dot: the kernels' launches by the weight's shape: at one row the row kernel's, and at K >= "
+        "2N K split over 4 programs a feature block in the dot kernel (the last adds the shares in order: still "
+        "deterministic) (runs 163-164, one process, both orders: the 1.7B step at 1 row -2.5 / -2.1%, 8 rows -2.1 / "
+        "-1.9%, 16 rows -1.7 / -1.2%, 2 / 4 rows within 0.8%)",
+    )
+    skinny_linear_dot_32: bool = option(
+        True,
+        "with skinny_linear_dot: the dot kernel up to 32 rows on weights of <= 2048 outputs or <= 1024 inputs (the "
+        "others stay on cuBLAS past 16 rows) (runs 163-164: the 1.7B step at 32 rows 5.25 -> 4.96 ms, -5.5 / -5.3%; "
+        "with skinny_linear_by_shape the 0.6B -6.7 / -6.8%)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

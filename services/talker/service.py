@@ -369,7 +369,8 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
         )
 
         fuse_talker_kernels(talker, add_norm=config.fused_add_norm)
-        use_skinny_linear(talker, on=config.skinny_linear, dot=config.skinny_linear_dot)
+        use_skinny_linear(talker, on=config.skinny_linear, dot=config.skinny_linear_dot,
+                          by_shape=config.skinny_linear_by_shape, dot_32=config.skinny_linear_dot_32)  # fmt: skip
     return {
         "decode_kernel": fused,
         "sampler_kernel": config.sampler_kernel and on_cuda,
