@@ -27,8 +27,10 @@ class ManyStream:
 
     stream_id: int
     request_id: str = ""
+    # The same moment on the wall clock, for its log line; read first (fields are made in order), so a thread switch
+    # between the reads makes it early, never later than `start`.
+    start_wall: float = field(default_factory=time.time)
     start: float = field(default_factory=time.perf_counter)
-    start_wall: float = field(default_factory=time.time)  # the same moment on the wall clock, for its log line
     ended: bool = False
 
 

@@ -101,8 +101,10 @@ class StreamClock:
     """Per-request timing: time to first audio, audio produced, player underrun."""
 
     def __init__(self) -> None:
+        # The same moment on the wall clock (places the request against other processes), read first: a thread
+        # switch between the two reads then makes it early, never later than the monotonic start.
+        self.start_wall = time.time()
         self.start = time.monotonic()
-        self.start_wall = time.time()  # the same moment on the wall clock: places the request against other processes
         self.first_audio: float | None = None
         self.audio_s = 0.0
         self.underrun_s = 0.0
