@@ -153,7 +153,7 @@ def max_rows_for(weight: torch.Tensor) -> int:
 def row_launch_for(weight: torch.Tensor) -> dict:
     """The row kernel's launch at 1 row for a weight [N, K] by its shape (`skinny_linear(by_shape=True)`), from run 162
     (tools/bench_skinny_linear.py, 1 row, cold weights, H200, 27 launches): at K >= 2N 4 features a program,
-    2048-wide K chunks, 4 warps (within 1% of each such weight's fastest, where LAUNCH was 7-12% slower); otherwise 2
+    2048-wide K chunks, 4 warps (within 1% of each such weight's fastest, where LAUNCH was 10-12% slower); otherwise 2
     features, 1024-wide chunks, 1 warp (within 5% of each weight's fastest; LAUNCH 0-5% slower than it)."""
     n, k = weight.shape
     if k >= 2 * n:
@@ -168,7 +168,7 @@ def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
     K >= 2048). A guess of 16 / 256 / 4 stages for every weight was 2-29% slower than each weight's fastest at 8
     rows, and with it the 2-16 row steps 2-14% longer (run 159). With `split`, at K >= 2N K shared by 4 programs a
     block of 32 features, 128-wide chunks, 4 stages: run 162 (2, 8 and 16 rows) the fastest there, 9-12% less time
-    on the talker's and predictor's down_proj, 1-5% on the [1024, 2048] weights; slower on every other weight."""
+    on the talker's and predictor's down_proj, 0.6-5% on the [1024, 2048] weights; slower on every other weight."""
     n, k = weight.shape
     if split and k >= 2 * n:
         return {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 4, "split_k": 4}

@@ -127,10 +127,10 @@ class TalkerConfig(ServiceConfig):
     )
     skinny_linear_by_shape: bool = option(
         True,
-        "with skinny_linear_dot: the kernels' launches by the weight's shape: at one row the row kernel's, and at K >= "
-        "2N K split over 4 programs a feature block in the dot kernel (the last adds the shares in order: still "
-        "deterministic) (runs 163-164, one process, both orders: the 1.7B step at 1 row -2.5 / -2.1%, 8 rows -2.1 / "
-        "-1.9%, 16 rows -1.7 / -1.2%, 2 / 4 rows within 0.8%)",
+        "with skinny_linear: the kernels' launches by the weight's shape: at one row the row kernel's, and (with "
+        "skinny_linear_dot) at K >= 2N K split over 4 programs a feature block in the dot kernel (the last adds the "
+        "shares in order: still deterministic) (runs 163-164, one process, both orders: the 1.7B step at 1 row -2.5 / "
+        "-2.1%, 8 rows -2.1 / -1.9%, 16 rows -1.7 / -1.2%, 2 / 4 rows within 0.8%)",
     )
     skinny_linear_dot_32: bool = option(
         True,
