@@ -151,7 +151,7 @@ def max_rows_for(weight: torch.Tensor) -> int:
 
 
 def row_launch_for(weight: torch.Tensor) -> dict:
-    """The row kernel's launch at 1 row for a weight [N, K] by its shape (`skinny_linear(by_shape=True)`), from run 162
+    """The row kernel's launch at 1 row for a weight [N, K] by its shape (`launch_for(by_shape=True)`), from run 162
     (tools/bench_skinny_linear.py, 1 row, cold weights, H200, 27 launches): at K >= 2N 4 features a program,
     2048-wide K chunks, 4 warps (within 1% of each such weight's fastest, where LAUNCH was 10-12% slower); otherwise 2
     features, 1024-wide chunks, 1 warp (within 5% of each weight's fastest; LAUNCH 0-5% slower than it)."""
@@ -241,13 +241,11 @@ def skinny_linear(
     max_rows: int = MAX_ROWS,
     launch: dict | None = None,
     dot_from: int | None = None,
-    by_shape: bool = False,
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
     dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if not
-    given); if None, `launch_for` (LAUNCH, or the dot kernel from `dot_from` rows up; with `by_shape` both by the
-    weight's shape)."""
+    given); if None, `launch_for` (LAUNCH, or the dot kernel from `dot_from` rows up)."""
     if max_rows > KERNEL_MAX_ROWS:
         raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
@@ -265,7 +263,7 @@ def skinny_linear(
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
-    launch = launch or launch_for(weight, rows, dot_from, by_shape)
+    launch = launch or launch_for(weight, rows, dot_from)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):
         blocks, split_k = triton.cdiv(n, launch["block_n"]), launch.get("split_k", 1)

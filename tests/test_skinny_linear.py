@@ -306,6 +306,31 @@ def test_the_talker_service_sets_the_launches_by_shape_and_the_32_rows():
     assert all("skinny_by_shape" not in m.__dict__ and m.skinny_rows == MAX_ROWS for m, _, _ in gemms)
 
 
+def test_module_launch_is_what_module_linear_runs():
+    """talker_fused.module_launch (the launch the bench times as the talker's): None without the switch and past a
+    module's skinny_rows; otherwise launch_for by the module's settings, interpreted or as on a GPU; and
+    module_linear's result equals skinny_linear at that launch (F.linear where it is None)."""
+    from omni.models.qwen3_tts.talker_fused import module_launch, module_linear
+
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    talker = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(talker)
+    down = talker.model.layers[0].mlp.down_proj
+    assert module_launch(down, down.weight, 1) is None  # no switch: F.linear
+    use_skinny_linear(talker, dot=True, by_shape=True, dot_32=True)
+    w = down.weight
+    for rows in (0, 1, 2, down.skinny_dot_from, 32, 33):
+        want = None if not 0 < rows <= 32 else launch_for(w, rows, down.skinny_dot_from, True, interpreted=False)
+        assert module_launch(down, w, rows, interpreted=False) == want, rows
+    assert module_launch(down, w, 1, interpreted=False) == row_launch_for(w)
+    assert module_launch(down, w, 1) == LAUNCH_INTERPRETED and module_launch(down, w, 33) is None
+    for rows in (1, down.skinny_dot_from, 33):
+        x = torch.randn(rows, w.shape[1])
+        launch = module_launch(down, w, rows)
+        want = F.linear(x, w) if launch is None else skinny_linear(x, w, max_rows=rows, launch=launch)
+        assert torch.equal(module_linear(down, x, w), want), rows
+
+
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
@@ -377,15 +402,16 @@ def test_the_bench_times_every_kind_of_gemm_of_the_fused_talker():
     predictor = talker.code_predictor
     for prefix, root in (("", talker.model), ("code_predictor.", predictor.model)):
         attention, mlp = root.layers[0].self_attn, root.layers[0].mlp
-        assert weights[f"{prefix}model.layers.self_attn.qkv_weight"][0] is attention.qkv_weight
-        assert weights[f"{prefix}model.layers.self_attn.o_proj.weight"][0] is attention.o_proj.weight
-        assert weights[f"{prefix}model.layers.mlp.gate_up_weight"][0] is mlp.gate_up_weight
-        assert weights[f"{prefix}model.layers.mlp.down_proj.weight"][0] is mlp.down_proj.weight
+        assert weights[f"{prefix}model.layers.self_attn.qkv_weight"][:2] == (attention, attention.qkv_weight)
+        o_proj = attention.o_proj
+        assert weights[f"{prefix}model.layers.self_attn.o_proj.weight"][:2] == (o_proj, o_proj.weight)
+        assert weights[f"{prefix}model.layers.mlp.gate_up_weight"][:2] == (mlp, mlp.gate_up_weight)
+        assert weights[f"{prefix}model.layers.mlp.down_proj.weight"][:2] == (mlp.down_proj, mlp.down_proj.weight)
     projection = predictor.small_to_mtp_projection
-    assert weights["code_predictor.small_to_mtp_projection.weight"] == (projection.weight, projection.bias)
-    assert weights["codec_head.weight"][0] is talker.codec_head.weight
-    assert weights["code_predictor.lm_head.weight"][0] is predictor.lm_head[0].weight
-    assert weights["text_projection.linear_fc2.weight"][0] is talker.text_projection.linear_fc2.weight
+    assert weights["code_predictor.small_to_mtp_projection.weight"] == (projection, projection.weight, projection.bias)
+    assert weights["codec_head.weight"][1] is talker.codec_head.weight
+    assert weights["code_predictor.lm_head.weight"][1] is predictor.lm_head[0].weight
+    assert weights["text_projection.linear_fc2.weight"][1] is talker.text_projection.linear_fc2.weight
     assert len(weights) == 13  # the 12 above and text_projection.linear_fc1
 
 

@@ -4,10 +4,10 @@ For every kind of GEMM of the fused 1.7B talker and its code predictor (random w
 and every launch setting (block_n, block_k, num_warps): GPU microseconds per call from a CUDA graph of --iters calls
 (as the talker replays them) taking copies of the weight in turn so that each call reads it from HBM (--cold-mb; run
 153 timed one weight, warm in L2), the weight bytes read per second, and the largest error against the fp32 product
-relative to its largest value (cuBLAS's alongside). The summary names, per weight and rows, up to how many rows the
-talker uses the kernel on it (`max_rows_for`), cuBLAS's time, the default launch's (`LAUNCH`) and the fastest's, and
-with --dot-block-n the dot kernel's fastest launch (block_n x --dot-block-k x --dot-warps x --dot-stages x
---dot-split-k).
+relative to its largest value (cuBLAS's alongside). The summary names, per weight and rows, what the talker with
+the service's default settings runs (`module_launch`: a launch, or cuBLAS) and its time, cuBLAS's, the row kernel's
+fastest launch, and with --dot-block-n the dot kernel's fastest (block_n x --dot-block-k x --dot-warps x
+--dot-stages x --dot-split-k).
 
     PYTHONPATH=. python3 tools/bench_skinny_linear.py --rows 1 2 4 8 --out $OUT/skinny_linear.json
 """
@@ -26,17 +26,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_decode_attention import time_us  # noqa: E402
 from bench_talker_step import build_talker  # noqa: E402
-from omni.kernels.skinny_linear import KERNEL_MAX_ROWS, LAUNCH, max_rows_for, skinny_linear  # noqa: E402
+from omni.kernels.skinny_linear import KERNEL_MAX_ROWS, LAUNCH, skinny_linear  # noqa: E402
+from omni.services.talker.config import TalkerConfig  # noqa: E402
+from omni.services.talker.service import apply_kernels  # noqa: E402
 
-from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms  # noqa: E402
+from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms  # noqa: E402
 
 
-def gemm_weights(talker) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
-    """One (weight, bias) per kind of GEMM in a talker's step (`skinny_gemms`, the first layer's), named without the
-    layer index."""
-    found: dict[str, tuple[torch.Tensor, torch.Tensor | None]] = {}
-    for name, (_, weight, bias) in skinny_gemms(talker).items():
-        found.setdefault(re.sub(r"\.\d+\.", ".", name), (weight, bias))
+def gemm_weights(talker) -> dict[str, tuple[torch.nn.Module, torch.Tensor, torch.Tensor | None]]:
+    """One (module, weight, bias) per kind of GEMM in a talker's step (`skinny_gemms`, the first layer's), named
+    without the layer index."""
+    found: dict[str, tuple[torch.nn.Module, torch.Tensor, torch.Tensor | None]] = {}
+    for name, gemm in skinny_gemms(talker).items():
+        found.setdefault(re.sub(r"\.\d+\.", ".", name), gemm)
     return found
 
 
@@ -84,9 +86,10 @@ def main() -> None:
     if max(args.rows) > KERNEL_MAX_ROWS:
         raise SystemExit(f"the kernels take at most {KERNEL_MAX_ROWS} rows")
     talker, _ = build_talker("1.7B", torch.bfloat16, "cuda")
-    fuse_talker_kernels(talker)
+    apply_kernels(talker, TalkerConfig(), on_cuda=True)  # as the talker service builds it, its default settings
     weights = gemm_weights(talker)
-    print("shapes:", {name: tuple(w.shape) + (("bias",) if b is not None else ()) for name, (w, b) in weights.items()})
+    shapes = {name: tuple(w.shape) + (("bias",) if b is not None else ()) for name, (_, w, b) in weights.items()}
+    print("shapes:", shapes)
     names = args.shapes or list(weights)
     launches = [{"block_n": n, "block_k": k, "num_warps": w}
                 for n, k, w in itertools.product(args.block_n, args.block_k, args.num_warps)]  # fmt: skip
@@ -99,7 +102,7 @@ def main() -> None:
     print("| weight | rows | launch | us | GB/s | rel err | cuBLAS us | cuBLAS rel err |")
     print("|---|---:|---|---:|---:|---:|---:|---:|")
     for name in names:
-        weight, bias = weights[name]
+        module, weight, bias = weights[name]
         weight_bytes = weight.numel() * weight.element_size()
         copies = weight_copies(weight, args.cold_mb << 20)
         for rows in args.rows:
@@ -107,6 +110,9 @@ def main() -> None:
             exact = F.linear(x.float(), weight.float(), bias.float() if bias is not None else None)
             cublas_err = relative_error(F.linear(x, weight, bias), exact)
             cublas_us = time_us(in_turn(F.linear, x, copies, bias), args.iters)
+            talker = module_launch(module, weight, rows, interpreted=False)  # None: the talker runs cuBLAS
+            talker_us = cublas_us if talker is None else time_us(
+                in_turn(skinny_linear, x, copies, bias, max_rows=rows, launch=talker), args.iters)  # fmt: skip
             best = {False: None, True: None}  # the row kernel's fastest launch, the dot kernel's
             for launch in launches:
                 try:
@@ -124,23 +130,19 @@ def main() -> None:
                 dot = bool(launch.get("dot"))
                 if best[dot] is None or us < best[dot]["us"]:
                     best[dot] = row
-            default = next((r for r in rows_out if r["weight"] == name and r["rows"] == rows and not r.get("dot")
-                            and all(r[k] == v for k, v in LAUNCH.items())), None)  # fmt: skip
-            summary.append({"weight": name, "rows": rows, "kernel_up_to": max_rows_for(weight),
-                            "cublas_us": round(cublas_us, 2), "default_us": default and default["us"],
+            summary.append({"weight": name, "rows": rows, "talker_launch": talker or "cuBLAS",
+                            "talker_us": round(talker_us, 2), "cublas_us": round(cublas_us, 2),
                             "best": best[False], "best_dot": best[True]})  # fmt: skip
-    print(
-        "| weight | rows | kernel up to | cuBLAS us | default us | best us | best launch | best dot us | its launch |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---|---:|---|")
+    print("| weight | rows | talker runs | its us | cuBLAS us | best us | best launch | best dot us | its launch |")
+    print("|---|---:|---|---:|---:|---:|---|---:|---|")
     for s in summary:
         best, dot = s["best"] or {}, s["best_dot"] or {}
         launch = {k: best.get(k) for k in LAUNCH}
         dot_launch = {k: dot.get(k) for k in ("block_n", "block_k", "num_warps", "num_stages", "split_k")}
-        print(f"| {s['weight']} | {s['rows']} | {s['kernel_up_to']} | {s['cublas_us']} | {s['default_us']} | "
+        print(f"| {s['weight']} | {s['rows']} | {s['talker_launch']} | {s['talker_us']} | {s['cublas_us']} | "
               f"{best.get('us')} | {launch} | {dot.get('us')} | {dot_launch} |")  # fmt: skip
     if args.out:
-        result = {"default": LAUNCH, "cold_mb": args.cold_mb, "rows": rows_out, "summary": summary}
+        result = {"cold_mb": args.cold_mb, "rows": rows_out, "summary": summary}
         Path(args.out).write_text(json.dumps(result, indent=1))
 
 

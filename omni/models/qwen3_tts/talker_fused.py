@@ -18,8 +18,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from omni.kernels import INTERPRETED
 from omni.kernels.kv_write import norm_rope_write_kv
-from omni.kernels.skinny_linear import MAX_ROWS, dot_from_for, dot_rows_for, max_rows_for, skinny_linear
+from omni.kernels.skinny_linear import (
+    KERNEL_MAX_ROWS,
+    MAX_ROWS,
+    dot_from_for,
+    dot_rows_for,
+    launch_for,
+    max_rows_for,
+    skinny_linear,
+)
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
 from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
 
@@ -35,19 +44,27 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
     return fused
 
 
+def module_launch(module: nn.Module, weight: torch.Tensor, rows: int, interpreted: bool = INTERPRETED) -> dict | None:
+    """The launch `module_linear` runs a call of `rows` rows with (`launch_for` by the settings `use_skinny_linear`
+    gave the module: `skinny_dot_from`, `skinny_by_shape`), or None where it runs F.linear (no `skinny_rows`, or more
+    rows). tools/bench_skinny_linear.py times each weight at it."""
+    settings = module.__dict__
+    if not 0 < rows <= settings.get("skinny_rows", 0):
+        return None
+    return launch_for(
+        weight, rows, settings.get("skinny_dot_from"), settings.get("skinny_by_shape", False), interpreted
+    )
+
+
 def module_linear(
     module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """F.linear, or `skinny_linear` up to the module's `skinny_rows` rows (set by `use_skinny_linear`), its dot
-    kernel from `skinny_dot_from` rows up, launches by the weight's shape if `skinny_by_shape`."""
-    settings = module.__dict__
-    rows = settings.get("skinny_rows", 0)
-    if not rows:
+    """F.linear, or `skinny_linear` at `module_launch` (up to the module's `skinny_rows` rows)."""
+    k = x.shape[-1]
+    launch = module_launch(module, weight, x.numel() // k if k else 0)
+    if launch is None:
         return F.linear(x, weight, bias)
-    return skinny_linear(
-        x, weight, bias, max_rows=rows, dot_from=settings.get("skinny_dot_from"),
-        by_shape=settings.get("skinny_by_shape", False),
-    )  # fmt: skip
+    return skinny_linear(x, weight, bias, max_rows=KERNEL_MAX_ROWS, launch=launch)
 
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
