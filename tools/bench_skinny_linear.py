@@ -110,9 +110,9 @@ def main() -> None:
             exact = F.linear(x.float(), weight.float(), bias.float() if bias is not None else None)
             cublas_err = relative_error(F.linear(x, weight, bias), exact)
             cublas_us = time_us(in_turn(F.linear, x, copies, bias), args.iters)
-            talker = module_launch(module, weight, rows, interpreted=False)  # None: the talker runs cuBLAS
-            talker_us = cublas_us if talker is None else time_us(
-                in_turn(skinny_linear, x, copies, bias, max_rows=rows, launch=talker), args.iters)  # fmt: skip
+            talker_launch = module_launch(module, weight, rows, interpreted=False)  # None: the talker runs cuBLAS
+            talker_us = cublas_us if talker_launch is None else time_us(
+                in_turn(skinny_linear, x, copies, bias, max_rows=rows, launch=talker_launch), args.iters)  # fmt: skip
             best = {False: None, True: None}  # the row kernel's fastest launch, the dot kernel's
             for launch in launches:
                 try:
@@ -130,7 +130,7 @@ def main() -> None:
                 dot = bool(launch.get("dot"))
                 if best[dot] is None or us < best[dot]["us"]:
                     best[dot] = row
-            summary.append({"weight": name, "rows": rows, "talker_launch": talker or "cuBLAS",
+            summary.append({"weight": name, "rows": rows, "talker_launch": talker_launch or "cuBLAS",
                             "talker_us": round(talker_us, 2), "cublas_us": round(cublas_us, 2),
                             "best": best[False], "best_dot": best[True]})  # fmt: skip
     print("| weight | rows | talker runs | its us | cuBLAS us | best us | best launch | best dot us | its launch |")
