@@ -240,12 +240,11 @@ def skinny_linear(
     bias: torch.Tensor | None = None,
     max_rows: int = MAX_ROWS,
     launch: dict | None = None,
-    dot_from: int | None = None,
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
     dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if not
-    given); if None, `launch_for` (LAUNCH, or the dot kernel from `dot_from` rows up)."""
+    given); if None, the row kernel at `launch_for`'s (LAUNCH; the talker passes `module_launch`'s)."""
     if max_rows > KERNEL_MAX_ROWS:
         raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
     k = x.shape[-1]
@@ -263,7 +262,7 @@ def skinny_linear(
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
-    launch = launch or launch_for(weight, rows, dot_from)
+    launch = launch or launch_for(weight, rows)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):
         blocks, split_k = triton.cdiv(n, launch["block_n"]), launch.get("split_k", 1)
