@@ -63,6 +63,32 @@ def test_each_half_of_fused_draws_is_its_own_path_with_the_same_codes(tiny_model
         assert all(torch.equal(getattr(r, name), getattr(runners["fused-draws"], name)) for r in runners.values())
 
 
+@pytest.mark.parametrize("fused_draws", [True, False])
+def test_earlier_paths_give_the_same_codes(tiny_model_dir, fused_draws):
+    """+codes-by-row and +top-k-bisection (session 42's A/Bs) undo the group-major codes and the top-k search's
+    probes on the timed runner; the codes, as [B, 16] rows, and the slot state are those of today's path."""
+    bench = load_bench()
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    runners = []
+    for tokens in (set(), {"codes-by-row", "top-k-bisection"}):
+        runner = TalkerRunner(synth.model.talker, synth.model.config, 3, 64, scratch_slot=True, sampler_kernel=True,
+                              fused_draws=fused_draws)  # fmt: skip
+        bench.earlier_paths(runner, tokens)
+        prefill_two_requests(runner, synth)
+        runners.append(runner)
+    now, before = runners
+    assert now.codes_by_group and not before.codes_by_group
+    assert before.draw.keywords == {"probes": 1} and getattr(now.draw, "keywords", None) is None
+    slots = torch.tensor(PREFILLED_SLOTS)
+    for _ in range(3):
+        (got, got_finished), (want, want_finished) = now.decode_step(slots), before.decode_step(slots)
+        assert got.shape == want.shape == (len(PREFILLED_SLOTS), 16)
+        assert torch.equal(got, want) and torch.equal(got_finished, want_finished)
+    assert want.is_contiguous() and not got.is_contiguous()  # row-major before, a view of the group-major codes now
+    for name in ("pending", "seen", "drawn", "finished"):
+        assert torch.equal(getattr(now, name), getattr(before, name)), name
+
+
 def test_replay_tool_runs_a_mode_and_its_halves_to_the_same_codes():
     """tools/replay_talker_step.py (what Nsight Compute runs on the GPU) on this CPU, eager: without fused_draws and
     with its talker half, the same codes after two steps of two rows."""

@@ -364,7 +364,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
-               "dot-32"}  # fmt: skip
+               "dot-32", "codes-by-row", "top-k-bisection"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -401,12 +401,29 @@ def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
         runner.draw_talker = partial(draw_talker, draw_fn=kernel_draw)
 
 
+def earlier_paths(runner: TalkerRunner, tokens: set[str]) -> None:
+    """Session 42's two changes undone on the timed runner, for their A/Bs: +codes-by-row keeps decode_step's codes
+    row-major (each codebook's embedding lookup reads a strided column), +top-k-bisection (with +sampler) has the draw
+    kernels' top-k search test one threshold a round (a bisection) instead of kernels/sampling.TOP_K_PROBES."""
+    if "codes-by-row" in tokens:
+        runner.codes_by_group = False
+    if "top-k-bisection" in tokens:
+        from omni.kernels.sampling import draw as kernel_draw
+        from omni.kernels.sampling import draw_talker as kernel_draw_talker
+
+        fused_talker = runner.draw_talker is kernel_draw_talker
+        runner.draw = partial(kernel_draw, probes=1)
+        runner.draw_talker = (partial(kernel_draw_talker, probes=1) if fused_talker
+                              else partial(draw_talker, draw_fn=runner.draw))  # fmt: skip
+
+
 def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
     """The runner a mode is timed on (its kernel flags, the fused_draws half it names), every slot prefilled."""
     tokens = mode_extras(mode)
     runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, decode_kernel=mode != "sdpa",
                           **runner_flags(tokens))  # fmt: skip
     split_fused_draws(runner, tokens)
+    earlier_paths(runner, tokens)
     prefill_all(runner, seed=2, prompt_len=prompt_len)
     return runner
 
@@ -444,7 +461,9 @@ def main() -> None:
         "up to 16 rows, through the dot kernel from dot_from_for its weight's rows (2, 3 or 5) (the talker service's "
         "skinny_linear_dot); +by-shape (with +skinny-linear): both kernels' launches by the weight's shape "
         "(row_launch_for at 1 row, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its "
-        "weight's rows (32 on most)"
+        "weight's rows (32 on most); +codes-by-row: decode_step's codes row-major, as before session 42 (strided "
+        "embedding lookups); +top-k-bisection (with +sampler): the draw kernels' top-k search by bisection, as before "
+        "session 42"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
