@@ -6,7 +6,7 @@ the same per row in registers, and every step is the PyTorch step's arithmetic, 
 
 - greedy rows (do_sample false): argmax of the input logits, first index on ties, as torch.argmax;
 - temperature: an IEEE division (`div_rn`; Triton's plain fp32 `/` is approximate on NVIDIA GPUs);
-- top-k: the k-th largest value is found by a search over the floats' order-preserving int32 keys (exact: only
+- top-k: the k-th largest value is found by a bisection over the floats' order-preserving int32 keys (exact: only
   comparisons), and values below it are dropped, ties kept, as `apply_top_k`;
 - Gumbel noise: the same splitmix64 counter hash in uint64 (the same bits as the int64-wrapping torch code), the same
   23-bit uniform, and -log(-log(u)) with CUDA's own `logf` (libdevice), which is what torch.log runs on CUDA;
@@ -34,9 +34,6 @@ from triton.language.extra import libdevice
 from omni.talker.sampling import DRAWS_PER_FRAME, SlotSampling
 
 MAX_VOCAB = 4096  # one row in registers per program (the talker's vocabulary is 3072, the predictor's 2048)
-# Thresholds the top-k search tests a round (a power of two; 1 is a bisection, 32 rounds): each round is one reduction,
-# a serial step of a program, and a row's program is all a draw's time.
-TOP_K_PROBES = 16
 # Globals a kernel reads must be tl.constexpr instances (the compiler refuses others; the interpreter does not check).
 UNIFORM_BITS = 23  # as omni.talker.sampling.UNIFORM_BITS: the top 23 bits of the hash, scaled by 2^-23
 UNIFORM_SHIFT = tl.constexpr(64 - UNIFORM_BITS)
@@ -103,21 +100,16 @@ def _first_argmax(score, cols, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _kth_largest_key(key, in_row, k, PROBES: tl.constexpr, ROUNDS: tl.constexpr):
+def _kth_largest_key(key, in_row, k):
     """The key of the k-th largest value (ties counted), 1 <= k <= the row length: the largest key t with at least
-    k keys >= t. A search over the int32 range: each round counts the keys >= each of PROBES thresholds spread evenly
-    over the interval in one reduction and keeps the part between the last threshold that has k and the next, so the
-    interval shrinks (PROBES + 1)-fold a round (PROBES = 1 is a bisection; ROUNDS: `search_rounds`)."""
+    k keys >= t, by bisection over the int32 range (32 halvings of an interval of < 2^32 keys)."""
     lo = tl.min(tl.where(in_row, key, 0x7FFFFFFF), axis=0).to(tl.int64)  # k <= length: at least k keys >= lo
     hi = tl.max(tl.where(in_row, key, -0x7FFFFFFF - 1), axis=0).to(tl.int64)
-    probe = tl.arange(0, PROBES).to(tl.int64) + 1
-    for _ in range(ROUNDS):
-        step = (hi - lo + PROBES + 1) // (PROBES + 1)  # ceil(width / (PROBES + 1)): the interval's parts
-        threshold = tl.minimum(lo + probe * step, hi).to(tl.int32)  # those past hi read hi, which has k when they do
-        enough = tl.sum((in_row[None, :] & (key[None, :] >= threshold[:, None])).to(tl.int32), axis=1) >= k
-        best = tl.max(tl.where(enough, threshold.to(tl.int64), lo), axis=0)
-        hi = tl.minimum(best + step - 1, hi)  # the next threshold has fewer than k (or hi is within this part)
-        lo = best
+    for _ in range(32):
+        mid = lo + (hi - lo + 1) // 2
+        enough = tl.sum((in_row & (key >= mid)).to(tl.int32), axis=0) >= k
+        lo = tl.where(enough, mid, lo)
+        hi = tl.where(enough, hi, mid - 1)
     return lo
 
 
@@ -169,8 +161,6 @@ def _warp_and_draw(
     counter,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
-    PROBES: tl.constexpr,
-    ROUNDS: tl.constexpr,
 ):
     """The id `draw` picks from one processed fp32 row `x`, with the parameters at index `p` of their tensors."""
     chosen = _first_argmax(x, cols, BLOCK)  # greedy: the processed, unwarped logits
@@ -179,7 +169,7 @@ def _warp_and_draw(
         k = tl.minimum(tl.load(top_k_ptr + p), vocab)
         if (k > 0) & (k < vocab):  # k = 0 is off and k >= V keeps everything (the V-th largest is the minimum)
             key = _order_key(x)
-            x = tl.where(key >= _kth_largest_key(key, in_row, k, PROBES, ROUNDS), x, -float("inf"))
+            x = tl.where(key >= _kth_largest_key(key, in_row, k), x, -float("inf"))
         top_p = tl.load(top_p_ptr + p)
         if top_p < 1.0:
             x = tl.where(_top_p_removed(x, cols, in_row, top_p, LIBDEVICE), -float("inf"), x)
@@ -206,8 +196,6 @@ def _draw_kernel(
     INDEXED: tl.constexpr,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
-    PROBES: tl.constexpr,
-    ROUNDS: tl.constexpr,
 ):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
@@ -221,7 +209,7 @@ def _draw_kernel(
     counter = tl.load(counter_ptr + row) + counter_offset
     chosen = _warp_and_draw(
         x, cols, in_row, vocab, p, do_sample_ptr, temperature_ptr, top_k_ptr, top_p_ptr, seed_ptr, counter, BLOCK,
-        LIBDEVICE, PROBES, ROUNDS,
+        LIBDEVICE,
     )  # fmt: skip
     tl.store(out_ptr + row.to(tl.int64) * out_stride, chosen.to(tl.int64))
 
@@ -253,8 +241,6 @@ def _draw_talker_kernel(
     DRAWS_PER_FRAME: tl.constexpr,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
-    PROBES: tl.constexpr,
-    ROUNDS: tl.constexpr,
 ):
     row = tl.program_id(0)
     slot = tl.load(slots_ptr + row)
@@ -272,7 +258,7 @@ def _draw_talker_kernel(
     x = tl.where(tl.load(suppressed_ptr + cols, mask=in_row, other=0) != 0, -float("inf"), x)
     chosen = _warp_and_draw(
         x, cols, in_row, vocab, slot, do_sample_ptr, temperature_ptr, top_k_ptr, top_p_ptr, seed_ptr,
-        generated * DRAWS_PER_FRAME, BLOCK, LIBDEVICE, PROBES, ROUNDS,
+        generated * DRAWS_PER_FRAME, BLOCK, LIBDEVICE,
     ).to(tl.int64)  # fmt: skip
     # The slot's counters, as the runner kept them: the pending id, one more drawn, finished on EOS or at the limit.
     drawn = generated + 1
@@ -310,23 +296,9 @@ def _check_sampling(n: int, do_sample, temperature, top_k, top_p, seed) -> list[
     return [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed)]
 
 
-def search_rounds(probes: int) -> int:
-    """Rounds `_kth_largest_key` takes to narrow the int32 range (2^32 keys) to one key with `probes` thresholds a
-    round: the fewest r with (probes + 1)^r >= 2^32."""
-    rounds, parts = 0, 1
-    while parts < 2**32:
-        rounds, parts = rounds + 1, parts * (probes + 1)
-    return rounds
-
-
-def _launch_options(vocab: int, probes: int) -> dict:
-    if probes < 1 or probes & (probes - 1):
-        raise ValueError(f"probes must be a power of two, got {probes}")
+def _launch_options(vocab: int) -> dict:
     block = triton.next_power_of_2(vocab)
-    return dict(
-        BLOCK=block, LIBDEVICE=not INTERPRETED, PROBES=probes, ROUNDS=search_rounds(probes),
-        num_warps=4 if block <= 1024 else 8,
-    )  # fmt: skip
+    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, num_warps=4 if block <= 1024 else 8)
 
 
 def draw(
@@ -340,15 +312,13 @@ def draw(
     counter_offset: int = 0,
     out: torch.Tensor | None = None,
     index: torch.Tensor | None = None,
-    probes: int = TOP_K_PROBES,
 ) -> torch.Tensor:
     """`omni.talker.sampling.draw` in one kernel: logits [B, V] (V <= 4096, any float dtype, last dim contiguous)
     -> ids int64 [B], written into `out` (any stride) when given: the code predictor's draws go straight into their
     column of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
     counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. With
     `index` [B] int64, the five sampling parameters are per-slot tables read at row b's `index[b]` (no gathers). No
-    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph. `probes`: the top-k
-    search's thresholds a round (the same ids whatever it is; a speed setting)."""
+    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph."""
     _check_logits(logits)
     b, vocab = logits.shape
     if index is not None:
@@ -372,7 +342,7 @@ def draw(
         out,
         out.stride(0),
         INDEXED=index is not None,
-        **_launch_options(vocab, probes),
+        **_launch_options(vocab),
     )
     return out
 
@@ -388,14 +358,12 @@ def draw_talker(
     pending: torch.Tensor,
     drawn: torch.Tensor,
     finished: torch.Tensor,
-    probes: int = TOP_K_PROBES,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`omni.talker.sampling.draw_talker` in one kernel: the talker's processors (repetition penalty over `seen`,
     EOS blocked before min_new_tokens, `suppressed`), the draw, and the slots' counters written (`pending` id,
     `drawn` = generated + 1, `finished`), every per-slot value read at its slot (no gathers). logits [B, V] of the
     rows of `slots` [B]; generated [B] (the rows' drawn counts, gathered before: the kernel writes `drawn`); seen
-    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool; `probes` as `draw`'s. Returns ids [B] and
-    finished [B]."""
+    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool. Returns ids [B] and finished [B]."""
     _check_logits(logits)
     b, vocab = logits.shape
     n = seen.shape[0]
@@ -440,7 +408,7 @@ def draw_talker(
         finished,
         finished_rows,
         DRAWS_PER_FRAME=DRAWS_PER_FRAME,
-        **_launch_options(vocab, probes),
+        **_launch_options(vocab),
     )
     return ids, finished_rows
 

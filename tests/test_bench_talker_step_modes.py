@@ -63,22 +63,20 @@ def test_each_half_of_fused_draws_is_its_own_path_with_the_same_codes(tiny_model
         assert all(torch.equal(getattr(r, name), getattr(runners["fused-draws"], name)) for r in runners.values())
 
 
-@pytest.mark.parametrize("fused_draws", [True, False])
-def test_earlier_paths_give_the_same_codes(tiny_model_dir, fused_draws):
-    """+codes-by-row and +top-k-bisection (session 42's A/Bs) undo the group-major codes and the top-k search's
-    probes on the timed runner; the codes, as [B, 16] rows, and the slot state are those of today's path."""
+def test_codes_by_row_gives_the_same_codes(tiny_model_dir):
+    """+codes-by-row (session 42's A/B) undoes the group-major codes on the timed runner; the codes, as [B, 16]
+    rows, and the slot state are those of today's path."""
     bench = load_bench()
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     runners = []
-    for tokens in (set(), {"codes-by-row", "top-k-bisection"}):
+    for tokens in (set(), {"codes-by-row"}):
         runner = TalkerRunner(synth.model.talker, synth.model.config, 3, 64, scratch_slot=True, sampler_kernel=True,
-                              fused_draws=fused_draws)  # fmt: skip
+                              fused_draws=True)  # fmt: skip
         bench.earlier_paths(runner, tokens)
         prefill_two_requests(runner, synth)
         runners.append(runner)
     now, before = runners
     assert now.codes_by_group and not before.codes_by_group
-    assert before.draw.keywords == {"probes": 1} and getattr(now.draw, "keywords", None) is None
     slots = torch.tensor(PREFILLED_SLOTS)
     for _ in range(3):
         (got, got_finished), (want, want_finished) = now.decode_step(slots), before.decode_step(slots)
@@ -87,6 +85,26 @@ def test_earlier_paths_give_the_same_codes(tiny_model_dir, fused_draws):
     assert want.is_contiguous() and not got.is_contiguous()  # row-major before, a view of the group-major codes now
     for name in ("pending", "seen", "drawn", "finished"):
         assert torch.equal(getattr(now, name), getattr(before, name)), name
+
+
+def test_embedding_lookup_mode_and_the_gathered_lookups_give_the_same_rows():
+    """Qwen3TTSTalker.lookup gathers `weight[ids]` for more than one id (nn.Embedding for one); +embedding-lookup
+    (session 42's A/B) turns that off. Both give the same rows: a frame's summed embeddings, codec and text vectors,
+    and one id."""
+    bench = load_bench()
+    talker, _ = bench.build_talker("tiny", torch.float32, "cpu")
+    gen = torch.Generator().manual_seed(3)
+    codes = torch.randint(0, talker.cfg.code_predictor.vocab_size, (5, 16), generator=gen)
+    text = torch.randint(0, talker.cfg.text_vocab_size, (7,), generator=gen)
+    got = {}
+    for mode in ("fused", "fused+embedding-lookup"):
+        bench.build_mode(talker, mode)
+        got[mode] = (talker.embed_frame(codes), talker.embed_codec(codes[:, 0]), talker.embed_text(text),
+                     talker.embed_codec(codes[:1, 0]))  # fmt: skip
+        assert talker.gather_lookups == (mode == "fused")
+    assert all(torch.equal(a, b) for a, b in zip(*got.values(), strict=True))
+    want = talker.model.codec_embedding(codes[:, 0])
+    assert torch.equal(got["fused"][1], want) and torch.equal(got["fused"][3], want[:1])
 
 
 def test_replay_tool_runs_a_mode_and_its_halves_to_the_same_codes():

@@ -195,26 +195,6 @@ def test_talker_draw_kernel_equals_the_torch_processors_and_counters():
     assert torch.equal(got_counters["drawn"][rows_slots], generated + 1)
 
 
-def test_top_k_probes_leave_the_ids_as_they_are():
-    """`probes` (the top-k search's thresholds a round) is a speed setting: the bisection (1), 4 and the default draw
-    the same ids, in `draw` and in `draw_talker`; a count that is not a power of two is refused."""
-    r = rows(2048, 40, seed=21)
-    ids = [kernel_draw(**r, probes=p) for p in (1, 4, ks.TOP_K_PROBES)]
-    assert all(torch.equal(ids[0], other) for other in ids[1:])
-    vocab, slots = 64, 12
-    state = talker_state(vocab, slots, seed=8)
-    logits = torch.randn(slots, vocab, generator=torch.Generator().manual_seed(9)).bfloat16()
-    drawn = []
-    for p in (1, ks.TOP_K_PROBES):
-        counters = [torch.zeros(slots, dtype=torch.int64), torch.zeros(slots, dtype=torch.int64),
-                    torch.zeros(slots, dtype=torch.bool)]  # fmt: skip
-        drawn.append(kernel_draw_talker(logits, torch.arange(slots), torch.full((slots,), 3), state["seen"],
-                                        state["params"], state["suppressed"], 5, *counters, probes=p)[0])  # fmt: skip
-    assert torch.equal(drawn[0], drawn[1])
-    with pytest.raises(ValueError, match="probes must be a power of two"):
-        kernel_draw(**r, probes=3)
-
-
 def test_kernel_draw_refuses_an_out_of_the_wrong_shape():
     r = rows(37, 4, seed=1)
     with pytest.raises(ValueError, match="out must be a \\[4\\] int64"):
@@ -269,12 +249,12 @@ def test_top_p_keeps_the_maximum_and_top_k_keeps_ties():
 
 
 @triton.jit
-def _kth_key_kernel(x_ptr, n, k_ptr, out_ptr, BLOCK: tl.constexpr, PROBES: tl.constexpr, ROUNDS: tl.constexpr):
+def _kth_key_kernel(x_ptr, n, k_ptr, out_ptr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     in_row = cols < n
     key = ks._order_key(tl.load(x_ptr + row * n + cols, mask=in_row, other=0.0))
-    tl.store(out_ptr + row, ks._kth_largest_key(key, in_row, tl.load(k_ptr + row), PROBES, ROUNDS))
+    tl.store(out_ptr + row, ks._kth_largest_key(key, in_row, tl.load(k_ptr + row)))
 
 
 def order_keys(x: torch.Tensor) -> torch.Tensor:
@@ -283,13 +263,12 @@ def order_keys(x: torch.Tensor) -> torch.Tensor:
     return torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
 
 
-@pytest.mark.parametrize("probes", [1, 2, 16])
-def test_top_k_search_finds_the_kth_largest_key_over_the_whole_range(probes):
-    """The top-k search (`_kth_largest_key`) at several thresholds a round, with the rounds `search_rounds` gives:
-    the k-th largest key, ties counted, on rows whose keys span the whole int32 range (-inf and +inf: the most
-    rounds), ties, one distinct value, huge and tiny magnitudes, +-0, for k = 1, 2, half, n - 1 and n."""
+def test_top_k_bisection_finds_the_kth_largest_key_over_the_whole_range():
+    """The top-k search (`_kth_largest_key`): the k-th largest key, ties counted, on rows whose keys span the whole
+    int32 range (-inf and +inf: every one of the 32 halvings needed), ties, one distinct value, huge and tiny
+    magnitudes, +-0, for k = 1, 2, half, n - 1 and n."""
     n = 37
-    g = torch.Generator().manual_seed(probes)
+    g = torch.Generator().manual_seed(1)
     big = torch.finfo(torch.float32).max
     tiny = torch.finfo(torch.float32).tiny
     specials = torch.tensor([torch.inf, -torch.inf, big, -big, tiny, -tiny, 0.0, -0.0, 1e-45, -1e-45])
@@ -305,13 +284,9 @@ def test_top_k_search_finds_the_kth_largest_key_over_the_whole_range(probes):
     x = torch.stack([r[torch.randperm(n, generator=g)] for r in rows for _ in ks_]).contiguous()
     k = torch.tensor([k for _ in rows for k in ks_], dtype=torch.int64)
     out = torch.empty(len(x), dtype=torch.int32)
-    _kth_key_kernel[(len(x),)](x, n, k, out, BLOCK=64, PROBES=probes, ROUNDS=ks.search_rounds(probes))
+    _kth_key_kernel[(len(x),)](x, n, k, out, BLOCK=64)
     want = order_keys(x).sort(dim=1, descending=True).values.gather(1, (k - 1)[:, None])[:, 0]
     assert torch.equal(out, want)
-
-
-def test_search_rounds_cover_the_int32_range():
-    assert [ks.search_rounds(p) for p in (1, 2, 4, 8, 16)] == [32, 21, 14, 11, 8]
 
 
 def test_bad_input_is_refused():
@@ -378,21 +353,18 @@ rows = {"do_sample_ptr": "*i1", "temperature_ptr": "*fp32", "top_k_ptr": "*i64",
         "seed_ptr": "*i64", "counter_ptr": "*i64"}
 draw_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "index_ptr": "*i64", **rows,
                   "counter_offset": "i32", "out_ptr": "*i64", "out_stride": "i32", "INDEXED": "constexpr",
-                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr", "PROBES": "constexpr", "ROUNDS": "constexpr"}
+                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr"}
 sampling = {k: v for k, v in rows.items() if k != "counter_ptr"}
 talker_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "slots_ptr": "*i64",
                     "generated_ptr": "*i64", "seen_ptr": "*i1", "seen_stride": "i32", "penalty_ptr": "*fp32",
                     "min_new_ptr": "*i64", "max_new_ptr": "*i64", "suppressed_ptr": "*i1", "eos_id": "i32", **sampling,
                     "ids_ptr": "*i64", "pending_ptr": "*i64", "drawn_ptr": "*i64", "finished_ptr": "*i1",
                     "finished_rows_ptr": "*i1", "DRAWS_PER_FRAME": "constexpr", "BLOCK": "constexpr",
-                    "LIBDEVICE": "constexpr", "PROBES": "constexpr", "ROUNDS": "constexpr"}
-search = {"PROBES": ks.TOP_K_PROBES, "ROUNDS": ks.search_rounds(ks.TOP_K_PROBES)}
-bisection = {"PROBES": 1, "ROUNDS": 32}
+                    "LIBDEVICE": "constexpr"}
 kernels = [
-    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, **search}),
-    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True, **search}),
-    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, **bisection}),
-    (ks._draw_talker_kernel, talker_signature, {"DRAWS_PER_FRAME": 16, "BLOCK": 64, "LIBDEVICE": True, **search}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_talker_kernel, talker_signature, {"DRAWS_PER_FRAME": 16, "BLOCK": 64, "LIBDEVICE": True}),
     (ks._noise_kernel, {"seed_ptr": "*i64", "counter_ptr": "*i64", "bits_ptr": "*i32", "vocab": "i32",
                         "BLOCK": "constexpr"}, {"BLOCK": 64}),
     (ks._gumbel_kernel, {"bits_ptr": "*i32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",

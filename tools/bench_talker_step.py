@@ -364,7 +364,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
-               "dot-32", "codes-by-row", "top-k-bisection"}  # fmt: skip
+               "dot-32", "codes-by-row", "embedding-lookup"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -383,6 +383,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     """The talker's own build for a mode (RoPE kept or not; the fused layer kernels, with or without add+norm)."""
     tokens = mode_extras(mode)
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
+    talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
@@ -402,19 +403,10 @@ def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
 
 
 def earlier_paths(runner: TalkerRunner, tokens: set[str]) -> None:
-    """Session 42's two changes undone on the timed runner, for their A/Bs: +codes-by-row keeps decode_step's codes
-    row-major (each codebook's embedding lookup reads a strided column), +top-k-bisection (with +sampler) has the draw
-    kernels' top-k search test one threshold a round (a bisection) instead of kernels/sampling.TOP_K_PROBES."""
+    """+codes-by-row (a session 42 A/B): decode_step's codes row-major on the timed runner, as before (each
+    codebook's embedding lookup reads a strided column)."""
     if "codes-by-row" in tokens:
         runner.codes_by_group = False
-    if "top-k-bisection" in tokens:
-        from omni.kernels.sampling import draw as kernel_draw
-        from omni.kernels.sampling import draw_talker as kernel_draw_talker
-
-        fused_talker = runner.draw_talker is kernel_draw_talker
-        runner.draw = partial(kernel_draw, probes=1)
-        runner.draw_talker = (partial(kernel_draw_talker, probes=1) if fused_talker
-                              else partial(draw_talker, draw_fn=runner.draw))  # fmt: skip
 
 
 def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
@@ -462,8 +454,8 @@ def main() -> None:
         "skinny_linear_dot); +by-shape (with +skinny-linear): both kernels' launches by the weight's shape "
         "(row_launch_for at 1 row, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its "
         "weight's rows (32 on most); +codes-by-row: decode_step's codes row-major, as before session 42 (strided "
-        "embedding lookups); +top-k-bisection (with +sampler): the draw kernels' top-k search by bisection, as before "
-        "session 42"
+        "embedding lookups); +embedding-lookup: every embedding lookup through F.embedding, as before session 42 "
+        "(Qwen3TTSTalker.gather_lookups off)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

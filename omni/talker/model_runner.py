@@ -320,13 +320,13 @@ class TalkerRunner:
         sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
         for g in range(1, self.groups):
             if g > 1:
-                embedding = predictor.codec_embedding[g - 2](codes[g - 1])
+                embedding = t.lookup(predictor.codec_embedding[g - 2], codes[g - 1])
                 frame_embedding = frame_embedding + embedding
                 x = embedding[:, None]
             h = predictor(x, self._predictor_positions(g, b), self.predictor_cache, slots, self.groups,
                           self._predictor_inputs_at(g, b))[:, -1]  # fmt: skip
             sample_subtalker(predictor.logits(h, g), sub, g, self.draw, out=codes[g])
-        frame_embedding = frame_embedding + predictor.codec_embedding[-1](codes[-1])
+        frame_embedding = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1])
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
         text_ids = torch.where(
