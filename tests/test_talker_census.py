@@ -15,10 +15,11 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     6 ops that make them (arange, div, pow, reciprocal, mul, cat), and with the code predictor's attention inputs made
     once by the runner (predictor_tables) its 15 passes run none of the 4 that make them (mul, cos, sin for RoPE, an
     add for the lengths): cos and sin only for the backbone. Made by every forward, 6 more a forward (16 a step) and
-    4 more a predictor pass. Either way each codebook is embedded once (the talker's input sums the embeddings the
-    passes made) and the predictor's 15 draws write their column of the codes themselves, with their counters'
-    offsets added in the kernel. With `fused_draws` (the default) the talker's draw is one kernel with its processors
-    and the slots' counters, and no draw gathers its sampling parameters (each kernel reads them at the row's slot).
+    4 more a predictor pass. Either way each codebook is embedded once, by one gather (the talker's input sums the
+    embeddings the passes made) and the predictor's 15 draws write their row of the group-major codes themselves,
+    with their counters' offsets added in the kernel. With `fused_draws` (the default) the talker's draw is one kernel
+    with its processors and the slots' counters, and no draw gathers its sampling parameters (each kernel reads them
+    at the row's slot).
     The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` and
     `skinny_linear_dot` (the defaults) every GEMM at these 2 rows is the row kernel's but the codec head's (3,072
     outputs: the dot kernel from 2 rows); none is cuBLAS's."""
@@ -48,7 +49,7 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert kept["ops"]["cos"] == kept["ops"]["sin"] == 1 and per_forward["ops"]["cos"] == forwards
     assert per_forward["total"] - kept["total"] == 6 * forwards + 4 * passes
     for run in (kept, per_forward):
-        assert run["ops"]["embedding"] == forwards + 1  # 16 codebooks and the text, each once
+        assert "embedding" not in run["ops"]  # every lookup of these 2 rows a gather (Qwen3TTSTalker.lookup)
         assert run["ops"]["copy_"] == 2  # codebook 0 into the codes and the EOS block: no copy after a draw
     assert kept["launches"] == per_forward["launches"]  # the Triton kernels are the same either way
     layers = kept["layers"]["backbone"] + (forwards - 1) * kept["layers"]["code_predictor"]
@@ -61,12 +62,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     heads = passes  # the predictor's 15 heads (2,048 outputs: the row kernel up to 2 rows)
     assert kept["launches"]["_skinny_linear_kernel"] == gemms_a_layer * layers + projections + heads
     assert kept["launches"]["_skinny_linear_dot_kernel"] == 1  # the codec head
-    # --sites: every PyTorch op at the line of the repo's packages that ran it; the 14 embeddings the predictor's
-    # single-position passes make as their inputs come from one line of the runner.
+    # --sites: every PyTorch op at the line of the repo's packages that ran it.
     sites = kept["sites"]
     assert sum(sites.values()) == kept["torch_ops"] and "sites" not in per_forward
-    embeddings = {site: n for site, n in sites.items() if site.startswith("embedding at omni/talker/model_runner.py")}
-    assert sorted(embeddings.values()) == [1, 14], embeddings
     # fused_draws: codebook 0's draw takes the talker's processors and the slots' counters; no draw gathers its
     # parameters, so sampling in PyTorch is only the predictor's draw counter (frame * 16, once a step).
     fused = runs["fused_draws"]
@@ -78,3 +76,7 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert fused["ops"]["copy_"] == 1  # the EOS block's copy is in the kernel
     assert kept["total"] - fused["total"] == 34, (kept["total"], fused["total"])  # tiny: 449 -> 415
     assert all(" at omni/" in site or " at kernels/" in site or " at services/" in site for site in sites), sites
+    # Every lookup is the talker's one gather line: the 16 codebooks and the text id, each looked up once.
+    talker_source = (ROOT / "omni/models/qwen3_tts/talker.py").read_text().splitlines()
+    line = talker_source.index("            return table.weight[ids]") + 1
+    assert sites[f"index at omni/models/qwen3_tts/talker.py:{line}"] == forwards + 1
