@@ -315,7 +315,7 @@ def draw(
 ) -> torch.Tensor:
     """`omni.talker.sampling.draw` in one kernel: logits [B, V] (V <= 4096, any float dtype, last dim contiguous)
     -> ids int64 [B], written into `out` (any stride) when given: the code predictor's draws go straight into their
-    column of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
+    row of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
     counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. With
     `index` [B] int64, the five sampling parameters are per-slot tables read at row b's `index[b]` (no gathers). No
     host sync and no value checks on the device tensors, so it can be captured in a CUDA graph."""

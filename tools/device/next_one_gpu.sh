@@ -1,17 +1,15 @@
-# One-GPU call (nvidia-h200, ~7 minutes), any time: session 41's two settings (skinny_linear_by_shape and
-# skinny_linear_dot_32) in the stack at a few streams, on and off together, each twice in the order on, off, off, on
-# (one stack each; 1, 4, 16 and 32 streams).
-# Why: runs 163-164 A/B'd them on the step alone (1.7B: 1 row -2.5 / -2.1%, 8 rows -2.1 / -1.9%, 16 rows -1.7 /
-# -1.2%, 32 rows -5.5 / -5.3%); the stack at 1-32 streams with them is not measured (nor with session 40's
-# skinny_linear_dot). At a few streams each request is made as fast as the steps go, so per-stream speed follows the
-# step.
-# Prediction: 1 stream TTFA p50 within the spread (24-27 ms both ways); audio-s/s at 16 streams +1 to +3% and at 32
-# streams +2 to +6% with them, the service's talker step correspondingly shorter. Decides nothing (the step's A/Bs did);
-# a figure for the docs.
+# One-GPU call (nvidia-h200, ~8 minutes), any time: session 42's two step changes at the large batches, then the stack
+# with today's defaults at a few streams.
+# Why: group-major codes (`TalkerRunner.codes_by_group`, run 169) and gathered lookups (`Qwen3TTSTalker.lookup`,
+# run 170) were A/B'd at 1-32 rows only. Past 16 ids a contiguous F.embedding took what the gather takes (1.43-1.47
+# us, run 169), but a strided one 3.6-3.7 us: at 64 rows and up the codes' layout is what changes.
+# Prediction: against both undone (+codes-by-row+embedding-lookup), 64 rows -0.5 to -1.5%, 256 and 512 rows within
+# +-0.5% (17 lookups of a few us in 5.5-11 ms). Rule: if 256 or 512 rows is > 0.5% slower in both orders, gather only
+# up to 64 ids (the lookup's threshold) and A/B again. The stack: 1 / 16 / 32 streams within run 167's spread or
+# better (18.2-19.3, 193.9-204.7, 346.9-367.2 audio-s/s); decides nothing.
 source tools/device/setup.sh
 stamp start
-for tag in on1 off1 off2 on2; do
-    case $tag in on*) v=1 ;; *) v=0 ;; esac
-    OMNI_TALKER_SKINNY_LINEAR_BY_SHAPE=$v OMNI_TALKER_SKINNY_LINEAR_DOT_32=$v $S --concurrency 1 4 16 32 \
-        --out /tmp/$tag; save $tag
-done
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
+talker_order 1.7B 64,256,512 "$M,$M+codes-by-row+embedding-lookup" ab1
+talker_order 1.7B 64,256,512 "$M+codes-by-row+embedding-lookup,$M" ab2
+$S --concurrency 1 16 32 --out /tmp/stack; save stack
