@@ -296,9 +296,14 @@ def _check_sampling(n: int, do_sample, temperature, top_k, top_p, seed) -> list[
     return [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed)]
 
 
-def _launch_options(vocab: int) -> dict:
+def _launch_options(vocab: int, num_warps: int | None) -> dict:
+    """A row per program; `num_warps` None: 4 up to 1,024 columns, else 8 (tools/bench_draw.py times others)."""
     block = triton.next_power_of_2(vocab)
-    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, num_warps=4 if block <= 1024 else 8)
+    if num_warps is None:
+        num_warps = 4 if block <= 1024 else 8
+    elif num_warps not in (1, 2, 4, 8, 16):
+        raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps}")
+    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, num_warps=num_warps)
 
 
 def draw(
@@ -312,13 +317,15 @@ def draw(
     counter_offset: int = 0,
     out: torch.Tensor | None = None,
     index: torch.Tensor | None = None,
+    num_warps: int | None = None,
 ) -> torch.Tensor:
     """`omni.talker.sampling.draw` in one kernel: logits [B, V] (V <= 4096, any float dtype, last dim contiguous)
     -> ids int64 [B], written into `out` (any stride) when given: the code predictor's draws go straight into their
     row of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
     counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. With
     `index` [B] int64, the five sampling parameters are per-slot tables read at row b's `index[b]` (no gathers). No
-    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph."""
+    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph. `num_warps`: the
+    launch's warps a row (None: `_launch_options`' choice); the ids do not depend on it."""
     _check_logits(logits)
     b, vocab = logits.shape
     if index is not None:
@@ -342,7 +349,7 @@ def draw(
         out,
         out.stride(0),
         INDEXED=index is not None,
-        **_launch_options(vocab),
+        **_launch_options(vocab, num_warps),
     )
     return out
 
@@ -408,7 +415,7 @@ def draw_talker(
         finished,
         finished_rows,
         DRAWS_PER_FRAME=DRAWS_PER_FRAME,
-        **_launch_options(vocab),
+        **_launch_options(vocab, None),
     )
     return ids, finished_rows
 

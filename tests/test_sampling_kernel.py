@@ -384,3 +384,12 @@ def test_kernels_compile_for_sm90(tmp_path):
     without TRITON_INTERPRET (no GPU needed). A small BLOCK keeps it to seconds; the code is the same for every size."""
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_num_warps_is_a_launch_choice_and_a_bad_one_is_refused():
+    """`draw`'s num_warps changes the launch, not the ids (under the interpreter the launch is not simulated, so this
+    checks the plumbing; tools/bench_draw.py compares the ids on a GPU); a count Triton cannot launch is refused."""
+    r = rows(2048, 8, seed=31)
+    assert torch.equal(kernel_draw(**r, num_warps=1), kernel_draw(**r))
+    with pytest.raises(ValueError, match="num_warps must be"):
+        kernel_draw(**r, num_warps=3)

@@ -1,11 +1,16 @@
-# One-GPU call (nvidia-h200, ~3 minutes), any time: where a 1-, 16- and 32-row 1.7B step's time goes with session
+# One-GPU call (nvidia-h200, ~4 minutes), any time: where a 1-, 16- and 32-row 1.7B step's time goes with session
 # 42's defaults, kernel by kernel from graph replays (bench_talker_step --profile-replays), as run 168 did with
-# session 41's.
+# session 41's; then the draw kernel by warps a row (tools/bench_draw.py --num-warps).
 # Why: run 168 found the 16-row step's 16 embedding lookups at 279 us (6.4% of its kernels) and the predictor's 15
 # sampled draws at 189 us; session 42 changed the lookups (runs 169-170), not the draws. The next change should come
 # from the new split.
 # Prediction: at 16 rows the lookups (now PyTorch's index kernel) 20-35 us, the kernels' total 4,150-4,250 us (run
 # 168: 4,430); at 1 row unchanged within 1%; the draws as run 168 (189 us at 16 and 32 rows). Decides nothing.
+# The draw by warps: a sampled row's draw is ~11 us at V = 2,048 with 8 warps (run 170), most of it the top-k
+# search's 32 reductions across the warps (run 169: more work a round cost more than the rounds saved). With 1 or 2
+# warps a reduction is shuffles within a warp, no barrier. Prediction: sampled 4-8 us at 1-2 warps (V = 2,048; 6-11
+# at 3,072), greedy within 0.5 us of the default, ids equal. Rule for the next call: a warp count >= 25% faster on
+# sampled rows at both vocabularies and not > 10% slower on greedy ones gets a step A/B (a bench mode to add).
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
@@ -14,3 +19,5 @@ python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 1,16,32 
 grep -E "Traceback|rror" $OUT/profile.txt | cut -c1-300
 grep -E "replays at|batch [0-9]+:" $OUT/profile.txt | cut -c1-220
 stamp profile
+python3 tools/bench_draw.py --rows 1 16 32 --num-warps default 1 2 4 --out $OUT/draw.json 2>&1 | cut -c1-200
+stamp draw
