@@ -114,6 +114,30 @@ def _kth_largest_key(key, in_row, k):
 
 
 @triton.jit
+def _kth_largest_key_radix(key, in_row, k):
+    """`_kth_largest_key` by a radix select over the keys' 4 bytes, top byte first: a pass counts the candidates (the
+    keys sharing the bytes chosen so far) by their next byte in one histogram, and keeps the byte at which the count of
+    candidates with that byte or a larger one reaches the k still wanted. 4 passes of a histogram, a suffix sum and two
+    reductions, where the bisection makes 32 reductions (`draw`'s radix_top_k; tools/bench_draw.py times both)."""
+    u = key ^ (-0x7FFFFFFF - 1)  # the sign bit flipped: the keys' order is the unsigned order of these bits
+    bins = tl.arange(0, 256)
+    need = k.to(tl.int32)
+    prefix = need * 0  # the bytes chosen so far, in place
+    for p in tl.static_range(4):
+        shift = 24 - 8 * p
+        if p == 0:
+            candidate = in_row
+        else:
+            candidate = in_row & ((u & ~((1 << (shift + 8)) - 1)) == prefix)
+        count = tl.histogram((u >> shift) & 0xFF, 256, mask=candidate)
+        at_least = tl.cumsum(count, axis=0, reverse=True)  # candidates whose byte is >= each bin
+        byte = tl.max(tl.where(at_least >= need, bins, 0), axis=0)
+        need -= tl.sum(tl.where(bins > byte, count, 0), axis=0)
+        prefix |= byte << shift
+    return prefix ^ (-0x7FFFFFFF - 1)
+
+
+@triton.jit
 def _top_p_removed(x, cols, in_row, top_p, LIBDEVICE: tl.constexpr):
     """apply_top_p's removed tokens, without sorting: sorted ascending by (value, column) (a stable sort's order),
     a token is removed when the cumulative probability up to it is <= 1 - top_p, except the last (the maximum).
@@ -161,6 +185,7 @@ def _warp_and_draw(
     counter,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
+    RADIX: tl.constexpr,
 ):
     """The id `draw` picks from one processed fp32 row `x`, with the parameters at index `p` of their tensors."""
     chosen = _first_argmax(x, cols, BLOCK)  # greedy: the processed, unwarped logits
@@ -169,7 +194,11 @@ def _warp_and_draw(
         k = tl.minimum(tl.load(top_k_ptr + p), vocab)
         if (k > 0) & (k < vocab):  # k = 0 is off and k >= V keeps everything (the V-th largest is the minimum)
             key = _order_key(x)
-            x = tl.where(key >= _kth_largest_key(key, in_row, k), x, -float("inf"))
+            if RADIX:
+                kth = _kth_largest_key_radix(key, in_row, k)
+            else:
+                kth = _kth_largest_key(key, in_row, k)
+            x = tl.where(key >= kth, x, -float("inf"))
         top_p = tl.load(top_p_ptr + p)
         if top_p < 1.0:
             x = tl.where(_top_p_removed(x, cols, in_row, top_p, LIBDEVICE), -float("inf"), x)
@@ -196,6 +225,7 @@ def _draw_kernel(
     INDEXED: tl.constexpr,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
+    RADIX: tl.constexpr,
 ):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
@@ -209,7 +239,7 @@ def _draw_kernel(
     counter = tl.load(counter_ptr + row) + counter_offset
     chosen = _warp_and_draw(
         x, cols, in_row, vocab, p, do_sample_ptr, temperature_ptr, top_k_ptr, top_p_ptr, seed_ptr, counter, BLOCK,
-        LIBDEVICE,
+        LIBDEVICE, RADIX,
     )  # fmt: skip
     tl.store(out_ptr + row.to(tl.int64) * out_stride, chosen.to(tl.int64))
 
@@ -241,6 +271,7 @@ def _draw_talker_kernel(
     DRAWS_PER_FRAME: tl.constexpr,
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
+    RADIX: tl.constexpr,
 ):
     row = tl.program_id(0)
     slot = tl.load(slots_ptr + row)
@@ -258,7 +289,7 @@ def _draw_talker_kernel(
     x = tl.where(tl.load(suppressed_ptr + cols, mask=in_row, other=0) != 0, -float("inf"), x)
     chosen = _warp_and_draw(
         x, cols, in_row, vocab, slot, do_sample_ptr, temperature_ptr, top_k_ptr, top_p_ptr, seed_ptr,
-        generated * DRAWS_PER_FRAME, BLOCK, LIBDEVICE,
+        generated * DRAWS_PER_FRAME, BLOCK, LIBDEVICE, RADIX,
     ).to(tl.int64)  # fmt: skip
     # The slot's counters, as the runner kept them: the pending id, one more drawn, finished on EOS or at the limit.
     drawn = generated + 1
@@ -296,14 +327,15 @@ def _check_sampling(n: int, do_sample, temperature, top_k, top_p, seed) -> list[
     return [t.contiguous() for t in (do_sample, temperature, top_k, top_p, seed)]
 
 
-def _launch_options(vocab: int, num_warps: int | None) -> dict:
-    """A row per program; `num_warps` None: 4 up to 1,024 columns, else 8 (tools/bench_draw.py times others)."""
+def _launch_options(vocab: int, num_warps: int | None, radix_top_k: bool) -> dict:
+    """A row per program; `num_warps` None: 4 up to 1,024 columns, else 8 (tools/bench_draw.py times others);
+    `radix_top_k`: the top-k search by radix select rather than bisection (the same ids)."""
     block = triton.next_power_of_2(vocab)
     if num_warps is None:
         num_warps = 4 if block <= 1024 else 8
     elif num_warps not in (1, 2, 4, 8, 16):
         raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps}")
-    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, num_warps=num_warps)
+    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, RADIX=radix_top_k, num_warps=num_warps)
 
 
 def draw(
@@ -318,14 +350,16 @@ def draw(
     out: torch.Tensor | None = None,
     index: torch.Tensor | None = None,
     num_warps: int | None = None,
+    radix_top_k: bool = False,
 ) -> torch.Tensor:
     """`omni.talker.sampling.draw` in one kernel: logits [B, V] (V <= 4096, any float dtype, last dim contiguous)
     -> ids int64 [B], written into `out` (any stride) when given: the code predictor's draws go straight into their
     row of the frame's codes. Parameters per row: do_sample bool, temperature and top_p float32, top_k, seed and
     counter int64; the noise's counter is counter + `counter_offset` (the draw's codebook), added in the kernel. With
     `index` [B] int64, the five sampling parameters are per-slot tables read at row b's `index[b]` (no gathers). No
-    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph. `num_warps`: the
-    launch's warps a row (None: `_launch_options`' choice); the ids do not depend on it."""
+    host sync and no value checks on the device tensors, so it can be captured in a CUDA graph. `num_warps` (the
+    launch's warps a row; None: `_launch_options`' choice) and `radix_top_k` (the top-k search by radix select) are
+    speed choices: the ids do not depend on them."""
     _check_logits(logits)
     b, vocab = logits.shape
     if index is not None:
@@ -349,7 +383,7 @@ def draw(
         out,
         out.stride(0),
         INDEXED=index is not None,
-        **_launch_options(vocab, num_warps),
+        **_launch_options(vocab, num_warps, radix_top_k),
     )
     return out
 
@@ -365,12 +399,14 @@ def draw_talker(
     pending: torch.Tensor,
     drawn: torch.Tensor,
     finished: torch.Tensor,
+    radix_top_k: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`omni.talker.sampling.draw_talker` in one kernel: the talker's processors (repetition penalty over `seen`,
     EOS blocked before min_new_tokens, `suppressed`), the draw, and the slots' counters written (`pending` id,
     `drawn` = generated + 1, `finished`), every per-slot value read at its slot (no gathers). logits [B, V] of the
     rows of `slots` [B]; generated [B] (the rows' drawn counts, gathered before: the kernel writes `drawn`); seen
-    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool. Returns ids [B] and finished [B]."""
+    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool; `radix_top_k` as `draw`'s. Returns ids [B]
+    and finished [B]."""
     _check_logits(logits)
     b, vocab = logits.shape
     n = seen.shape[0]
@@ -415,7 +451,7 @@ def draw_talker(
         finished,
         finished_rows,
         DRAWS_PER_FRAME=DRAWS_PER_FRAME,
-        **_launch_options(vocab, None),
+        **_launch_options(vocab, None, radix_top_k),
     )
     return ids, finished_rows
 

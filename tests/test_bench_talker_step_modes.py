@@ -63,28 +63,31 @@ def test_each_half_of_fused_draws_is_its_own_path_with_the_same_codes(tiny_model
         assert all(torch.equal(getattr(r, name), getattr(runners["fused-draws"], name)) for r in runners.values())
 
 
-def test_codes_by_row_gives_the_same_codes(tiny_model_dir):
-    """+codes-by-row (session 42's A/B) undoes the group-major codes on the timed runner; the codes, as [B, 16]
-    rows, and the slot state are those of today's path."""
+@pytest.mark.parametrize("token", ["codes-by-row", "radix-top-k"])
+def test_runner_paths_give_the_same_codes(tiny_model_dir, token):
+    """+codes-by-row (session 42's A/B: the group-major codes undone) and +radix-top-k (the draw kernels' top-k by
+    radix select) on the timed runner: the codes, as [B, 16] rows, and the slot state are those of the default
+    paths (the tiny model samples with top-k 50 of 2,048 and 3,072 ids: the search runs)."""
     bench = load_bench()
     synth = Synthesizer(tiny_model_dir("custom_voice"))
     runners = []
-    for tokens in (set(), {"codes-by-row"}):
+    for tokens in (set(), {token}):
         runner = TalkerRunner(synth.model.talker, synth.model.config, 3, 64, scratch_slot=True, sampler_kernel=True,
                               fused_draws=True)  # fmt: skip
-        bench.earlier_paths(runner, tokens)
+        bench.runner_paths(runner, tokens)
         prefill_two_requests(runner, synth)
         runners.append(runner)
-    now, before = runners
-    assert now.codes_by_group and not before.codes_by_group
+    now, other = runners
+    assert now.codes_by_group and other.codes_by_group == (token != "codes-by-row")
+    assert (getattr(other.draw, "keywords", {}) == {"radix_top_k": True}) == (token == "radix-top-k")
     slots = torch.tensor(PREFILLED_SLOTS)
     for _ in range(3):
-        (got, got_finished), (want, want_finished) = now.decode_step(slots), before.decode_step(slots)
+        (got, got_finished), (want, want_finished) = now.decode_step(slots), other.decode_step(slots)
         assert got.shape == want.shape == (len(PREFILLED_SLOTS), 16)
         assert torch.equal(got, want) and torch.equal(got_finished, want_finished)
-    assert want.is_contiguous() and not got.is_contiguous()  # row-major before, a view of the group-major codes now
+    assert want.is_contiguous() == (token == "codes-by-row") and not got.is_contiguous()  # a view of [16, B] now
     for name in ("pending", "seen", "drawn", "finished"):
-        assert torch.equal(getattr(now, name), getattr(before, name)), name
+        assert torch.equal(getattr(now, name), getattr(other, name)), name
 
 
 def test_embedding_lookup_mode_and_the_gathered_lookups_give_the_same_rows():

@@ -249,12 +249,16 @@ def test_top_p_keeps_the_maximum_and_top_k_keeps_ties():
 
 
 @triton.jit
-def _kth_key_kernel(x_ptr, n, k_ptr, out_ptr, BLOCK: tl.constexpr):
+def _kth_key_kernel(x_ptr, n, k_ptr, out_ptr, BLOCK: tl.constexpr, RADIX: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     in_row = cols < n
     key = ks._order_key(tl.load(x_ptr + row * n + cols, mask=in_row, other=0.0))
-    tl.store(out_ptr + row, ks._kth_largest_key(key, in_row, tl.load(k_ptr + row)))
+    if RADIX:
+        kth = ks._kth_largest_key_radix(key, in_row, tl.load(k_ptr + row))
+    else:
+        kth = ks._kth_largest_key(key, in_row, tl.load(k_ptr + row))
+    tl.store(out_ptr + row, kth)
 
 
 def order_keys(x: torch.Tensor) -> torch.Tensor:
@@ -263,10 +267,11 @@ def order_keys(x: torch.Tensor) -> torch.Tensor:
     return torch.where(bits >= 0, bits, bits ^ 0x7FFFFFFF)
 
 
-def test_top_k_bisection_finds_the_kth_largest_key_over_the_whole_range():
-    """The top-k search (`_kth_largest_key`): the k-th largest key, ties counted, on rows whose keys span the whole
-    int32 range (-inf and +inf: every one of the 32 halvings needed), ties, one distinct value, huge and tiny
-    magnitudes, +-0, for k = 1, 2, half, n - 1 and n."""
+@pytest.mark.parametrize("radix", [False, True], ids=["bisection", "radix"])
+def test_top_k_search_finds_the_kth_largest_key_over_the_whole_range(radix):
+    """The top-k search (`_kth_largest_key`, or `_kth_largest_key_radix`): the k-th largest key, ties counted, on rows
+    whose keys span the whole int32 range (-inf and +inf: every one of the 32 halvings needed, every byte), ties, one
+    distinct value, huge and tiny magnitudes, +-0, keys sharing their top bytes, for k = 1, 2, half, n - 1 and n."""
     n = 37
     g = torch.Generator().manual_seed(1)
     big = torch.finfo(torch.float32).max
@@ -279,12 +284,13 @@ def test_top_k_bisection_finds_the_kth_largest_key_over_the_whole_range():
         torch.tensor([-torch.inf, torch.inf]).repeat(n)[:n],
         torch.randint(-3, 3, (n,), generator=g).float(),
         torch.cat([torch.full((n - 1,), -torch.inf), torch.tensor([-big])]),
+        1.0 + torch.arange(n) * 2.0**-20,  # one exponent, the same top bytes: the low bytes decide
     ]
     ks_ = (1, 2, n // 2, n - 1, n)
     x = torch.stack([r[torch.randperm(n, generator=g)] for r in rows for _ in ks_]).contiguous()
     k = torch.tensor([k for _ in rows for k in ks_], dtype=torch.int64)
     out = torch.empty(len(x), dtype=torch.int32)
-    _kth_key_kernel[(len(x),)](x, n, k, out, BLOCK=64)
+    _kth_key_kernel[(len(x),)](x, n, k, out, BLOCK=64, RADIX=radix)
     want = order_keys(x).sort(dim=1, descending=True).values.gather(1, (k - 1)[:, None])[:, 0]
     assert torch.equal(out, want)
 
@@ -353,18 +359,20 @@ rows = {"do_sample_ptr": "*i1", "temperature_ptr": "*fp32", "top_k_ptr": "*i64",
         "seed_ptr": "*i64", "counter_ptr": "*i64"}
 draw_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "index_ptr": "*i64", **rows,
                   "counter_offset": "i32", "out_ptr": "*i64", "out_stride": "i32", "INDEXED": "constexpr",
-                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr"}
+                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr", "RADIX": "constexpr"}
 sampling = {k: v for k, v in rows.items() if k != "counter_ptr"}
 talker_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "slots_ptr": "*i64",
                     "generated_ptr": "*i64", "seen_ptr": "*i1", "seen_stride": "i32", "penalty_ptr": "*fp32",
                     "min_new_ptr": "*i64", "max_new_ptr": "*i64", "suppressed_ptr": "*i1", "eos_id": "i32", **sampling,
                     "ids_ptr": "*i64", "pending_ptr": "*i64", "drawn_ptr": "*i64", "finished_ptr": "*i1",
                     "finished_rows_ptr": "*i1", "DRAWS_PER_FRAME": "constexpr", "BLOCK": "constexpr",
-                    "LIBDEVICE": "constexpr"}
+                    "LIBDEVICE": "constexpr", "RADIX": "constexpr"}
 kernels = [
-    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True}),
-    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True}),
-    (ks._draw_talker_kernel, talker_signature, {"DRAWS_PER_FRAME": 16, "BLOCK": 64, "LIBDEVICE": True}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, "RADIX": False}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True, "RADIX": False}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, "RADIX": True}),
+    (ks._draw_talker_kernel, talker_signature, {"DRAWS_PER_FRAME": 16, "BLOCK": 64, "LIBDEVICE": True,
+                                                "RADIX": False}),
     (ks._noise_kernel, {"seed_ptr": "*i64", "counter_ptr": "*i64", "bits_ptr": "*i32", "vocab": "i32",
                         "BLOCK": "constexpr"}, {"BLOCK": 64}),
     (ks._gumbel_kernel, {"bits_ptr": "*i32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",
@@ -384,6 +392,14 @@ def test_kernels_compile_for_sm90(tmp_path):
     without TRITON_INTERPRET (no GPU needed). A small BLOCK keeps it to seconds; the code is the same for every size."""
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_radix_top_k_draws_the_same_ids():
+    """`radix_top_k` (the top-k search by radix select) is a speed choice: the same ids as the bisection on the mixed
+    rows (top-k 1, 3, 50, V and more, ties, suppressed ids)."""
+    for vocab, seed in ((2048, 41), (37, 42)):
+        r = rows(vocab, 40, seed=seed)
+        assert torch.equal(kernel_draw(**r, radix_top_k=True), kernel_draw(**r))
 
 
 def test_num_warps_is_a_launch_choice_and_a_bad_one_is_refused():

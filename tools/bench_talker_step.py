@@ -109,11 +109,14 @@ def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
 
 
 def compare_bitwise(setups: list[tuple], config, steps: int, device: str) -> dict:
-    """Two setups, each (talker, TalkerRunner kernel flags), stepped eagerly over the same prompts and slots: changes
-    that only move or fuse work without reordering a sum must give the same codes, caches and hidden state, bit for
-    bit."""
+    """Two setups, each (talker, TalkerRunner kernel flags[, the mode's extras set on the runner: runner_paths]),
+    stepped eagerly over the same prompts and slots: changes that only move or fuse work without reordering a sum must
+    give the same codes, caches and hidden state, bit for bit."""
     slots, max_len = 64, PROMPT_LEN + steps + 8
-    runners = [TalkerRunner(talker, config, slots, max_len, device, **flags) for talker, flags in setups]
+    runners = []
+    for talker, flags, *extras in setups:
+        runners.append(TalkerRunner(talker, config, slots, max_len, device, **flags))
+        runner_paths(runners[-1], extras[0] if extras else set())
     for r in runners:
         prefill_all(r, seed=0)
     batch = torch.arange(slots, device=device)
@@ -364,7 +367,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
-               "dot-32", "codes-by-row", "embedding-lookup"}  # fmt: skip
+               "dot-32", "codes-by-row", "embedding-lookup", "radix-top-k"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -409,13 +412,31 @@ def earlier_paths(runner: TalkerRunner, tokens: set[str]) -> None:
         runner.codes_by_group = False
 
 
+def radix_top_k(runner: TalkerRunner, tokens: set[str]) -> None:
+    """+radix-top-k (with +sampler+fused-draws): the timed runner's draw kernels search top-k by radix select."""
+    if "radix-top-k" in tokens:
+        from omni.kernels.sampling import draw as kernel_draw
+        from omni.kernels.sampling import draw_talker as kernel_draw_talker
+
+        if runner.draw_talker is not kernel_draw_talker:
+            raise SystemExit("+radix-top-k needs +sampler+fused-draws (both draw kernels)")
+        runner.draw = partial(kernel_draw, radix_top_k=True)
+        runner.draw_talker = partial(kernel_draw_talker, radix_top_k=True)
+
+
+def runner_paths(runner: TalkerRunner, tokens: set[str]) -> None:
+    """The runner-level extras of a mode (+codes-by-row, +radix-top-k), on the timed runner and in compare_bitwise."""
+    earlier_paths(runner, tokens)
+    radix_top_k(runner, tokens)
+
+
 def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
     """The runner a mode is timed on (its kernel flags, the fused_draws half it names), every slot prefilled."""
     tokens = mode_extras(mode)
     runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, decode_kernel=mode != "sdpa",
                           **runner_flags(tokens))  # fmt: skip
     split_fused_draws(runner, tokens)
-    earlier_paths(runner, tokens)
+    runner_paths(runner, tokens)
     prefill_all(runner, seed=2, prompt_len=prompt_len)
     return runner
 
@@ -455,7 +476,8 @@ def main() -> None:
         "(row_launch_for at 1 row, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its "
         "weight's rows (32 on most); +codes-by-row: decode_step's codes row-major, as before session 42 (strided "
         "embedding lookups); +embedding-lookup: every embedding lookup through F.embedding, as before session 42 "
-        "(Qwen3TTSTalker.gather_lookups off)"
+        "(Qwen3TTSTalker.gather_lookups off); +radix-top-k (with +sampler+fused-draws): the draw kernels' top-k "
+        "search by radix select (draw's radix_top_k)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -544,6 +566,11 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "fused add+norm vs layer by layer", out[key], flush=True)
                 del layered
+            if tokens & {"codes-by-row", "radix-top-k"}:
+                setups = [(talker, flags, tokens), (talker, flags)]
+                key = f"{label}_runner_paths_vs_default"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, mode, "codes by row / radix top-k vs the default paths", out[key], flush=True)
             runner = timed_runner(talker, config, mode, max(batches), args.max_len, device, args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)

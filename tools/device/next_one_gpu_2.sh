@@ -1,6 +1,7 @@
-# One-GPU call (nvidia-h200, ~4 minutes), any time: where a 1-, 16- and 32-row 1.7B step's time goes with session
+# One-GPU call (nvidia-h200, ~9 minutes), any time: where a 1-, 16- and 32-row 1.7B step's time goes with session
 # 42's defaults, kernel by kernel from graph replays (bench_talker_step --profile-replays), as run 168 did with
-# session 41's; then the draw kernel by warps a row (tools/bench_draw.py --num-warps).
+# session 41's; then the draw kernel by warps a row and top-k search (tools/bench_draw.py); then the radix select
+# A/B'd in the step.
 # Why: run 168 found the 16-row step's 16 embedding lookups at 279 us (6.4% of its kernels) and the predictor's 15
 # sampled draws at 189 us; session 42 changed the lookups (runs 169-170), not the draws. The next change should come
 # from the new split.
@@ -11,6 +12,12 @@
 # warps a reduction is shuffles within a warp, no barrier. Prediction: sampled 4-8 us at 1-2 warps (V = 2,048; 6-11
 # at 3,072), greedy within 0.5 us of the default, ids equal. Rule for the next call: a warp count >= 25% faster on
 # sampled rows at both vocabularies and not > 10% slower on greedy ones gets a step A/B (a bench mode to add).
+# The radix select (`draw(..., radix_top_k=True)`, built in session 42 and only run under the interpreter): 4 passes
+# of a 256-bin histogram, a suffix sum and two reductions instead of 32 reductions. Prediction: a sampled draw 6-9 us
+# at V = 2,048 (11.3 with the bisection), ids equal; in the step (+radix-top-k, this bench's odd slots sample) 16 and
+# 32 rows -0.5 to -1.5%, 1 row (greedy here) unchanged. Rule: radix on by default (draw's and draw_talker's
+# radix_top_k) if bench_draw's ids equal everywhere, the step's check says the same codes, and the 16- and 32-row
+# steps are >= 1% faster in both orders.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
@@ -19,5 +26,8 @@ python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 1,16,32 
 grep -E "Traceback|rror" $OUT/profile.txt | cut -c1-300
 grep -E "replays at|batch [0-9]+:" $OUT/profile.txt | cut -c1-220
 stamp profile
-python3 tools/bench_draw.py --rows 1 16 32 --num-warps default 1 2 4 --out $OUT/draw.json 2>&1 | cut -c1-200
+python3 tools/bench_draw.py --rows 1 16 32 --num-warps default 1 2 4 --top-k-search bisection radix \
+    --out $OUT/draw.json 2>&1 | cut -c1-200
 stamp draw
+talker_order 1.7B 16,32 "$M,$M+radix-top-k" radix1
+talker_order 1.7B 16,32 "$M+radix-top-k,$M" radix2
