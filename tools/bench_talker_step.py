@@ -405,15 +405,12 @@ def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
         runner.draw_talker = partial(draw_talker, draw_fn=kernel_draw)
 
 
-def earlier_paths(runner: TalkerRunner, tokens: set[str]) -> None:
-    """+codes-by-row (a session 42 A/B): decode_step's codes row-major on the timed runner, as before (each
-    codebook's embedding lookup reads a strided column)."""
+def runner_paths(runner: TalkerRunner, tokens: set[str]) -> None:
+    """The runner-level extras of a mode, on the timed runner and in compare_bitwise: +codes-by-row (a session 42
+    A/B) keeps decode_step's codes row-major, as before (each codebook's lookup reads a strided column);
+    +radix-top-k (with +sampler+fused-draws) has both draw kernels search top-k by radix select."""
     if "codes-by-row" in tokens:
         runner.codes_by_group = False
-
-
-def radix_top_k(runner: TalkerRunner, tokens: set[str]) -> None:
-    """+radix-top-k (with +sampler+fused-draws): the timed runner's draw kernels search top-k by radix select."""
     if "radix-top-k" in tokens:
         from omni.kernels.sampling import draw as kernel_draw
         from omni.kernels.sampling import draw_talker as kernel_draw_talker
@@ -422,12 +419,6 @@ def radix_top_k(runner: TalkerRunner, tokens: set[str]) -> None:
             raise SystemExit("+radix-top-k needs +sampler+fused-draws (both draw kernels)")
         runner.draw = partial(kernel_draw, radix_top_k=True)
         runner.draw_talker = partial(kernel_draw_talker, radix_top_k=True)
-
-
-def runner_paths(runner: TalkerRunner, tokens: set[str]) -> None:
-    """The runner-level extras of a mode (+codes-by-row, +radix-top-k), on the timed runner and in compare_bitwise."""
-    earlier_paths(runner, tokens)
-    radix_top_k(runner, tokens)
 
 
 def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
