@@ -29,6 +29,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+from omni.kernels.transformer_fused import silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
 KERNEL_MAX_ROWS = 128  # the most rows a call may take through the kernels (the dot kernel pads to a power of 2)
@@ -51,7 +52,9 @@ def _skinny_linear_kernel(
     N,
     x_stride,
     y_stride,
+    up_offset,
     HAS_BIAS: tl.constexpr,
+    SILU_GATE: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
@@ -64,6 +67,9 @@ def _skinny_linear_kernel(
         k_ok = k < K
         w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
         x = tl.load(x_ptr + row * x_stride + k, mask=k_ok, other=0.0)
+        if SILU_GATE:  # x is the gate; the up projection sits up_offset columns on
+            u = tl.load(x_ptr + row * x_stride + up_offset + k, mask=k_ok, other=0.0)
+            x = silu_times(x.to(tl.float32), u.to(tl.float32), x.dtype)
         acc += x.to(tl.float32)[None, :] * w.to(tl.float32)
     y = tl.sum(acc, axis=1)
     if HAS_BIAS:
@@ -84,7 +90,9 @@ def _skinny_linear_dot_kernel(
     y_stride,
     part_ptr,
     ticket_ptr,
+    up_offset,
     HAS_BIAS: tl.constexpr,
+    SILU_GATE: tl.constexpr,
     ROWS_PAD: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -107,7 +115,11 @@ def _skinny_linear_dot_kernel(
         k = k0 + tl.arange(0, BLOCK_K)
         k_ok = k < K
         w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-        xt = tl.load(x_ptr + r[None, :] * x_stride + k[:, None], mask=k_ok[:, None] & r_ok[None, :], other=0.0)
+        x_offs = r[None, :] * x_stride + k[:, None]
+        xt = tl.load(x_ptr + x_offs, mask=k_ok[:, None] & r_ok[None, :], other=0.0)
+        if SILU_GATE:  # as in the row kernel
+            ut = tl.load(x_ptr + up_offset + x_offs, mask=k_ok[:, None] & r_ok[None, :], other=0.0)
+            xt = silu_times(xt.to(tl.float32), ut.to(tl.float32), xt.dtype)
         if DOT_FP32:  # the interpreter multiplies bf16 by its raw bits; the upcast is exact
             w = w.to(tl.float32)
             xt = xt.to(tl.float32)
@@ -240,17 +252,26 @@ def skinny_linear(
     bias: torch.Tensor | None = None,
     max_rows: int = MAX_ROWS,
     launch: dict | None = None,
+    silu_gate: bool = False,
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
     contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
     dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if not
-    given); if None, the row kernel at `launch_for`'s (LAUNCH; the talker passes `module_launch`'s)."""
+    given); if None, the row kernel at `launch_for`'s (LAUNCH; the talker passes `module_launch`'s).
+
+    `silu_gate`: x is [..., 2K], a gate and an up projection side by side (a fused gate/up GEMM's output), and the
+    product is `F.linear(F.silu(gate) * up, weight, bias)`: the kernels form each gated input as they load it, rounded
+    as transformer_fused.silu_mul rounds it, so the result has the bits of silu_mul then this function (an MLP's
+    down projection without the SiLU kernel before it)."""
     if max_rows > KERNEL_MAX_ROWS:
         raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
-    k = x.shape[-1]
-    rows = x.numel() // k if k else 0
+    width = x.shape[-1]
+    k = width // 2 if silu_gate else width
+    if silu_gate and width != 2 * weight.shape[-1]:
+        raise ValueError(f"with silu_gate x must be [..., 2 x {weight.shape[-1]}] (gate, up), got {tuple(x.shape)}")
+    rows = x.numel() // width if width else 0
     if rows == 0 or rows > max_rows:
-        return F.linear(x, weight, bias)
+        return F.linear(F.silu(x[..., :k]) * x[..., k:] if silu_gate else x, weight, bias)
     if weight.dim() != 2 or weight.shape[1] != k or not weight.is_contiguous():
         raise ValueError(f"weight must be a contiguous [N, {k}] matrix, got {tuple(weight.shape)}")
     if x.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
@@ -258,7 +279,7 @@ def skinny_linear(
     if bias is not None and bias.shape != (weight.shape[0],):
         raise ValueError(f"bias must be [{weight.shape[0]}], got {tuple(bias.shape)}")
     n = weight.shape[0]
-    x2 = x.reshape(rows, k)
+    x2 = x.reshape(rows, width)
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
@@ -272,15 +293,15 @@ def skinny_linear(
             part = torch.empty(split_k, rows_pad, n, dtype=torch.float32, device=x.device)
             tickets = split_tickets(x.device, blocks)
         _skinny_linear_dot_kernel[(blocks, split_k)](
-            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets,
-            HAS_BIAS=bias is not None, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
+            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
+            HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
+            BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
             num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
-            x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0),
-            HAS_BIAS=bias is not None, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
+            x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
+            HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
             num_warps=launch["num_warps"],
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

@@ -198,15 +198,22 @@ def _rms_norm_rope_kernel(
 
 
 @triton.jit
+def silu_times(g, u, dt: tl.constexpr):
+    """F.silu(g) * u from g and u in fp32, rounded to dt as the eager ops round (F.silu rounds to the dtype before
+    the product); the one copy of this arithmetic, so skinny_linear's gated input (`silu_gate`) gives silu_mul's
+    bits."""
+    s = (g / (1.0 + tl.exp(-g))).to(dt).to(tl.float32)
+    return (s * u).to(dt)
+
+
+@triton.jit
 def _silu_mul_kernel(g_ptr, u_ptr, out_ptr, n, g_stride, u_stride, out_stride, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
-    dt = out_ptr.dtype.element_ty
     g = tl.load(g_ptr + row * g_stride + offs, mask=inside, other=0.0).to(tl.float32)
     u = tl.load(u_ptr + row * u_stride + offs, mask=inside, other=0.0).to(tl.float32)
-    s = (g / (1.0 + tl.exp(-g))).to(dt).to(tl.float32)  # F.silu rounds to the dtype before the product
-    tl.store(out_ptr + row * out_stride + offs, (s * u).to(dt), mask=inside)
+    tl.store(out_ptr + row * out_stride + offs, silu_times(g, u, out_ptr.dtype.element_ty), mask=inside)
 
 
 def _rows(x: torch.Tensor, width: int) -> tuple[torch.Tensor, int]:

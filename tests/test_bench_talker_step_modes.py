@@ -155,3 +155,29 @@ def test_skinny_linear_mode_sets_and_checks_every_gemm():
     assert all(m.skinny_rows == dot_rows_for(w) and m.skinny_by_shape for m, w, _ in gemms)
     bench.build_mode(talker, mode)
     assert bench.check_skinny_linear(talker, "cpu")["gemms"] == 0
+
+
+def test_silu_down_mode_sets_every_mlp_and_its_check_steps_the_rows_the_kernels_take():
+    """+silu-down: build_mode has every fused MLP form SiLU(gate) * up in its down projection's kernel (a mode
+    without it takes that back); the bench's bitwise check (on the GPU at 1, 3, 16, 32 and 64 rows: the row kernel,
+    the dot kernel, F.linear) finds it equal to the silu_mul path; here at 1 and 5 rows (the row and dot kernels at
+    the interpreter's launches on the tiny weights: 64 slots through the interpreter take minutes)."""
+    import copy
+
+    from omni.models.qwen3_tts.talker_fused import use_silu_down
+
+    bench = load_bench()
+    talker, config = bench.build_talker("tiny", torch.float32, "cpu")
+    mode = "fused+kv-write+add-norm+norm-rope-write+skinny-linear+skinny-dot+by-shape+dot-32"  # draws in PyTorch
+    mlps = [layer.mlp for layer in [*talker.model.layers, *talker.code_predictor.model.layers]]
+    bench.build_mode(talker, f"{mode}+silu-down")
+    assert all(m.silu_down for m in mlps)
+    apart = copy.deepcopy(talker)
+    use_silu_down(apart, on=False)
+    flags = bench.runner_flags(bench.mode_extras(mode))
+    assert bench.SILU_DOWN_CHECK_ROWS == (1, 3, 16, 32, 64)
+    assert [m.down_proj.skinny_dot_from for m in mlps] == [5] * len(mlps)  # [64, 128] and [48, 96] down projections
+    same = bench.compare_bitwise([(talker, flags), (apart, flags)], config, 3, "cpu", batches=(1, 5), slots=5)
+    assert same == {"codes_equal": True, "caches_equal": True, "hidden_equal": True, "state_equal": True, "steps": 3}
+    bench.build_mode(talker, mode)
+    assert not any("silu_down" in m.__dict__ for m in mlps)

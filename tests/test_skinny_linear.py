@@ -25,10 +25,11 @@ from omni.kernels.skinny_linear import (
     row_launch_for,
     skinny_linear,
 )
+from omni.kernels.transformer_fused import silu_mul
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
-from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms, use_skinny_linear
+from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, skinny_gemms, use_silu_down, use_skinny_linear
 from omni.models.qwen3_tts.tiny import tiny_config
 from tests.kernel_runners import compile_for_sm90
 
@@ -331,6 +332,94 @@ def test_module_launch_is_what_module_linear_runs():
         assert torch.equal(module_linear(down, x, w), want), rows
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("launch", [None, LAUNCH, DOT, SPLIT], ids=["interpreted", "gpu_launch", "dot", "split_k"])
+def test_a_gated_input_has_the_bits_of_silu_mul_then_the_kernel(dtype, launch):
+    """silu_gate: x = [gate | up] (here a row-strided view of a wider buffer, K not a multiple of the block) gives
+    the bits of transformer_fused.silu_mul then skinny_linear at the same launch, from 1 to 32 rows."""
+    gen = torch.Generator().manual_seed(7)
+    w = (torch.randn(70, 300, generator=gen) / 300**0.5).to(dtype)
+    b = torch.randn(70, generator=gen).to(dtype)
+    for rows in (1, 3, 16, 32):
+        gate_up = (torch.randn(rows, 608, generator=gen) * 3).to(dtype)[:, :600]
+        gated = silu_mul(gate_up[:, :300], gate_up[:, 300:])
+        want = skinny_linear(gated, w, b, max_rows=32, launch=launch)
+        got = skinny_linear(gate_up.reshape(1, rows, 600), w, b, max_rows=32, launch=launch, silu_gate=True)
+        assert got.shape == (1, rows, 70) and torch.equal(got[0], want), rows
+        assert not torch.equal(skinny_linear(gate_up[:, 300:], w, b, max_rows=32, launch=launch), want)  # it gates
+
+
+def test_a_gated_input_past_max_rows_is_f_linear_of_the_eager_product_and_bad_widths_are_refused():
+    x = torch.randn(3, 600)
+    w = torch.randn(70, 300) / 300**0.5
+    want = F.linear(F.silu(x[:, :300]) * x[:, 300:], w)
+    assert torch.equal(skinny_linear(x, w, max_rows=2, silu_gate=True), want)
+    for width in (300, 599):
+        with pytest.raises(ValueError, match="silu_gate"):
+            skinny_linear(x[:, :width], w, silu_gate=True)
+
+
+def test_silu_down_takes_the_silu_kernel_out_of_each_mlp_with_the_same_bits(tiny_model_dir, monkeypatch):
+    """use_silu_down: every fused MLP (talker and code predictor) forms SiLU(gate) * up in its down projection's
+    kernel where that projection runs one: decode steps of 2 and 1 rows (the row and the dot kernels at the
+    interpreter's launches) call no silu_mul and give the codes, hidden state and caches of the silu_mul path, bit
+    for bit; off again, silu_mul runs and no attribute is left."""
+    from omni.models.qwen3_tts import talker_fused
+    from omni.talker.generate import Synthesizer
+    from omni.talker.model_runner import TalkerRunner
+    from tests.kernel_runners import PREFILLED_SLOTS, prefill_two_requests
+
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    plain = synth.model.talker
+    fuse_talker_kernels(plain, add_norm=True)
+    use_skinny_linear(plain, dot=True, by_shape=True, dot_32=True)
+    gated = copy.deepcopy(plain)
+    mlps = [m for m in gated.modules() if isinstance(m, type(gated.model.layers[0].mlp))]
+    layers = len(gated.model.layers) + len(gated.code_predictor.model.layers)
+    assert use_silu_down(gated) == len(mlps) == layers and all(m.silu_down for m in mlps)
+    calls = []
+    real_silu_mul = talker_fused.silu_mul
+    monkeypatch.setattr(talker_fused, "silu_mul", lambda g, u: calls.append(g.shape) or real_silu_mul(g, u))
+    runners = [TalkerRunner(t, synth.model.config, 3, 64) for t in (plain, gated)]
+    for runner in runners:
+        prefill_two_requests(runner, synth)
+    for slots in (PREFILLED_SLOTS, PREFILLED_SLOTS, PREFILLED_SLOTS[:1]):
+        calls.clear()
+        want = runners[0].decode_step(torch.tensor(slots))[0]
+        assert len(calls) == len(plain.model.layers) + 15 * len(plain.code_predictor.model.layers)  # 15 passes
+        calls.clear()
+        assert torch.equal(runners[1].decode_step(torch.tensor(slots))[0], want) and not calls
+    assert torch.equal(runners[1].last_hidden, runners[0].last_hidden)
+    for cache in ("cache", "predictor_cache"):
+        for kv in ("k", "v"):
+            assert torch.equal(getattr(getattr(runners[1], cache), kv), getattr(getattr(runners[0], cache), kv))
+    calls.clear()
+    x = torch.randn(1, 33, gated.cfg.hidden_size)  # past the down projection's 32 rows: silu_mul, then F.linear
+    with torch.no_grad():
+        assert torch.equal(gated.model.layers[0].mlp(x), plain.model.layers[0].mlp(x)) and len(calls) == 2
+        assert use_silu_down(gated, on=False) == layers and not any("silu_down" in m.__dict__ for m in mlps)
+        gated.model.layers[0].mlp(x[:, :1])
+    assert len(calls) == 3
+
+
+def test_the_talker_service_gates_the_down_projections_only_when_asked():
+    """skinny_linear_silu_down (off by default: not yet timed on a GPU) sets every fused MLP, and only with
+    skinny_linear on."""
+    from omni.services.talker.config import TalkerConfig
+    from omni.services.talker.service import apply_kernels
+
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    talker = Qwen3TTSTalker(config.talker).eval()
+    mlps = [layer.mlp for layer in [*talker.model.layers, *talker.code_predictor.model.layers]]
+    assert not TalkerConfig().skinny_linear_silu_down
+    apply_kernels(talker, TalkerConfig(), on_cuda=True)
+    assert not any("silu_down" in m.__dict__ for m in mlps)
+    apply_kernels(talker, TalkerConfig(skinny_linear_silu_down=True), on_cuda=True)
+    assert all(m.silu_down for m in mlps)
+    apply_kernels(talker, TalkerConfig(skinny_linear_silu_down=True, skinny_linear=False), on_cuda=True)
+    assert not any("silu_down" in m.__dict__ for m in mlps)
+
+
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
@@ -344,21 +433,23 @@ from triton.compiler import ASTSource, compile
 from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, _skinny_linear_dot_kernel, _skinny_linear_kernel
 
 signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
-             "x_stride": "i32", "y_stride": "i32", "HAS_BIAS": "constexpr", "BLOCK_N": "constexpr",
-             "BLOCK_K": "constexpr"}
-for has_bias, block_n, block_k, warps in ((False, LAUNCH["block_n"], LAUNCH["block_k"], LAUNCH["num_warps"]),
-                                          (True, 8, 512, 4), (False, 16, 256, 4), (False, 4, 2048, 4),
-                                          (True, 2, 1024, 1)):
-    constexprs = {"HAS_BIAS": has_bias, "BLOCK_N": block_n, "BLOCK_K": block_k}
+             "x_stride": "i32", "y_stride": "i32", "up_offset": "i32", "HAS_BIAS": "constexpr",
+             "SILU_GATE": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+for has_bias, gate, block_n, block_k, warps in ((False, False, LAUNCH["block_n"], LAUNCH["block_k"],
+                                                 LAUNCH["num_warps"]), (True, False, 8, 512, 4),
+                                                (False, False, 16, 256, 4), (False, True, 4, 2048, 4),
+                                                (True, True, 2, 1024, 1), (False, True, *LAUNCH.values())):
+    constexprs = {"HAS_BIAS": has_bias, "SILU_GATE": gate, "BLOCK_N": block_n, "BLOCK_K": block_k}
     compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
             options={"num_warps": warps})
 dot_signature = {**signature, "M": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32", "ROWS_PAD": "constexpr",
                  "SPLIT_K": "constexpr", "DOT_FP32": "constexpr"}
-for block_n, block_k, stages, split_k, rows_pad in ((16, 512, 3, 1, 16), (32, 256, 4, 1, 16), (64, 128, 4, 1, 16),
-                                                   (16, 256, 3, 4, 16), (32, 128, 4, 4, 16), (16, 512, 3, 1, 32),
-                                                   (32, 128, 4, 4, 32)):
-    constexprs = {"HAS_BIAS": True, "ROWS_PAD": rows_pad, "BLOCK_N": block_n, "BLOCK_K": block_k, "SPLIT_K": split_k,
-                  "DOT_FP32": False}
+for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, False), (32, 256, 4, 1, 16, False),
+                                                         (64, 128, 4, 1, 16, False), (16, 256, 3, 4, 16, False),
+                                                         (32, 128, 4, 4, 16, True), (16, 512, 3, 1, 32, True),
+                                                         (32, 128, 4, 4, 32, True)):
+    constexprs = {"HAS_BIAS": not gate, "SILU_GATE": gate, "ROWS_PAD": rows_pad, "BLOCK_N": block_n,
+                  "BLOCK_K": block_k, "SPLIT_K": split_k, "DOT_FP32": False}
     options = {"num_warps": 4, "num_stages": stages}
     compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
             options=options)

@@ -40,6 +40,7 @@ from omni.models.qwen3_tts.talker_fused import (
     fuse_talker_kernels,
     module_linear,
     skinny_gemms,
+    use_silu_down,
     use_skinny_linear,
 )
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
@@ -108,20 +109,23 @@ def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
             "hidden_max_abs": scale}  # fmt: skip
 
 
-def compare_bitwise(setups: list[tuple], config, steps: int, device: str) -> dict:
+def compare_bitwise(
+    setups: list[tuple], config, steps: int, device: str, batches: tuple[int, ...] = (64,), slots: int = 64
+) -> dict:
     """Two setups, each (talker, TalkerRunner kernel flags[, the mode's extras set on the runner: runner_paths]),
-    stepped eagerly over the same prompts and slots: changes that only move or fuse work without reordering a sum must
-    give the same codes, caches and hidden state, bit for bit."""
-    slots, max_len = 64, PROMPT_LEN + steps + 8
+    stepped eagerly over the same prompts and slots (step i the first `batches[i % len(batches)]` of `slots`): changes
+    that only move or fuse work without reordering a sum must give the same codes, caches and hidden state, bit for
+    bit."""
+    max_len = PROMPT_LEN + steps + 8
     runners = []
     for talker, flags, *extras in setups:
         runners.append(TalkerRunner(talker, config, slots, max_len, device, **flags))
         runner_paths(runners[-1], extras[0] if extras else set())
     for r in runners:
         prefill_all(r, seed=0)
-    batch = torch.arange(slots, device=device)
     codes_equal = True
-    for _ in range(steps):
+    for step in range(steps):
+        batch = torch.arange(batches[step % len(batches)], device=device)
         codes_equal &= torch.equal(runners[0].decode_step(batch)[0], runners[1].decode_step(batch)[0])
     caches_equal = all(
         torch.equal(getattr(getattr(runners[0], cache), kv), getattr(getattr(runners[1], cache), kv))
@@ -354,6 +358,9 @@ def compare_sampler_runners(talker, config, steps: int, device: str) -> dict:
     return out
 
 
+SILU_DOWN_CHECK_ROWS = (1, 3, 16, 32, 64)  # the row kernel, both kernels, the dot kernel, to 32 rows, F.linear
+
+
 def time_steps(step, slots: torch.Tensor, iters: int) -> float:
     for _ in range(3):
         step(slots)
@@ -367,7 +374,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
-               "dot-32", "codes-by-row", "embedding-lookup", "radix-top-k"}  # fmt: skip
+               "dot-32", "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -391,6 +398,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
+        use_silu_down(talker, on="silu-down" in tokens)
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -468,7 +476,8 @@ def main() -> None:
         "weight's rows (32 on most); +codes-by-row: decode_step's codes row-major, as before session 42 (strided "
         "embedding lookups); +embedding-lookup: every embedding lookup through F.embedding, as before session 42 "
         "(Qwen3TTSTalker.gather_lookups off); +radix-top-k (with +sampler+fused-draws): the draw kernels' top-k "
-        "search by radix select (draw's radix_top_k)"
+        "search by radix select (draw's radix_top_k); +silu-down (with +skinny-linear): each MLP's SiLU(gate) * up "
+        "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -557,6 +566,14 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "fused add+norm vs layer by layer", out[key], flush=True)
                 del layered
+            if "silu-down" in tokens:
+                apart = copy.deepcopy(talker)
+                use_silu_down(apart, on=False)
+                setups = [(talker, flags), (apart, flags)]
+                key = f"{label}_silu_down_vs_silu_mul"  # at rows where the down projections run the kernels
+                out[key] = compare_bitwise(setups, config, args.check_steps, device, batches=SILU_DOWN_CHECK_ROWS)
+                print(name, mode, "SiLU in the down projection vs the silu_mul kernel", out[key], flush=True)
+                del apart
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"

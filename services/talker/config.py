@@ -138,6 +138,12 @@ class TalkerConfig(ServiceConfig):
         "others stay on cuBLAS past 16 rows) (runs 163-164: the 1.7B step at 32 rows 5.25 -> 4.96 ms, -5.5 / -5.3%; "
         "with skinny_linear_by_shape the 0.6B -6.7 / -6.8%)",
     )
+    skinny_linear_silu_down: bool = option(
+        False,
+        "with skinny_linear: each MLP's SiLU(gate) * up formed inside its down projection's kernel as it loads its "
+        "input, wherever that projection runs through the kernels, instead of one kernel before it (the same bits; "
+        "one kernel fewer per layer; not yet timed on a GPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -5,7 +5,7 @@
   re-pointed at row slices of the concatenated tensors, so no memory is duplicated and `state_dict()` is unchanged;
 - each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor, or, where the
   cache asks (`CacheKernels.norm_rope_write`), one kernel with the K/V cache write (kv_write.norm_rope_write_kv);
-- SiLU(gate) · up is one kernel;
+- SiLU(gate) · up is one kernel, or, after `use_silu_down`, part of the down projection's skinny_linear kernel;
 - with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer).
 The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
 the order of fp32 sums and the GEMM's own kernel choice. Per layer: ~60 kernels → ~15.
@@ -97,8 +97,15 @@ def _fused_project_write(
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
     gate_up = module_linear(self, x, self.gate_up_weight)
+    down = self.down_proj
+    if self.__dict__.get("silu_down"):  # the SiLU in the down projection's kernel where it runs one (use_silu_down)
+        launch = module_launch(down, down.weight, gate_up.numel() // gate_up.shape[-1])
+        if launch is not None:
+            return skinny_linear(
+                gate_up, down.weight, down.bias, max_rows=KERNEL_MAX_ROWS, launch=launch, silu_gate=True
+            )
     n = self.gate_proj.weight.shape[0]
-    return self.down_proj(silu_mul(gate_up[..., :n], gate_up[..., n:]))
+    return down(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
 
 def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
@@ -193,6 +200,19 @@ def use_skinny_linear(
             else:
                 module.__dict__.pop("forward", None)  # the class's forward again
     return len(gemms)
+
+
+def use_silu_down(talker: Qwen3TTSTalker, on: bool = True) -> int:
+    """Every fused MLP of the talker and its code predictor forms SiLU(gate) * up inside its down projection's
+    skinny_linear kernel (`silu_gate`) wherever that projection runs one (`use_skinny_linear`'s rows), instead of
+    one silu_mul kernel before it: one kernel fewer per layer, the same bits. With `on` False, silu_mul again.
+    Returns how many MLPs it set."""
+    mlps = [m for m in talker.modules() if isinstance(m, MLP) and getattr(m, "fused", False)]
+    for mlp in mlps:
+        mlp.__dict__.pop("silu_down", None)
+        if on:
+            mlp.silu_down = True
+    return len(mlps)
 
 
 def fuse_modules(modules, classes: tuple[type, type, type], fused_project) -> int:
