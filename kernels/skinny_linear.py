@@ -22,6 +22,12 @@ of 2, ROWS_PAD), reads each weight block once whatever the rows: w [BLOCK_N, BLO
 by `tl.dot` a K chunk at a time, fp32 accumulation, one rounding (the weight as the MMA's wide operand, as cuBLAS does
 for few rows). A launch with `"dot": True` takes it. A row's bits do not depend on the other rows' values in either
 (each MMA output is its row and column alone), but the two kernels sum in different orders.
+
+Both kernels can take a gated input (`silu_gate`): x holds an MLP's gate and up projections side by side and each
+program forms SiLU(gate) * up as it loads a chunk, rounded as transformer_fused.silu_mul rounds it, so an MLP's down
+projection needs no SiLU kernel before it. Every program of a call recomputes the gate over its share of K for its
+rows (the 1.7B talker's down projection at 1 row: 6,144 exps a program, 512 programs); what it saves is the 103
+silu_mul launches of a 1.7B step.
 """
 
 import torch
