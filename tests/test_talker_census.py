@@ -22,12 +22,14 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     at the row's slot).
     The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` and
     `skinny_linear_dot` (the defaults) every GEMM at these 2 rows is the row kernel's but the codec head's (3,072
-    outputs: the dot kernel from 2 rows); none is cuBLAS's."""
+    outputs: the dot kernel from 2 rows); none is cuBLAS's. With `skinny_linear_silu_down` no silu_mul kernel runs
+    (one a layer fewer) and every other launch and op is as without it."""
     runs = {}
     procs = {}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0"}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
-                  ("fused_draws", ["--sites"], {}))  # fmt: skip
+                  ("fused_draws", ["--sites"], {}),
+                  ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -80,3 +82,8 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     talker_source = (ROOT / "omni/models/qwen3_tts/talker.py").read_text().splitlines()
     line = talker_source.index("            return table.weight[ids]") + 1
     assert sites[f"index at omni/models/qwen3_tts/talker.py:{line}"] == forwards + 1
+    # skinny_linear_silu_down: each layer's silu_mul kernel gone into its down projection's kernel, nothing else.
+    silu_down = runs["silu_down"]
+    assert fused["launches"]["_silu_mul_kernel"] == layers and "_silu_mul_kernel" not in silu_down["launches"]
+    assert silu_down["launches"] == {k: n for k, n in fused["launches"].items() if k != "_silu_mul_kernel"}
+    assert fused["total"] - silu_down["total"] == layers
