@@ -16,6 +16,7 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 
 
 def decode_attention_reference(
@@ -55,7 +56,9 @@ def _decode_attention_kernel(
     BLOCK_N: tl.constexpr,
     PRECISION: tl.constexpr,
     DOT_FP32: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
     slot = tl.load(slots_ptr + row).to(tl.int64)
@@ -158,5 +161,6 @@ def decode_attention(
         DOT_FP32=INTERPRETED and q.dtype != torch.float32,
         num_warps=launch["num_warps"],
         num_stages=launch["num_stages"],
+        **launch_options(),
     )
     return out

@@ -16,6 +16,7 @@ stores q, and writes the rotated k and the v columns straight into the caches: o
 import torch
 import triton
 import triton.language as tl
+from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 from omni.kernels.transformer_fused import _store_norm_rope
 
 
@@ -50,7 +51,9 @@ def _write_kv_kernel(
     cache_stride_l,
     N: tl.constexpr,
     BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     _, b, t, row = _token_cache_row(
         slots_ptr, positions_ptr, T, pos_stride_b, pos_stride_t, cache_stride_s, cache_stride_l
     )
@@ -111,6 +114,7 @@ def write_kv(
         k_cache.stride(1),
         N=n,
         BLOCK=triton.next_power_of_2(n),
+        **launch_options(),
     )
 
 
@@ -142,8 +146,10 @@ def _norm_rope_write_kernel(
     KV_HEADS_PAD: tl.constexpr,
     HALF_PAD: tl.constexpr,
     V_BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     # One program per (row, position): q, then k and v into the caches.
+    wait_for_prior_kernels(PDL)
     token, _, _, dst = _token_cache_row(
         slots_ptr, positions_ptr, T, pos_stride_b, pos_stride_t, cache_stride_s, cache_stride_l
     )
@@ -216,5 +222,6 @@ def norm_rope_write_kv(
         KV_HEADS_PAD=triton.next_power_of_2(kv_heads),
         HALF_PAD=triton.next_power_of_2(dim // 2),
         V_BLOCK=triton.next_power_of_2(kv_heads * dim),
+        **launch_options(),
     )
     return q

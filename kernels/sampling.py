@@ -29,6 +29,7 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 from triton.language.extra import libdevice
 
 from omni.talker.sampling import DRAWS_PER_FRAME, SlotSampling
@@ -226,7 +227,9 @@ def _draw_kernel(
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
     RADIX: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     in_row = cols < vocab
@@ -272,7 +275,9 @@ def _draw_talker_kernel(
     BLOCK: tl.constexpr,
     LIBDEVICE: tl.constexpr,
     RADIX: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0)
     slot = tl.load(slots_ptr + row)
     cols = tl.arange(0, BLOCK)
@@ -335,7 +340,7 @@ def _launch_options(vocab: int, num_warps: int | None, radix_top_k: bool) -> dic
         num_warps = 4 if block <= 1024 else 8
     elif num_warps not in (1, 2, 4, 8, 16):
         raise ValueError(f"num_warps must be 1, 2, 4, 8 or 16, got {num_warps}")
-    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, RADIX=radix_top_k, num_warps=num_warps)
+    return dict(BLOCK=block, LIBDEVICE=not INTERPRETED, RADIX=radix_top_k, num_warps=num_warps, **launch_options())
 
 
 def draw(

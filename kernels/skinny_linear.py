@@ -35,6 +35,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 from omni.kernels.transformer_fused import silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
@@ -63,7 +64,9 @@ def _skinny_linear_kernel(
     SILU_GATE: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1)
     n_ok = n < N
@@ -104,7 +107,9 @@ def _skinny_linear_dot_kernel(
     BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr,
     DOT_FP32: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     block = tl.program_id(0)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     r = tl.arange(0, ROWS_PAD)
@@ -302,12 +307,12 @@ def skinny_linear(
             x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
-            num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3),
+            num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3), **launch_options(),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
             x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            num_warps=launch["num_warps"],
+            num_warps=launch["num_warps"], **launch_options(),
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

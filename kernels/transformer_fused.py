@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 
 # The interpreter runs no PTX (and numpy contracts nothing): plain products there.
 _EXACT_MUL = tl.constexpr(not INTERPRETED)
@@ -80,7 +81,8 @@ def _store_rms_norm(x, w_ptr, out_row_ptr, offs, inside, n, eps):
 
 
 @triton.jit
-def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, n, x_stride, out_stride, eps, BLOCK: tl.constexpr):
+def _rms_norm_kernel(x_ptr, w_ptr, out_ptr, n, x_stride, out_stride, eps, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     inside = offs < n
@@ -104,10 +106,12 @@ def _add_rms_norm_kernel(
     eps,
     HAS_SCALE: tl.constexpr,
     BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
 ):
     # The residual add and the RMSNorm that reads its sum: the sum is rounded to the dtype (as `x + d` is) and
     # stored, and the norm is `_rms_norm_kernel`'s arithmetic on that rounded sum. With a LayerScale, d is first
     # scaled and rounded, as `scale * d` is.
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
     inside = offs < n
@@ -180,7 +184,9 @@ def _rms_norm_rope_kernel(
     HEADS_PAD: tl.constexpr,
     HALF_PAD: tl.constexpr,
     NORM: tl.constexpr,
+    PDL: tl.constexpr,
 ):
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0).to(tl.int64)  # one program per token: all its heads
     _store_norm_rope(
         x_ptr + row * x_stride,
@@ -207,7 +213,8 @@ def silu_times(g, u, dt: tl.constexpr):
 
 
 @triton.jit
-def _silu_mul_kernel(g_ptr, u_ptr, out_ptr, n, g_stride, u_stride, out_stride, BLOCK: tl.constexpr):
+def _silu_mul_kernel(g_ptr, u_ptr, out_ptr, n, g_stride, u_stride, out_stride, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    wait_for_prior_kernels(PDL)
     row = tl.program_id(0).to(tl.int64)
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < n
@@ -230,7 +237,16 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     rows, stride = _rows(x, n)
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     _rms_norm_kernel[(rows.shape[0],)](
-        rows, weight, out, n, stride, n, eps, BLOCK=triton.next_power_of_2(n), num_warps=4 if n >= 1024 else 1
+        rows,
+        weight,
+        out,
+        n,
+        stride,
+        n,
+        eps,
+        BLOCK=triton.next_power_of_2(n),
+        num_warps=4 if n >= 1024 else 1,
+        **launch_options(),
     )
     return out
 
@@ -252,7 +268,7 @@ def add_rms_norm(
     _add_rms_norm_kernel[(x_rows.shape[0],)](
         x_rows, d_rows, weight if scale is None else scale, weight, total, out, n, x_stride, d_stride, n, n, eps,
         HAS_SCALE=scale is not None, BLOCK=triton.next_power_of_2(n),
-        num_warps=4 if n >= 1024 else 1,
+        num_warps=4 if n >= 1024 else 1, **launch_options(),
     )  # fmt: skip
     return total, out
 
@@ -292,6 +308,7 @@ def rms_norm_rope(
         HEADS_PAD=triton.next_power_of_2(heads),
         HALF_PAD=triton.next_power_of_2(half),
         NORM=weight is not None,
+        **launch_options(),
     )
     return out
 
@@ -304,6 +321,6 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     out = torch.empty(gate.shape, dtype=gate.dtype, device=gate.device)
     block = 1024
     _silu_mul_kernel[(g_rows.shape[0], triton.cdiv(n, block))](
-        g_rows, u_rows, out, n, g_stride, u_stride, n, BLOCK=block
+        g_rows, u_rows, out, n, g_stride, u_stride, n, BLOCK=block, **launch_options()
     )
     return out

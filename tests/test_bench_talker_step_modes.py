@@ -181,3 +181,21 @@ def test_silu_down_mode_sets_every_mlp_and_its_check_steps_the_rows_the_kernels_
     assert same == {"codes_equal": True, "caches_equal": True, "hidden_equal": True, "state_equal": True, "steps": 3}
     bench.build_mode(talker, mode)
     assert not any("silu_down" in m.__dict__ for m in mlps)
+
+
+def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeypatch):
+    """+pdl: build_mode turns the process-wide programmatic launch on for the mode's runner and graphs; every other
+    mode turns it off (its check, graphs with and without it, needs a GPU)."""
+    from omni.kernels import programmatic_launch
+
+    bench = load_bench()
+    talker, _ = bench.build_talker("tiny", torch.float32, "cpu")
+    monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)  # read the switch as a GPU launch would
+    mode = "fused+kv-write+add-norm+norm-rope-write+skinny-linear"
+    try:
+        bench.build_mode(talker, f"{mode}+pdl")
+        assert programmatic_launch.launch_options() == {"PDL": True, "launch_pdl": True}
+        bench.build_mode(talker, mode)
+        assert programmatic_launch.launch_options() == {"PDL": False, "launch_pdl": False}
+    finally:
+        programmatic_launch.set_programmatic_launch(False)

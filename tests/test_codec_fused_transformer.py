@@ -224,12 +224,13 @@ from omni.kernels.transformer_fused import _rms_norm_rope_kernel
 for dtype in ("bf16", "fp32"):
     signature = {name: f"*{dtype}" for name in ("x_ptr", "w_ptr", "cos_ptr", "sin_ptr", "out_ptr")}
     signature |= {name: "i32" for name in ("heads", "x_stride", "out_stride", "rope_stride")} | {"eps": "fp32"}
-    signature |= {name: "constexpr" for name in ("HALF", "HEADS_PAD", "HALF_PAD", "NORM")}
+    signature |= {name: "constexpr" for name in ("HALF", "HEADS_PAD", "HALF_PAD", "NORM", "PDL")}
     for norm in (True, False):  # the talker's q/k norm + RoPE, and RoPE alone (the codec's)
-        constexprs = {"HALF": 32, "HEADS_PAD": 16, "HALF_PAD": 32, "NORM": norm}
+        constexprs = {"HALF": 32, "HEADS_PAD": 16, "HALF_PAD": 32, "NORM": norm, "PDL": norm}
         source = ASTSource(_rms_norm_rope_kernel, signature, constexprs)
-        ptx = compile(source, target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+        ptx = compile(source, target=GPUTarget("cuda", 90, 32), options={"launch_pdl": norm}).asm["ptx"]
         assert ("sqrt" in ptx) == norm, "the norm's square root only where asked for"
+        assert ("griddepcontrol.wait" in ptx) == norm, "the wait for the prior kernels only with PDL"
         # RoPE's products rounded on their own (the norm's sum of squares may use FMAs; it has no bf16 one)
         fmas = re.findall(r"\\bfma\\.[a-z0-9.]+", ptx)
         assert (fmas if not norm else [f for f in fmas if "bf16" in f]) == [], (dtype, norm, fmas)
@@ -252,12 +253,14 @@ for dtype in ("fp32", "bf16"):
     pointers = ("x_ptr", "d_ptr", "scale_ptr", "w_ptr", "sum_ptr", "out_ptr")
     ints = ("n", "x_stride", "d_stride", "sum_stride", "out_stride")
     signature = {name: f"*{dtype}" for name in pointers} | {name: "i32" for name in ints} | {"eps": "fp32"}
-    signature |= {name: "constexpr" for name in ("HAS_SCALE", "BLOCK")}
+    signature |= {name: "constexpr" for name in ("HAS_SCALE", "BLOCK", "PDL")}
     fmas = []
     for scale in (False, True):
-        constexprs = {"HAS_SCALE": scale, "BLOCK": 512}
+        constexprs = {"HAS_SCALE": scale, "BLOCK": 512, "PDL": not scale}  # PDL: the talker's (no LayerScale)
         source = ASTSource(_add_rms_norm_kernel, signature, constexprs)
-        ptx = compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1}).asm["ptx"]
+        ptx = compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 1, "launch_pdl": not scale})
+        ptx = ptx.asm["ptx"]
+        assert ("griddepcontrol.launch_dependents" in ptx) == (not scale)
         fmas.append(len(re.findall(r"\bfma\.", ptx)))
     assert fmas[0] == fmas[1], (dtype, fmas)
 print("compiled")

@@ -131,17 +131,20 @@ for name in ("T", "qkv_stride", "rope_stride", "pos_stride_b", "pos_stride_t", "
 signature |= {"q_eps": "fp32", "k_eps": "fp32"}
 # The 1.7B talker's attention (16 q heads, 8 kv heads of 128) and its code predictor's.
 constexprs = {"HEADS": 16, "KV_HEADS": 8, "HALF": 64, "HEADS_PAD": 16, "KV_HEADS_PAD": 8, "HALF_PAD": 64,
-              "V_BLOCK": 1024}
+              "V_BLOCK": 1024, "PDL": False}
 signature |= {k: "constexpr" for k in constexprs}
-ptx = compile(ASTSource(_norm_rope_write_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
-assert "sqrt" in ptx
+for pdl in (False, True):
+    source = ASTSource(_norm_rope_write_kernel, signature, constexprs | {"PDL": pdl})
+    ptx = compile(source, target=GPUTarget("cuda", 90, 32), options={"launch_pdl": pdl}).asm["ptx"]
+    assert "sqrt" in ptx and ("griddepcontrol.wait" in ptx) == pdl
 # The plain K/V write, which shares the token-to-cache-row mapping with it.
 signature = {"k_ptr": "*bf16", "v_ptr": "*bf16", "k_cache_ptr": "*bf16", "v_cache_ptr": "*bf16", "slots_ptr": "*i64",
-             "positions_ptr": "*i64", "N": "constexpr", "BLOCK": "constexpr"}
+             "positions_ptr": "*i64", "N": "constexpr", "BLOCK": "constexpr", "PDL": "constexpr"}
 for name in ("T", "k_stride_b", "k_stride_t", "v_stride_b", "v_stride_t", "pos_stride_b", "pos_stride_t",
              "cache_stride_s", "cache_stride_l"):
     signature[name] = "i32"
-compile(ASTSource(_write_kv_kernel, signature, {"N": 1024, "BLOCK": 1024}), target=GPUTarget("cuda", 90, 32))
+source = ASTSource(_write_kv_kernel, signature, {"N": 1024, "BLOCK": 1024, "PDL": True})
+assert "griddepcontrol.wait" in compile(source, GPUTarget("cuda", 90, 32), options={"launch_pdl": True}).asm["ptx"]
 print("compiled")
 """
 

@@ -359,27 +359,33 @@ rows = {"do_sample_ptr": "*i1", "temperature_ptr": "*fp32", "top_k_ptr": "*i64",
         "seed_ptr": "*i64", "counter_ptr": "*i64"}
 draw_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "index_ptr": "*i64", **rows,
                   "counter_offset": "i32", "out_ptr": "*i64", "out_stride": "i32", "INDEXED": "constexpr",
-                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr", "RADIX": "constexpr"}
+                  "BLOCK": "constexpr", "LIBDEVICE": "constexpr", "RADIX": "constexpr", "PDL": "constexpr"}
 sampling = {k: v for k, v in rows.items() if k != "counter_ptr"}
 talker_signature = {"logits_ptr": "*bf16", "logits_stride": "i32", "vocab": "i32", "slots_ptr": "*i64",
                     "generated_ptr": "*i64", "seen_ptr": "*i1", "seen_stride": "i32", "penalty_ptr": "*fp32",
                     "min_new_ptr": "*i64", "max_new_ptr": "*i64", "suppressed_ptr": "*i1", "eos_id": "i32", **sampling,
                     "ids_ptr": "*i64", "pending_ptr": "*i64", "drawn_ptr": "*i64", "finished_ptr": "*i1",
                     "finished_rows_ptr": "*i1", "DRAWS_PER_FRAME": "constexpr", "BLOCK": "constexpr",
-                    "LIBDEVICE": "constexpr", "RADIX": "constexpr"}
+                    "LIBDEVICE": "constexpr", "RADIX": "constexpr", "PDL": "constexpr"}
 kernels = [
-    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, "RADIX": False}),
-    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True, "RADIX": False}),
-    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, "RADIX": True}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, "RADIX": False,
+                                       "PDL": False}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": True, "BLOCK": 64, "LIBDEVICE": True, "RADIX": False,
+                                       "PDL": True}),
+    (ks._draw_kernel, draw_signature, {"INDEXED": False, "BLOCK": 64, "LIBDEVICE": True, "RADIX": True,
+                                       "PDL": False}),
     (ks._draw_talker_kernel, talker_signature, {"DRAWS_PER_FRAME": 16, "BLOCK": 64, "LIBDEVICE": True,
-                                                "RADIX": False}),
+                                                "RADIX": False, "PDL": True}),
     (ks._noise_kernel, {"seed_ptr": "*i64", "counter_ptr": "*i64", "bits_ptr": "*i32", "vocab": "i32",
                         "BLOCK": "constexpr"}, {"BLOCK": 64}),
     (ks._gumbel_kernel, {"bits_ptr": "*i32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr",
                          "LIBDEVICE": "constexpr"}, {"BLOCK": 64, "LIBDEVICE": True}),
 ]
 for fn, signature, constexprs in kernels:
-    ptx = compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    pdl = constexprs.get("PDL", False)
+    options = {"launch_pdl": pdl}
+    ptx = compile(ASTSource(fn, signature, constexprs), target=GPUTarget("cuda", 90, 32), options=options).asm["ptx"]
+    assert ("griddepcontrol.wait" in ptx) == pdl
     if fn is not ks._noise_kernel and fn is not ks._gumbel_kernel:
         assert "div.rn.f32" in ptx and "div.full.f32" not in ptx, "temperature and softmax need IEEE division"
 print("compiled")

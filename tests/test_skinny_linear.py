@@ -434,14 +434,15 @@ from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, _skinny_linear_dot_kern
 
 signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
              "x_stride": "i32", "y_stride": "i32", "up_offset": "i32", "HAS_BIAS": "constexpr",
-             "SILU_GATE": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr"}
+             "SILU_GATE": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "PDL": "constexpr"}
 for has_bias, gate, block_n, block_k, warps in ((False, False, LAUNCH["block_n"], LAUNCH["block_k"],
                                                  LAUNCH["num_warps"]), (True, False, 8, 512, 4),
                                                 (False, False, 16, 256, 4), (False, True, 4, 2048, 4),
                                                 (True, True, 2, 1024, 1), (False, True, *LAUNCH.values())):
-    constexprs = {"HAS_BIAS": has_bias, "SILU_GATE": gate, "BLOCK_N": block_n, "BLOCK_K": block_k}
-    compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-            options={"num_warps": warps})
+    constexprs = {"HAS_BIAS": has_bias, "SILU_GATE": gate, "BLOCK_N": block_n, "BLOCK_K": block_k, "PDL": gate}
+    ptx = compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                  options={"num_warps": warps, "launch_pdl": gate}).asm["ptx"]
+    assert ("griddepcontrol.wait" in ptx) == gate
 dot_signature = {**signature, "M": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32", "ROWS_PAD": "constexpr",
                  "SPLIT_K": "constexpr", "DOT_FP32": "constexpr"}
 for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, False), (32, 256, 4, 1, 16, False),
@@ -449,10 +450,11 @@ for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, Fa
                                                          (32, 128, 4, 4, 16, True), (16, 512, 3, 1, 32, True),
                                                          (32, 128, 4, 4, 32, True)):
     constexprs = {"HAS_BIAS": not gate, "SILU_GATE": gate, "ROWS_PAD": rows_pad, "BLOCK_N": block_n,
-                  "BLOCK_K": block_k, "SPLIT_K": split_k, "DOT_FP32": False}
-    options = {"num_warps": 4, "num_stages": stages}
-    compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
-            options=options)
+                  "BLOCK_K": block_k, "SPLIT_K": split_k, "DOT_FP32": False, "PDL": split_k > 1}
+    options = {"num_warps": 4, "num_stages": stages, "launch_pdl": split_k > 1}
+    ptx = compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                  options=options).asm["ptx"]
+    assert ("griddepcontrol.wait" in ptx) == (split_k > 1)
 print("compiled")
 """
 

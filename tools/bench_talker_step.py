@@ -33,6 +33,7 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from omni.kernels.programmatic_launch import set_programmatic_launch
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
@@ -127,17 +128,38 @@ def compare_bitwise(
     for step in range(steps):
         batch = torch.arange(batches[step % len(batches)], device=device)
         codes_equal &= torch.equal(runners[0].decode_step(batch)[0], runners[1].decode_step(batch)[0])
-    caches_equal = all(
-        torch.equal(getattr(getattr(runners[0], cache), kv), getattr(getattr(runners[1], cache), kv))
-        for cache in ("cache", "predictor_cache")
-        for kv in ("k", "v")
-    )
-    hidden_equal = torch.equal(runners[0].last_hidden, runners[1].last_hidden)
-    state = ("pending", "drawn", "finished", "seen", "next_pos")  # the slots' counters and histories
-    state_equal = all(torch.equal(getattr(runners[0], name), getattr(runners[1], name)) for name in state)
-    del runners
-    return {"codes_equal": codes_equal, "caches_equal": caches_equal, "hidden_equal": hidden_equal,
-            "state_equal": state_equal, "steps": steps}  # fmt: skip
+    return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
+
+
+def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
+    """Whether two runners' K/V caches, last hidden states and slot state (counters and histories) are equal."""
+    state = ("pending", "drawn", "finished", "seen", "next_pos")
+    return {
+        "caches_equal": all(torch.equal(getattr(getattr(a, cache), kv), getattr(getattr(b, cache), kv))
+                            for cache in ("cache", "predictor_cache") for kv in ("k", "v")),
+        "hidden_equal": torch.equal(a.last_hidden, b.last_hidden),
+        "state_equal": all(torch.equal(getattr(a, name), getattr(b, name)) for name in state),
+    }  # fmt: skip
+
+
+def compare_programmatic_launch(talker, flags: dict, config, steps: int, device: str) -> dict:
+    """The same prompts stepped through CUDA graphs captured with programmatic launch, then through graphs captured
+    without it (a runner each, one after the other, at 1, 5, 16 and 64 rows): the launch only lets a kernel's
+    programs be scheduled before the kernel ahead of it ends, so codes, caches, hidden state and slot state must be
+    equal to the bit. Leaves the switch on."""
+    slots, max_len, batches = 64, PROMPT_LEN + steps + 8, (1, 5, 16, 64)
+    runners, codes = [], []
+    for on in (True, False):
+        set_programmatic_launch(on)
+        runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **flags)
+        prefill_all(runner, seed=0)
+        graphs = TalkerGraphs(runner, batches)
+        codes.append([graphs.decode_step(torch.arange(batches[i % 4], device=device))[0].clone() for i in range(steps)])
+        runners.append(runner)
+        del graphs
+    set_programmatic_launch(True)
+    codes_equal = all(torch.equal(x, y) for x, y in zip(*codes, strict=True))
+    return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
 
 
 def check_attention_op(device: str, dtype: torch.dtype) -> dict:
@@ -374,7 +396,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
-               "dot-32", "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down"}  # fmt: skip
+               "dot-32", "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -394,6 +416,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     tokens = mode_extras(mode)
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
+    set_programmatic_launch("pdl" in tokens)  # the same bits either way
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
@@ -477,7 +500,9 @@ def main() -> None:
         "embedding lookups); +embedding-lookup: every embedding lookup through F.embedding, as before session 42 "
         "(Qwen3TTSTalker.gather_lookups off); +radix-top-k (with +sampler+fused-draws): the draw kernels' top-k "
         "search by radix select (draw's radix_top_k); +silu-down (with +skinny-linear): each MLP's SiLU(gate) * up "
-        "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down)"
+        "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down); "
+        "+pdl: every Triton kernel of the step launched with programmatic dependent launch (the talker service's "
+        "programmatic_launch)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -574,6 +599,10 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device, batches=SILU_DOWN_CHECK_ROWS)
                 print(name, mode, "SiLU in the down projection vs the silu_mul kernel", out[key], flush=True)
                 del apart
+            if "pdl" in tokens:
+                key = f"{label}_pdl_vs_serial_graphs"
+                out[key] = compare_programmatic_launch(talker, flags, config, args.check_steps, device)
+                print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"

@@ -144,6 +144,12 @@ class TalkerConfig(ServiceConfig):
         "input, wherever that projection runs through the kernels, instead of one kernel before it (the same bits; "
         "one kernel fewer per layer; not yet timed on a GPU)",
     )
+    programmatic_launch: bool = option(
+        False,
+        "on a CUDA device of compute capability 9.0 or more: the step's Triton kernels launch with programmatic "
+        "dependent launch, so each kernel's programs are scheduled while the one before it finishes (each waits for "
+        "it before touching memory: the same bits; not yet timed on a GPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -362,6 +362,13 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
     """The configured Triton kernels: `talker` fused in place when `fused_kernels` (CUDA only), and the TalkerRunner
     kernel flags the talker's settings ask for on this device (also tools/census_talker_step.py's build)."""
     fused = config.fused_kernels and on_cuda
+    if on_cuda:
+        from omni.kernels.programmatic_launch import device_supports, set_programmatic_launch  # imports Triton
+
+        supported = device_supports()
+        if config.programmatic_launch and not supported:
+            log.warning("programmatic_launch needs a GPU of compute capability 9.0 or more: off")
+        set_programmatic_launch(config.programmatic_launch and supported)
     if fused:
         from omni.models.qwen3_tts.talker_fused import (  # imports Triton: CUDA serving only
             fuse_talker_kernels,

@@ -1,0 +1,53 @@
+"""Programmatic dependent launch (sm_90+) for the talker step's kernels: a process-wide switch, off by default.
+
+A step at a few rows is a chain of ~1,000 short kernels (run 168: a 1-row 1.7B step 3,640 us of wall time, 3,330 us
+of kernels), each launched only when the one before it has finished. Launched with CUDA's programmatic stream
+serialization (Triton's `launch_pdl`), a kernel's programs may be scheduled while the kernel before it is still
+running: each waits (`griddepcontrol.wait`: until every prior kernel in the stream has completed and its memory is
+visible) before it reads or writes anything, then lets the kernel after it launch (`griddepcontrol.launch_dependents`).
+What overlaps is the launch and the programs' start, not memory traffic, so the results are the same bits. CUDA
+graphs keep the launch attribute as a programmatic edge.
+
+Each kernel that takes it has a `PDL: tl.constexpr` and calls `wait_for_prior_kernels(PDL)` first; its launcher passes
+`**launch_options()`. Under the Triton interpreter (CPU tests) it is always off: the interpreter runs no PTX.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from omni.kernels import INTERPRETED
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+_ON = [False]  # the switch (a list: set in place, read at every launch)
+
+
+def set_programmatic_launch(on: bool) -> None:
+    """Turn programmatic dependent launch on or off for every later launch of the kernels that take it (the talker
+    service's `programmatic_launch` setting; bench_talker_step's +pdl). Graphs captured before keep theirs."""
+    _ON[0] = bool(on)
+
+
+def device_supports() -> bool:
+    """Whether the current CUDA device has programmatic dependent launch (compute capability 9.0 and up)."""
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
+
+
+def programmatic_launch() -> bool:
+    """Whether the kernels launch programmatically now (never under the interpreter)."""
+    return _ON[0] and not INTERPRETED
+
+
+def launch_options() -> dict:
+    """The keywords a launcher adds to its kernel's launch: the kernel's PDL constexpr and Triton's launch_pdl."""
+    on = programmatic_launch()
+    return {"PDL": on, "launch_pdl": on}
+
+
+@triton.jit
+def wait_for_prior_kernels(PDL: tl.constexpr):
+    """With PDL: wait until the kernels before this one in the stream have completed (their writes visible), then let
+    the next kernel's programs be scheduled. The first thing a PDL kernel does: nothing it reads or writes can race
+    with a kernel before it."""
+    if PDL:
+        gdc_wait()
+        gdc_launch_dependents()

@@ -1,0 +1,143 @@
+"""kernels/programmatic_launch.py: programmatic dependent launch for the talker step's Triton kernels.
+
+The launch itself needs an sm_90 GPU (tools/bench_talker_step.py's +pdl times it and checks its bits there). Here:
+the switch, the talker service's setting, that every Triton kernel of a decode step takes it (the launches seen
+under the interpreter), and the wait in the compiled PTX."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: the kernels run on CPU tensors
+
+import logging
+
+import pytest
+import torch
+from omni.kernels import programmatic_launch
+from omni.kernels.programmatic_launch import launch_options, set_programmatic_launch
+
+from tests.kernel_runners import compile_for_sm90
+from tests.tool_modules import load_tool
+
+
+@pytest.fixture
+def switch():
+    """The process-wide switch, back off after the test."""
+    yield set_programmatic_launch
+    set_programmatic_launch(False)
+
+
+def test_the_switch_is_off_by_default_and_never_on_under_the_interpreter(switch, monkeypatch):
+    assert launch_options() == {"PDL": False, "launch_pdl": False}
+    switch(True)
+    assert launch_options() == {"PDL": False, "launch_pdl": False}  # the interpreter runs no PTX
+    monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)  # as on a GPU
+    assert launch_options() == {"PDL": True, "launch_pdl": True}
+    switch(False)
+    assert launch_options() == {"PDL": False, "launch_pdl": False}
+
+
+def step_launches(pdl: bool, monkeypatch) -> list[tuple[str, object, object]]:
+    """Every Triton launch of one 2-row decode step of the tiny talker as the service builds it on a GPU, with the
+    switch `pdl` and the launch options as a GPU would get them: (kernel, PDL, launch_pdl) each. The launches run
+    under the interpreter with PDL off (it cannot run the wait)."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
+    slots = torch.arange(2)
+    with torch.no_grad():
+        runner.decode_step_padded(slots)  # the first calls
+    seen, run = [], InterpretedFunction.run
+
+    def recorded(self, *args, **kwargs):
+        seen.append((self.fn.__name__, kwargs.get("PDL"), kwargs.get("launch_pdl")))
+        return run(self, *args, **(kwargs | {"PDL": False, "launch_pdl": False}))
+
+    set_programmatic_launch(pdl)
+    monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
+    monkeypatch.setattr(InterpretedFunction, "run", recorded)
+    with torch.no_grad():
+        runner.decode_step_padded(slots)
+    monkeypatch.undo()
+    return seen
+
+
+def test_every_kernel_of_a_decode_step_launches_programmatically_when_on(switch, monkeypatch):
+    """With the switch on every Triton launch of the step (GEMMs, norms, attention, draws, ...) asks for programmatic
+    launch and tells its kernel to wait first; off, none does."""
+    on = step_launches(True, monkeypatch)
+    kernels = {name for name, _, _ in on}
+    step_kernels = {
+        "_skinny_linear_kernel",
+        "_add_rms_norm_kernel",
+        "_rms_norm_kernel",
+        "_norm_rope_write_kernel",
+        "_decode_attention_kernel",
+        "_silu_mul_kernel",
+        "_draw_kernel",
+        "_draw_talker_kernel",
+    }
+    assert step_kernels <= kernels
+    assert len(on) > 300 and all(pdl is True and launch is True for _, pdl, launch in on), on
+    off = step_launches(False, monkeypatch)
+    assert [name for name, _, _ in off] == [name for name, _, _ in on]
+    assert all(pdl is False and launch is False for _, pdl, launch in off)
+
+
+def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkeypatch, caplog):
+    """programmatic_launch (off by default) is set by apply_kernels on CUDA where the device has compute capability
+    9.0 or more; asked for on a device without it, it stays off with a warning."""
+    from omni.services.talker.config import TalkerConfig
+    from omni.services.talker.service import apply_kernels
+
+    from omni.models.qwen3_tts.config import Qwen3TTSConfig
+    from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+    from omni.models.qwen3_tts.tiny import tiny_config
+
+    assert not TalkerConfig().programmatic_launch
+    talker = Qwen3TTSTalker(Qwen3TTSConfig.parse(tiny_config("custom_voice")).talker).eval()
+    monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)  # read the switch as a GPU launch would
+    with caplog.at_level(logging.WARNING, logger="omni.talker"):
+        apply_kernels(talker, TalkerConfig(programmatic_launch=True), on_cuda=True)  # this machine: no sm_90 GPU
+    assert not programmatic_launch.programmatic_launch() and "compute capability 9.0" in caplog.text
+    monkeypatch.setattr(programmatic_launch, "device_supports", lambda: True)
+    apply_kernels(talker, TalkerConfig(programmatic_launch=True), on_cuda=True)
+    assert programmatic_launch.programmatic_launch()
+    apply_kernels(talker, TalkerConfig(), on_cuda=True)
+    assert not programmatic_launch.programmatic_launch()
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.decode_attention import _decode_attention_kernel
+from omni.kernels.transformer_fused import _rms_norm_kernel, _silu_mul_kernel
+
+attention = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "out_ptr": "*bf16", "slots_ptr": "*i64",
+             "lengths_ptr": "*i64", "scale": "fp32"}
+attention |= {name: "i32" for name in ("q_stride_b", "q_stride_h", "cache_stride_s", "cache_stride_l",
+                                       "cache_stride_h", "out_stride_b", "out_stride_h")}
+constexprs = {"GROUP": 2, "GROUP_PAD": 16, "DIM": 128, "DIM_PAD": 128, "BLOCK_N": 16, "PRECISION": "ieee",
+              "DOT_FP32": False}
+norm = {"x_ptr": "*bf16", "w_ptr": "*bf16", "out_ptr": "*bf16", "n": "i32", "x_stride": "i32", "out_stride": "i32",
+        "eps": "fp32"}
+silu = {"g_ptr": "*bf16", "u_ptr": "*bf16", "out_ptr": "*bf16", "n": "i32", "g_stride": "i32", "u_stride": "i32",
+        "out_stride": "i32"}
+for kernel, signature, given in ((_decode_attention_kernel, attention, constexprs), (_rms_norm_kernel, norm,
+                                 {"BLOCK": 2048}), (_silu_mul_kernel, silu, {"BLOCK": 1024})):
+    for pdl in (False, True):
+        values = given | {"PDL": pdl}
+        source = ASTSource(kernel, signature | {name: "constexpr" for name in values}, values)
+        compiled = compile(source, target=GPUTarget("cuda", 90, 32), options={"launch_pdl": pdl})
+        ptx = compiled.asm["ptx"]
+        assert compiled.metadata.launch_pdl == pdl
+        # the wait before the first load, then the next kernel let in
+        assert ("griddepcontrol.wait" in ptx) == ("griddepcontrol.launch_dependents" in ptx) == pdl, kernel
+        if pdl:
+            assert ptx.index("griddepcontrol.wait") < ptx.index("ld.global"), kernel
+print("compiled")
+"""
+
+
+def test_the_kernels_wait_first_when_compiled_for_sm90_with_it(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
