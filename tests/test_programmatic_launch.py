@@ -36,16 +36,12 @@ def test_the_switch_is_off_by_default_and_never_on_under_the_interpreter(switch,
     assert launch_options() == {"PDL": False, "launch_pdl": False}
 
 
-def step_launches(pdl: bool, monkeypatch) -> list[tuple[str, object, object]]:
-    """Every Triton launch of one 2-row decode step of the tiny talker as the service builds it on a GPU, with the
-    switch `pdl` and the launch options as a GPU would get them: (kernel, PDL, launch_pdl) each. The launches run
-    under the interpreter with PDL off (it cannot run the wait)."""
+def step_launches(runner, pdl: bool, monkeypatch) -> list[tuple[str, object, object]]:
+    """Every Triton launch of one decode step of `runner`'s 2 rows with the switch `pdl` and the launch options as a
+    GPU would get them: (kernel, PDL, launch_pdl) each. The launches run under the interpreter with PDL off (it
+    cannot run the wait)."""
     from triton.runtime.interpreter import InterpretedFunction
 
-    runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
-    slots = torch.arange(2)
-    with torch.no_grad():
-        runner.decode_step_padded(slots)  # the first calls
     seen, run = [], InterpretedFunction.run
 
     def recorded(self, *args, **kwargs):
@@ -56,15 +52,17 @@ def step_launches(pdl: bool, monkeypatch) -> list[tuple[str, object, object]]:
     monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
     monkeypatch.setattr(InterpretedFunction, "run", recorded)
     with torch.no_grad():
-        runner.decode_step_padded(slots)
+        runner.decode_step_padded(torch.arange(2))
     monkeypatch.undo()
     return seen
 
 
 def test_every_kernel_of_a_decode_step_launches_programmatically_when_on(switch, monkeypatch):
-    """With the switch on every Triton launch of the step (GEMMs, norms, attention, draws, ...) asks for programmatic
-    launch and tells its kernel to wait first; off, none does."""
-    on = step_launches(True, monkeypatch)
+    """The tiny talker as the service builds it on a GPU: with the switch on every Triton launch of a decode step
+    (GEMMs, norms, attention, draws, ...) asks for programmatic launch and tells its kernel to wait first; off, none
+    does."""
+    runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
+    on = step_launches(runner, True, monkeypatch)
     kernels = {name for name, _, _ in on}
     step_kernels = {
         "_skinny_linear_kernel",
@@ -78,7 +76,7 @@ def test_every_kernel_of_a_decode_step_launches_programmatically_when_on(switch,
     }
     assert step_kernels <= kernels
     assert len(on) > 300 and all(pdl is True and launch is True for _, pdl, launch in on), on
-    off = step_launches(False, monkeypatch)
+    off = step_launches(runner, False, monkeypatch)
     assert [name for name, _, _ in off] == [name for name, _, _ in on]
     assert all(pdl is False and launch is False for _, pdl, launch in off)
 
