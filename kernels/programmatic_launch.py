@@ -10,6 +10,11 @@ graphs keep the launch attribute as a programmatic edge.
 
 Each kernel that takes it has a `PDL: tl.constexpr` and calls `wait_for_prior_kernels(PDL)` first; its launcher passes
 `**launch_options()`. Under the Triton interpreter (CPU tests) it is always off: the interpreter runs no PTX.
+
+With `early_weights`, the GEMM kernels (kernels/skinny_linear.py) load their first chunk of weights before the wait
+(`EARLY_WEIGHTS`): the weights do not depend on the kernels ahead, so a GEMM's first bytes may stream while the small
+kernel ahead of it runs. The same sums in the same order; it changes only when the loads are issued, so the
+interpreter runs it too.
 """
 
 import torch
@@ -18,13 +23,19 @@ import triton.language as tl
 from omni.kernels import INTERPRETED
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-_ON = [False]  # the switch (a list: set in place, read at every launch)
+_ON = [False, False]  # the switch and early_weights (a list: set in place, read at every launch)
 
 
-def set_programmatic_launch(on: bool) -> None:
+def set_programmatic_launch(on: bool, early_weights: bool = False) -> None:
     """Turn programmatic dependent launch on or off for every later launch of the kernels that take it (the talker
-    service's `programmatic_launch` setting; bench_talker_step's +pdl). Graphs captured before keep theirs."""
-    _ON[0] = bool(on)
+    service's `programmatic_launch` setting; bench_talker_step's +pdl), and the GEMMs' first weights before their
+    wait (`programmatic_early_weights`; +early-weights). Graphs captured before keep theirs."""
+    _ON[:] = [bool(on), bool(early_weights)]
+
+
+def early_weights() -> bool:
+    """Whether the GEMM kernels load their first weight chunk before waiting for the kernels ahead."""
+    return _ON[1]
 
 
 def device_supports() -> bool:

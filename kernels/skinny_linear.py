@@ -35,7 +35,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
+from omni.kernels.programmatic_launch import early_weights, launch_options, wait_for_prior_kernels
 from omni.kernels.transformer_fused import silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
@@ -47,6 +47,43 @@ LAUNCH = {"block_n": 4, "block_k": 1024, "num_warps": 2}
 # decode step ~150 launches); K of 300 or 2048 spans chunks. The tests also run LAUNCH itself.
 LAUNCH_INTERPRETED = {"block_n": 64, "block_k": 256, "num_warps": 4}
 LAUNCH_DOT_INTERPRETED = {"dot": True, "block_n": 64, "block_k": 256, "num_warps": 4}
+
+
+@triton.jit
+def _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K: tl.constexpr):
+    """The weights of features n at columns k0 .. k0 + BLOCK_K (zeros outside), those columns and their mask."""
+    k = k0 + tl.arange(0, BLOCK_K)
+    k_ok = k < K
+    w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
+    return w, k, k_ok
+
+
+@triton.jit
+def _input_chunk(x_ptr, offs, mask, up_offset, SILU_GATE: tl.constexpr):
+    """x at offs; with SILU_GATE x is the gate and the result SiLU(gate) * up, the up projection up_offset columns
+    on, rounded as silu_mul rounds it."""
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    if SILU_GATE:
+        u = tl.load(x_ptr + up_offset + offs, mask=mask, other=0.0)
+        x = silu_times(x.to(tl.float32), u.to(tl.float32), x.dtype)
+    return x
+
+
+@triton.jit
+def _row_chunk(acc, w, x_ptr, row_offs, k, k_ok, up_offset, SILU_GATE: tl.constexpr):
+    """acc + one K chunk of the row's products, in fp32."""
+    x = _input_chunk(x_ptr, row_offs + k, k_ok, up_offset, SILU_GATE)
+    return acc + x.to(tl.float32)[None, :] * w.to(tl.float32)
+
+
+@triton.jit
+def _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE: tl.constexpr, DOT_FP32: tl.constexpr):
+    """acc + w [BLOCK_N, BLOCK_K] times the rows' K chunk transposed, by tl.dot (fp32 accumulation)."""
+    xt = _input_chunk(x_ptr, r[None, :] * x_stride + k[:, None], k_ok[:, None] & r_ok[None, :], up_offset, SILU_GATE)
+    if DOT_FP32:  # the interpreter multiplies bf16 by its raw bits; the upcast is exact
+        w = w.to(tl.float32)
+        xt = xt.to(tl.float32)
+    return tl.dot(w, xt, acc, input_precision="ieee")
 
 
 @triton.jit
@@ -65,21 +102,23 @@ def _skinny_linear_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PDL: tl.constexpr,
+    EARLY_WEIGHTS: tl.constexpr,
 ):
-    wait_for_prior_kernels(PDL)
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1)
     n_ok = n < N
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k < K
-        w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-        x = tl.load(x_ptr + row * x_stride + k, mask=k_ok, other=0.0)
-        if SILU_GATE:  # x is the gate; the up projection sits up_offset columns on
-            u = tl.load(x_ptr + row * x_stride + up_offset + k, mask=k_ok, other=0.0)
-            x = silu_times(x.to(tl.float32), u.to(tl.float32), x.dtype)
-        acc += x.to(tl.float32)[None, :] * w.to(tl.float32)
+    k_first = 0
+    if EARLY_WEIGHTS:  # the first chunk's weights before the wait: they do not depend on the kernels ahead
+        w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, 0, BLOCK_K)
+        wait_for_prior_kernels(PDL)
+        acc = _row_chunk(acc, w, x_ptr, row * x_stride, k, k_ok, up_offset, SILU_GATE)
+        k_first = BLOCK_K
+    else:
+        wait_for_prior_kernels(PDL)
+    for k0 in range(k_first, K, BLOCK_K):
+        w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K)
+        acc = _row_chunk(acc, w, x_ptr, row * x_stride, k, k_ok, up_offset, SILU_GATE)
     y = tl.sum(acc, axis=1)
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)
@@ -108,8 +147,8 @@ def _skinny_linear_dot_kernel(
     SPLIT_K: tl.constexpr,
     DOT_FP32: tl.constexpr,
     PDL: tl.constexpr,
+    EARLY_WEIGHTS: tl.constexpr,
 ):
-    wait_for_prior_kernels(PDL)
     block = tl.program_id(0)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
     r = tl.arange(0, ROWS_PAD)
@@ -122,19 +161,17 @@ def _skinny_linear_dot_kernel(
         k_start = tl.program_id(1) * k_span
         k_stop = k_start + k_span
     acc = tl.zeros((BLOCK_N, ROWS_PAD), dtype=tl.float32)  # y^T: the features along the MMA's M
-    for k0 in range(k_start, k_stop, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        k_ok = k < K
-        w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
-        x_offs = r[None, :] * x_stride + k[:, None]
-        xt = tl.load(x_ptr + x_offs, mask=k_ok[:, None] & r_ok[None, :], other=0.0)
-        if SILU_GATE:  # as in the row kernel
-            ut = tl.load(x_ptr + up_offset + x_offs, mask=k_ok[:, None] & r_ok[None, :], other=0.0)
-            xt = silu_times(xt.to(tl.float32), ut.to(tl.float32), xt.dtype)
-        if DOT_FP32:  # the interpreter multiplies bf16 by its raw bits; the upcast is exact
-            w = w.to(tl.float32)
-            xt = xt.to(tl.float32)
-        acc = tl.dot(w, xt, acc, input_precision="ieee")
+    k_first = k_start
+    if EARLY_WEIGHTS:  # as in the row kernel
+        w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k_start, BLOCK_K)
+        wait_for_prior_kernels(PDL)
+        acc = _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32)
+        k_first = k_start + BLOCK_K
+    else:
+        wait_for_prior_kernels(PDL)
+    for k0 in range(k_first, k_stop, BLOCK_K):
+        w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K)
+        acc = _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32)
     if SPLIT_K > 1:
         # Each share's sums go to part [SPLIT_K, ROWS_PAD, N]; the block's last program to finish (by its ticket) adds
         # them in share order, so the bits do not depend on which finished last, and sets the ticket back to 0.
@@ -307,12 +344,13 @@ def skinny_linear(
             x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
-            num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3), **launch_options(),
+            num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3), EARLY_WEIGHTS=early_weights(),
+            **launch_options(),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
             x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            num_warps=launch["num_warps"], **launch_options(),
+            num_warps=launch["num_warps"], EARLY_WEIGHTS=early_weights(), **launch_options(),
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

@@ -184,8 +184,9 @@ def test_silu_down_mode_sets_every_mlp_and_its_check_steps_the_rows_the_kernels_
 
 
 def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeypatch):
-    """+pdl: build_mode turns the process-wide programmatic launch on for the mode's runner and graphs; every other
-    mode turns it off (its check, graphs with and without it, needs a GPU)."""
+    """+pdl: build_mode turns the process-wide programmatic launch on for the mode's runner and graphs (+early-weights
+    too: the GEMMs' first weights before their wait); every other mode turns both off (its check, graphs with and
+    without it, needs a GPU)."""
     from omni.kernels import programmatic_launch
 
     bench = load_bench()
@@ -195,7 +196,11 @@ def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeyp
     try:
         bench.build_mode(talker, f"{mode}+pdl")
         assert programmatic_launch.launch_options() == {"PDL": True, "launch_pdl": True}
+        assert not programmatic_launch.early_weights()
+        bench.build_mode(talker, f"{mode}+pdl+early-weights")
+        assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
         bench.build_mode(talker, mode)
         assert programmatic_launch.launch_options() == {"PDL": False, "launch_pdl": False}
+        assert not programmatic_launch.early_weights()
     finally:
         programmatic_launch.set_programmatic_launch(False)

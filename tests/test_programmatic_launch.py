@@ -83,7 +83,8 @@ def test_every_kernel_of_a_decode_step_launches_programmatically_when_on(switch,
 
 def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkeypatch, caplog):
     """programmatic_launch (off by default) is set by apply_kernels on CUDA where the device has compute capability
-    9.0 or more; asked for on a device without it, it stays off with a warning."""
+    9.0 or more, and programmatic_early_weights with it; asked for on a device without it, it stays off with a
+    warning."""
     from omni.services.talker.config import TalkerConfig
     from omni.services.talker.service import apply_kernels
 
@@ -99,9 +100,11 @@ def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkey
     assert not programmatic_launch.programmatic_launch() and "compute capability 9.0" in caplog.text
     monkeypatch.setattr(programmatic_launch, "device_supports", lambda: True)
     apply_kernels(talker, TalkerConfig(programmatic_launch=True), on_cuda=True)
-    assert programmatic_launch.programmatic_launch()
-    apply_kernels(talker, TalkerConfig(), on_cuda=True)
-    assert not programmatic_launch.programmatic_launch()
+    assert programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()
+    apply_kernels(talker, TalkerConfig(programmatic_launch=True, programmatic_early_weights=True), on_cuda=True)
+    assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
+    apply_kernels(talker, TalkerConfig(programmatic_early_weights=True), on_cuda=True)  # only with the launch
+    assert not programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()
 
 
 COMPILE = """

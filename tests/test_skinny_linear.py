@@ -420,6 +420,29 @@ def test_the_talker_service_gates_the_down_projections_only_when_asked():
     assert not any("silu_down" in m.__dict__ for m in mlps)
 
 
+@pytest.mark.parametrize("launch", [None, LAUNCH, DOT, SPLIT], ids=["interpreted", "gpu_launch", "dot", "split_k"])
+def test_the_first_weights_loaded_before_the_wait_give_the_same_bits(launch):
+    """programmatic_launch's early_weights: each program loads its first weight chunk before waiting for the kernels
+    ahead; the same sums in the same order, so the same bits as without, gated input or not, 1 to 32 rows (the
+    interpreter runs it with the wait off)."""
+    from omni.kernels.programmatic_launch import set_programmatic_launch
+
+    gen = torch.Generator().manual_seed(11)
+    w = (torch.randn(70, 2048, generator=gen) / 2048**0.5).to(torch.bfloat16)
+    b = torch.randn(70, generator=gen).to(torch.bfloat16)
+    for rows in (1, 3, 32):
+        x = torch.randn(rows, 4096, generator=gen).to(torch.bfloat16)
+        for gate in (False, True):
+            operand = x if gate else x[:, :2048]
+            want = skinny_linear(operand, w, b, max_rows=32, launch=launch, silu_gate=gate)
+            try:
+                set_programmatic_launch(False, early_weights=True)
+                got = skinny_linear(operand, w, b, max_rows=32, launch=launch, silu_gate=gate)
+            finally:
+                set_programmatic_launch(False)
+            assert torch.equal(got, want), (rows, gate)
+
+
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
@@ -434,15 +457,20 @@ from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, _skinny_linear_dot_kern
 
 signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
              "x_stride": "i32", "y_stride": "i32", "up_offset": "i32", "HAS_BIAS": "constexpr",
-             "SILU_GATE": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "PDL": "constexpr"}
+             "SILU_GATE": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "PDL": "constexpr",
+             "EARLY_WEIGHTS": "constexpr"}
 for has_bias, gate, block_n, block_k, warps in ((False, False, LAUNCH["block_n"], LAUNCH["block_k"],
                                                  LAUNCH["num_warps"]), (True, False, 8, 512, 4),
                                                 (False, False, 16, 256, 4), (False, True, 4, 2048, 4),
                                                 (True, True, 2, 1024, 1), (False, True, *LAUNCH.values())):
-    constexprs = {"HAS_BIAS": has_bias, "SILU_GATE": gate, "BLOCK_N": block_n, "BLOCK_K": block_k, "PDL": gate}
-    ptx = compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-                  options={"num_warps": warps, "launch_pdl": gate}).asm["ptx"]
-    assert ("griddepcontrol.wait" in ptx) == gate
+    for early in (False, True) if gate else (False,):
+        constexprs = {"HAS_BIAS": has_bias, "SILU_GATE": gate, "BLOCK_N": block_n, "BLOCK_K": block_k, "PDL": gate,
+                      "EARLY_WEIGHTS": early}
+        ptx = compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                      options={"num_warps": warps, "launch_pdl": gate}).asm["ptx"]
+        assert ("griddepcontrol.wait" in ptx) == gate
+        if gate:  # with early weights a load (the first weight chunk's) before the wait; without, none
+            assert (ptx.index("ld.global") < ptx.index("griddepcontrol.wait")) == early
 dot_signature = {**signature, "M": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32", "ROWS_PAD": "constexpr",
                  "SPLIT_K": "constexpr", "DOT_FP32": "constexpr"}
 for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, False), (32, 256, 4, 1, 16, False),
@@ -450,11 +478,14 @@ for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, Fa
                                                          (32, 128, 4, 4, 16, True), (16, 512, 3, 1, 32, True),
                                                          (32, 128, 4, 4, 32, True)):
     constexprs = {"HAS_BIAS": not gate, "SILU_GATE": gate, "ROWS_PAD": rows_pad, "BLOCK_N": block_n,
-                  "BLOCK_K": block_k, "SPLIT_K": split_k, "DOT_FP32": False, "PDL": split_k > 1}
+                  "BLOCK_K": block_k, "SPLIT_K": split_k, "DOT_FP32": False, "PDL": split_k > 1,
+                  "EARLY_WEIGHTS": gate}
     options = {"num_warps": 4, "num_stages": stages, "launch_pdl": split_k > 1}
     ptx = compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
                   options=options).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == (split_k > 1)
+    if split_k > 1:
+        assert (ptx.index("ld.global") < ptx.index("griddepcontrol.wait")) == gate
 print("compiled")
 """
 

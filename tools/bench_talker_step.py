@@ -142,22 +142,22 @@ def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
     }  # fmt: skip
 
 
-def compare_programmatic_launch(talker, flags: dict, config, steps: int, device: str) -> dict:
-    """The same prompts stepped through CUDA graphs captured with programmatic launch, then through graphs captured
-    without it (a runner each, one after the other, at 1, 5, 16 and 64 rows): the launch only lets a kernel's
-    programs be scheduled before the kernel ahead of it ends, so codes, caches, hidden state and slot state must be
-    equal to the bit. Leaves the switch on."""
+def compare_programmatic_launch(talker, flags: dict, config, steps: int, device: str, early_weights: bool) -> dict:
+    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`), then
+    through graphs captured without it (a runner each, one after the other, at 1, 5, 16 and 64 rows): the launch only
+    lets a kernel's programs be scheduled before the kernel ahead of it ends, so codes, caches, hidden state and slot
+    state must be equal to the bit. Leaves the switch as the mode has it."""
     slots, max_len, batches = 64, PROMPT_LEN + steps + 8, (1, 5, 16, 64)
     runners, codes = [], []
     for on in (True, False):
-        set_programmatic_launch(on)
+        set_programmatic_launch(on, early_weights=on and early_weights)
         runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **flags)
         prefill_all(runner, seed=0)
         graphs = TalkerGraphs(runner, batches)
         codes.append([graphs.decode_step(torch.arange(batches[i % 4], device=device))[0].clone() for i in range(steps)])
         runners.append(runner)
         del graphs
-    set_programmatic_launch(True)
+    set_programmatic_launch(True, early_weights=early_weights)
     codes_equal = all(torch.equal(x, y) for x, y in zip(*codes, strict=True))
     return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
 
@@ -395,8 +395,8 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
-               "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape",
-               "dot-32", "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl"}  # fmt: skip
+               "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
+               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -416,7 +416,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     tokens = mode_extras(mode)
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
-    set_programmatic_launch("pdl" in tokens)  # the same bits either way
+    set_programmatic_launch("pdl" in tokens, early_weights="early-weights" in tokens)  # the same bits either way
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
@@ -502,7 +502,8 @@ def main() -> None:
         "search by radix select (draw's radix_top_k); +silu-down (with +skinny-linear): each MLP's SiLU(gate) * up "
         "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down); "
         "+pdl: every Triton kernel of the step launched with programmatic dependent launch (the talker service's "
-        "programmatic_launch)"
+        "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
+        "wait (programmatic_early_weights)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -601,7 +602,8 @@ def main() -> None:
                 del apart
             if "pdl" in tokens:
                 key = f"{label}_pdl_vs_serial_graphs"
-                out[key] = compare_programmatic_launch(talker, flags, config, args.check_steps, device)
+                early = "early-weights" in tokens
+                out[key] = compare_programmatic_launch(talker, flags, config, args.check_steps, device, early)
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]

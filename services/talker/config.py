@@ -150,6 +150,11 @@ class TalkerConfig(ServiceConfig):
         "dependent launch, so each kernel's programs are scheduled while the one before it finishes (each waits for "
         "it before touching memory: the same bits; not yet timed on a GPU)",
     )
+    programmatic_early_weights: bool = option(
+        False,
+        "with programmatic_launch: the GEMM kernels load their first chunk of weights before waiting for the kernels "
+        "ahead of them (the weights do not depend on them; the same bits; not yet timed on a GPU)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )
