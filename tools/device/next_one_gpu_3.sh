@@ -1,12 +1,12 @@
 # One-GPU call (nvidia-h200, ~7 minutes), any time: programmatic dependent launch (built in session 43, only run
-# under the interpreter) A/B'd against today's defaults on the 1.7B step at 1, 8, 16, 32 and 512 rows in one process,
+# under the interpreter) A/B'd against today's defaults on the 1.7B step at 1, 16, 32 and 512 rows in one process,
 # both orders (M, +pdl, +pdl+early-weights; then the reverse). Each process first checks graph = eager padded with
 # each mode, and graphs captured with the launch against graphs captured without it, at 1, 5, 16 and 64 rows, bit for
 # bit (codes, caches, hidden state, slot state).
 # +pdl (kernels/programmatic_launch.py, talker setting programmatic_launch): every Triton kernel of the step launched
 # with programmatic dependent launch, waiting for the kernels ahead of it as its first instruction. Why: a small step
 # is ~1,000 kernels in a chain, 3,640 us of wall time against 3,330 us of kernels at 1 row (run 168); with the launch
-# attribute each kernel's programs are resident when the one ahead ends. Prediction: 1 row -3 to -8%, 8 to 32 rows -2
+# attribute each kernel's programs are resident when the one ahead ends. Prediction: 1 row -3 to -8%, 16 and 32 rows -2
 # to -6%, 512 rows within 1%; if the CUDA graph capture drops the attribute, no change at all (then say so).
 # Rule: on by default (programmatic_launch True) if its checks are equal in both processes, the 1- and 16-row steps
 # are >= 1% faster in both orders and no row count is > 0.5% slower in both orders.
@@ -19,5 +19,5 @@ source tools/device/setup.sh
 stamp start
 nvidia-smi --query-gpu=driver_version,compute_cap --format=csv,noheader
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
-talker_order 1.7B 1,8,16,32,512 "$M,$M+pdl,$M+pdl+early-weights" ab1
-talker_order 1.7B 1,8,16,32,512 "$M+pdl+early-weights,$M+pdl,$M" ab2
+talker_order 1.7B 1,16,32,512 "$M,$M+pdl,$M+pdl+early-weights" ab1
+talker_order 1.7B 1,16,32,512 "$M+pdl+early-weights,$M+pdl,$M" ab2
