@@ -21,7 +21,11 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+
+try:
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
+except ImportError:  # a Triton without it: device_supports says no, so PDL is never set
+    gdc_launch_dependents = gdc_wait = None
 
 _ON = [False, False]  # the switch and early_weights (a list: set in place, read at every launch)
 
@@ -39,8 +43,9 @@ def early_weights() -> bool:
 
 
 def device_supports() -> bool:
-    """Whether the current CUDA device has programmatic dependent launch (compute capability 9.0 and up)."""
-    return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
+    """Whether programmatic dependent launch is there: this Triton has it and the current CUDA device is of compute
+    capability 9.0 and up."""
+    return gdc_wait is not None and torch.cuda.is_available() and torch.cuda.get_device_capability() >= (9, 0)
 
 
 def programmatic_launch() -> bool:
