@@ -204,3 +204,19 @@ def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeyp
         assert not programmatic_launch.early_weights()
     finally:
         programmatic_launch.set_programmatic_launch(False)
+
+
+def test_the_next_device_scripts_name_only_modes_the_bench_takes():
+    """Every mode list a tools/device/next_*.sh script hands bench_talker_step (through talker_order or --modes, with
+    its M expanded) parses: an unknown extra would cost a device call's machine start before the bench refuses it."""
+    bench = load_bench()
+    lists = []
+    for script in sorted((ROOT / "tools" / "device").glob("next_*.sh")):
+        text = script.read_text()
+        base = dict(re.findall(r"^(M)=(\S+)$", text, flags=re.M))
+        for found in re.findall(r'(?:^talker_order \S+ \S+ |--modes )"([^"]+)"', text, flags=re.M):
+            modes = found.replace("$M", base.get("M", "$M"))
+            assert "$" not in modes, (script.name, found)
+            assert bench.parse_modes(modes), (script.name, modes)
+            lists.append(modes)
+    assert any("+pdl+early-weights" in modes for modes in lists) and any("+silu-down" in m for m in lists)
