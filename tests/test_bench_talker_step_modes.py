@@ -177,8 +177,8 @@ def test_silu_down_mode_sets_every_mlp_and_its_check_steps_the_rows_the_kernels_
     flags = bench.runner_flags(bench.mode_extras(mode))
     assert bench.SILU_DOWN_CHECK_ROWS == (1, 3, 16, 32, 64)
     assert [m.down_proj.skinny_dot_from for m in mlps] == [5] * len(mlps)  # [64, 128] and [48, 96] down projections
-    same = bench.compare_bitwise([(talker, flags), (apart, flags)], config, 3, "cpu", batches=(1, 5), slots=5)
-    assert same == {"codes_equal": True, "caches_equal": True, "hidden_equal": True, "state_equal": True, "steps": 3}
+    same = bench.compare_bitwise([(talker, flags), (apart, flags)], config, 1, "cpu", batches=(1, 5), slots=5)
+    assert same == {"codes_equal": True, "caches_equal": True, "hidden_equal": True, "state_equal": True, "steps": 2}
     bench.build_mode(talker, mode)
     assert not any("silu_down" in m.__dict__ for m in mlps)
 

@@ -114,9 +114,10 @@ def compare_bitwise(
     setups: list[tuple], config, steps: int, device: str, batches: tuple[int, ...] = (64,), slots: int = 64
 ) -> dict:
     """Two setups, each (talker, TalkerRunner kernel flags[, the mode's extras set on the runner: runner_paths]),
-    stepped eagerly over the same prompts and slots (step i the first `batches[i % len(batches)]` of `slots`): changes
-    that only move or fuse work without reordering a sum must give the same codes, caches and hidden state, bit for
-    bit."""
+    stepped eagerly over the same prompts and slots (step i the first `batches[i % len(batches)]` of `slots`, at least
+    one step at each): changes that only move or fuse work without reordering a sum must give the same codes, caches
+    and hidden state, bit for bit."""
+    steps = max(steps, len(batches))
     max_len = PROMPT_LEN + steps + 8
     runners = []
     for talker, flags, *extras in setups:
@@ -144,10 +145,12 @@ def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
 
 def compare_programmatic_launch(talker, flags: dict, config, steps: int, device: str, early_weights: bool) -> dict:
     """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`), then
-    through graphs captured without it (a runner each, one after the other, at 1, 5, 16 and 64 rows): the launch only
-    lets a kernel's programs be scheduled before the kernel ahead of it ends, so codes, caches, hidden state and slot
-    state must be equal to the bit. Leaves the switch as the mode has it."""
-    slots, max_len, batches = 64, PROMPT_LEN + steps + 8, (1, 5, 16, 64)
+    through graphs captured without it (a runner each, one after the other, steps at 1, 5, 16 and 64 rows in turn, at
+    least one at each): the launch only lets a kernel's programs be scheduled before the kernel ahead of it ends, so
+    codes, caches, hidden state and slot state must be equal to the bit. Leaves the switch as the mode has it."""
+    batches = (1, 5, 16, 64)
+    slots, steps = 64, max(steps, len(batches))
+    max_len = PROMPT_LEN + steps + 8
     runners, codes = [], []
     for on in (True, False):
         set_programmatic_launch(on, early_weights=on and early_weights)
