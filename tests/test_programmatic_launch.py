@@ -142,3 +142,20 @@ print("compiled")
 def test_the_kernels_wait_first_when_compiled_for_sm90_with_it(tmp_path):
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_the_chain_benchmark_runs_the_same_values_in_every_setting(switch):
+    """tools/bench_pdl.py's chains (timed on a GPU): each runs its launches on one row and gives the same output
+    whatever the setting (here early weights on and off: the interpreter runs no wait); an unknown chain is refused."""
+    bench = load_tool("bench_pdl")
+    for kind in ("norms", "norms+gemms"):
+        run = bench.make_chain(kind, 6, 64, 2, "cpu", torch.float32)
+        outputs = []
+        for _, early in bench.SETTINGS.values():
+            switch(False, early_weights=early)
+            outputs.append(run())
+        assert outputs[0].shape == (1, 64) and all(torch.equal(o, outputs[0]) for o in outputs), kind
+    assert not torch.equal(bench.make_chain("norms", 6, 64, 2, "cpu", torch.float32)(),
+                           bench.make_chain("norms+gemms", 6, 64, 2, "cpu", torch.float32)())  # fmt: skip
+    with pytest.raises(ValueError, match="unknown chain"):
+        bench.make_chain("gemms", 6, 64, 2, "cpu", torch.float32)

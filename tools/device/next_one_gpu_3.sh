@@ -15,9 +15,15 @@
 # Prediction against +pdl: 1 row -3 to -10% (the GEMMs are 63% of a 1-row step's kernels, run 168), 16 and 32 rows
 # -1 to -5%, 512 within 1%. Rule: on (with +pdl on) if its checks are equal, 1 and 16 rows >= 1% faster than +pdl in
 # both orders and nothing > 0.5% slower than +pdl in both.
+# First tools/bench_pdl.py (seconds): chains of 200 one-row kernels in a graph with the launch off, on, and on with
+# early weights. Prediction: norms ~2 us a kernel off, 20-50% less on; norms+gemms 10-30% less on, early weights
+# 5-20% less again; outputs equal everywhere. If "on" equals "off" there, the attribute is not reaching the graph and
+# the step A/B below will show nothing. Decides nothing by itself.
 source tools/device/setup.sh
 stamp start
 nvidia-smi --query-gpu=driver_version,compute_cap --format=csv,noheader
+python3 tools/bench_pdl.py --kernels 200 --out $OUT/pdl.json 2>&1 | cut -c1-200
+stamp chains
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
 talker_order 1.7B 1,16,32,512 "$M,$M+pdl,$M+pdl+early-weights" ab1
 talker_order 1.7B 1,16,32,512 "$M+pdl+early-weights,$M+pdl,$M" ab2
