@@ -1,4 +1,4 @@
-# One-GPU call (nvidia-h200, ~9 minutes), any time: where a 1-, 16- and 32-row 1.7B step's time goes with session
+# One-GPU call (nvidia-h200, ~9 minutes), any time: (run last, see below) where a 1-, 16- and 32-row 1.7B step's time goes with session
 # 42's defaults, kernel by kernel from graph replays (bench_talker_step --profile-replays), as run 168 did with
 # session 41's; then the draw kernel by warps a row and top-k search (tools/bench_draw.py); then the radix select
 # A/B'd in the step.
@@ -21,13 +21,15 @@
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
-python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 1,16,32 --max-len 512 --check-steps 2 \
-    --iters 20 --profile-replays 1,16,32 --json $OUT/talker_profile.json > $OUT/profile.txt 2>&1
-grep -E "Traceback|rror" $OUT/profile.txt | cut -c1-300
-grep -E "replays at|batch [0-9]+:" $OUT/profile.txt | cut -c1-220
-stamp profile
+# The order (session 43): the draw and the A/B first, the profile last, so a call cut at its time limit loses only the
+# profile (the whole call was ~9 minutes against a 590 s limit).
 python3 tools/bench_draw.py --rows 1 16 32 --num-warps default 1 2 4 --top-k-search bisection radix \
     --out $OUT/draw.json 2>&1 | cut -c1-200
 stamp draw
 talker_order 1.7B 16,32 "$M,$M+radix-top-k" radix1
 talker_order 1.7B 16,32 "$M+radix-top-k,$M" radix2
+python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 1,16,32 --max-len 512 --check-steps 2 \
+    --iters 20 --profile-replays 1,16,32 --json $OUT/talker_profile.json > $OUT/profile.txt 2>&1
+grep -E "Traceback|rror" $OUT/profile.txt | cut -c1-300
+grep -E "replays at|batch [0-9]+:" $OUT/profile.txt | cut -c1-220
+stamp profile
