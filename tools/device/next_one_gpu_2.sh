@@ -1,7 +1,7 @@
-# One-GPU call (nvidia-h200, ~9 minutes), any time: (run last, see below) where a 1-, 16- and 32-row 1.7B step's time goes with session
-# 42's defaults, kernel by kernel from graph replays (bench_talker_step --profile-replays), as run 168 did with
-# session 41's; then the draw kernel by warps a row and top-k search (tools/bench_draw.py); then the radix select
-# A/B'd in the step.
+# One-GPU call (nvidia-h200, ~9 minutes), any time: the draw kernel by warps a row and top-k search
+# (tools/bench_draw.py); then the radix select A/B'd in the step; last, where a 1-, 16- and 32-row 1.7B step's time
+# goes with today's defaults, kernel by kernel from graph replays (bench_talker_step --profile-replays), as run 168
+# did with session 41's.
 # Why: run 168 found the 16-row step's 16 embedding lookups at 279 us (6.4% of its kernels) and the predictor's 15
 # sampled draws at 189 us; session 42 changed the lookups (runs 169-170), not the draws. The next change should come
 # from the new split.
