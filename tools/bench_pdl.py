@@ -1,12 +1,12 @@
 """Programmatic dependent launch on chains of short kernels in a CUDA graph (needs an sm_90 GPU).
 
 Isolates what kernels/programmatic_launch.py can give from the rest of a talker step: one row of the 1.7B talker's
-width through a chain of --kernels launches, replayed from a CUDA graph captured with the launch off, on, and on with
-the GEMMs' early weights. Two chains: `norms` (add_rms_norm after add_rms_norm: the smallest kernels a step has) and
-`norms+gemms` (add_rms_norm then the skinny row kernel on a [hidden, hidden] weight, in turn; --weights distinct
-weights, so most GEMMs stream theirs from HBM as a step's do). Prints microseconds per replay and per kernel and
-whether each setting's output equals the chain's without the launch, bit for bit. If "on" is no faster than "off",
-the launch attribute did not reach the graph (or the driver ignores it).
+width through a chain of --kernels launches, --iters chains a CUDA graph (bench_decode_attention.time_us), captured
+with the launch off, on, and on with the GEMMs' early weights. Two chains: `norms` (add_rms_norm after add_rms_norm:
+the smallest kernels a step has) and `norms+gemms` (add_rms_norm then the skinny row kernel on a [hidden, hidden]
+weight, in turn; --weights distinct weights, so most GEMMs stream theirs from HBM as a step's do). Prints
+microseconds per chain and per kernel and whether each setting's output equals the chain's without the launch, bit
+for bit. If "on" is no faster than "off", the launch attribute did not reach the graph (or the driver ignores it).
 
     PYTHONPATH=. python3 tools/bench_pdl.py --kernels 200 --out $OUT/pdl.json
 """
@@ -20,6 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_decode_attention import time_us  # noqa: E402
 from omni.kernels.programmatic_launch import set_programmatic_launch  # noqa: E402
 from omni.kernels.skinny_linear import row_launch_for, skinny_linear  # noqa: E402
 from omni.kernels.transformer_fused import add_rms_norm  # noqa: E402
@@ -51,25 +52,15 @@ def make_chain(kind: str, kernels: int, hidden: int, weights: int, device: str, 
 
 
 def time_chain(run, setting: tuple[bool, bool], iters: int) -> tuple[float, torch.Tensor]:
-    """Microseconds per replay of a graph of `run` captured with the launch `setting`, and its output."""
+    """Microseconds per run of the chain from a CUDA graph of `iters` runs captured with the launch `setting`
+    (bench_decode_attention.time_us), and the last run's output."""
+    outputs = []
     set_programmatic_launch(*setting)
     try:
-        for _ in range(2):  # compile and warm up outside the capture
-            run()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            out = run()
-        graph.replay()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            graph.replay()
-        end.record()
-        torch.cuda.synchronize()
+        us = time_us(lambda: outputs.append(run()), iters)
     finally:
         set_programmatic_launch(False)
-    return start.elapsed_time(end) * 1000.0 / iters, out.clone()
+    return us, outputs[-1].clone()
 
 
 def main() -> None:
@@ -83,7 +74,7 @@ def main() -> None:
     if not torch.cuda.is_available():
         raise SystemExit("bench_pdl.py needs a GPU")
     results = []
-    print("| chain | setting | us / replay | us / kernel | output = off's |")
+    print("| chain | setting | us / chain | us / kernel | output = off's |")
     print("|---|---|---|---|---|")
     for kind in ("norms", "norms+gemms"):
         run = make_chain(kind, args.kernels, args.hidden, args.weights, "cuda", torch.bfloat16)
@@ -94,7 +85,7 @@ def main() -> None:
             us, out = time_chain(run, setting, args.iters)
             want = out if want is None else want
             same = bool(torch.equal(out, want))
-            results.append(dict(chain=kind, setting=name, us_per_replay=round(us, 1),
+            results.append(dict(chain=kind, setting=name, us_per_chain=round(us, 1),
                                 us_per_kernel=round(us / args.kernels, 3), equal_to_off=same))  # fmt: skip
             print(f"| {kind} | {name} | {us:.1f} | {us / args.kernels:.3f} | {same} |", flush=True)
     if args.out:
