@@ -36,7 +36,7 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 from omni.kernels.programmatic_launch import early_weights, launch_options, wait_for_prior_kernels
-from omni.kernels.transformer_fused import silu_times
+from omni.kernels.transformer_fused import silu_mul_reference, silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
 KERNEL_MAX_ROWS = 128  # the most rows a call may take through the kernels (the dot kernel pads to a power of 2)
@@ -319,7 +319,7 @@ def skinny_linear(
         raise ValueError(f"with silu_gate x must be [..., 2 x {weight.shape[-1]}] (gate, up), got {tuple(x.shape)}")
     rows = x.numel() // width if width else 0
     if rows == 0 or rows > max_rows:
-        return F.linear(F.silu(x[..., :k]) * x[..., k:] if silu_gate else x, weight, bias)
+        return F.linear(silu_mul_reference(x[..., :k], x[..., k:]) if silu_gate else x, weight, bias)
     if weight.dim() != 2 or weight.shape[1] != k or not weight.is_contiguous():
         raise ValueError(f"weight must be a contiguous [N, {k}] matrix, got {tuple(weight.shape)}")
     if x.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
