@@ -1,0 +1,80 @@
+"""tools/compare_kernel_code.py: the sm_90 SASS of the talker step's kernels from two trees of kernels/, compared on
+the CPU (the Triton wheel's ptxas and nvdisasm)."""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # the step below runs its kernels on the CPU; the tool unsets it
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.tool_modules import TOOLS, load_tool
+
+ROOT = TOOLS.parent
+tool = load_tool("compare_kernel_code")
+ROW = "_skinny_linear_kernel HAS_BIAS=False BLOCK_N=4 BLOCK_K=1024 num_warps=2"
+NORM = "_rms_norm_kernel BLOCK=1024"
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory):
+    """A copy of this tree's kernels/, and one whose weight chunks are masked one column too far (k <= K)."""
+    trees = {}
+    for name, planted in (("copy", False), ("planted", True)):
+        root = tmp_path_factory.mktemp(name)
+        shutil.copytree(ROOT / "kernels", root / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+        if planted:
+            source = root / "kernels" / "skinny_linear.py"
+            text = source.read_text()
+            assert text.count("    k_ok = k < K\n") == 1
+            source.write_text(text.replace("    k_ok = k < K\n", "    k_ok = k <= K\n"))
+        trees[name] = str(root)
+    return trees
+
+
+def test_a_tree_against_its_copy_is_the_same_code(trees):
+    rows = tool.compare(trees["copy"], str(ROOT), only=ROW) + tool.compare(trees["copy"], str(ROOT), only=NORM)
+    assert len(rows) == 2 and ROW in rows[0]["case"] and NORM in rows[1]["case"], rows
+    assert all(row["verdict"] == "same" and row["base"] == row["new"] > 100 for row in rows), rows
+
+
+def test_a_changed_kernel_differs_and_the_others_do_not(trees):
+    (row,) = tool.compare(str(ROOT), trees["planted"], only=ROW)
+    assert row["verdict"] == "differs", row
+    (norm,) = tool.compare(str(ROOT), trees["planted"], only=NORM)
+    assert norm["verdict"] == "same", norm
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "compare_kernel_code.py"), "--base", str(ROOT), "--new",
+         trees["planted"], "--only", ROW, "--check"], capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1 and "differs" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_a_git_revision_is_a_base():
+    """HEAD's kernels/ (git archive) against the working tree: compiles both sides (a change not yet committed may make
+    it differ, so only that both compiled is asserted)."""
+    (row,) = tool.compare("HEAD", str(ROOT), only=NORM)
+    assert row["verdict"] in ("same", "registers", "reordered", "differs") and row["base"] > 100, row
+
+
+def test_the_verdicts():
+    base = ["IMAD R1, R2, R3, RZ", "LDG.E R4, desc[UR4][R2.64]", "FADD R5, R4.reuse, R1"]
+    assert tool.verdict(base, list(base)) == "same"
+    assert tool.verdict(base, ["IMAD R7, R2, R3, RZ", "LDG.E R4, desc[UR6][R2.64]", "FADD R5, R4.reuse, R7"]) == (
+        "registers"
+    )
+    assert tool.verdict(base, [base[1], base[0], "FADD R5, R4, R1"]) == "reordered"
+    assert tool.verdict(base, base[:2] + ["FMUL R5, R4, R1"]) == "differs"
+    assert tool.verdict(base, base + ["NOP"]) == "differs"
+
+
+def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
+    """The tiny talker as the service builds it on a GPU: every Triton kernel its decode step launches has a case."""
+    from tests.test_programmatic_launch import step_launches
+
+    runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
+    launched = {name for name, _, _ in step_launches(runner, False, monkeypatch)}
+    assert len(launched) >= 8 and launched <= {case.kernel for case in tool.CASES}, launched

@@ -1,0 +1,226 @@
+"""Whether a change to the kernels changed the machine code of the launches the talker's step makes today, found on
+the CPU: every case below (the 1.7B step's kernels at the launches their launchers choose, programmatic launch off) is
+compiled for sm_90 (H100/H200) from two trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS
+listings compared (nvdisasm, from the same wheel).
+
+    python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
+
+--base is a git revision (its kernels/ taken with git archive) or a directory holding a kernels tree; --new the same,
+the working tree by default. A case is "same" (identical SASS), "registers" (identical but for register numbers),
+"reordered" (the same instructions, registers aside, in another order) or "differs" (other instructions; the
+instruction counts say how far). With --check the exit status is 1 if any case differs or fails to compile. A
+parameter or constexpr one tree's kernel lacks is left out on that side (a new option at its off value).
+
+Why: session 43 restructured the GEMM kernels for options that are off by default and left their default launches
+with up to 34% more SASS instructions, which only a GPU timing would otherwise have shown.
+"""
+
+import argparse
+import inspect
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OFF = {"PDL": False, "EARLY_WEIGHTS": False, "SILU_GATE": False, "RADIX": False}  # options off by default
+
+
+@dataclass
+class Case:
+    module: str  # omni.kernels.<module>
+    kernel: str
+    constexprs: dict
+    options: dict = field(default_factory=dict)  # num_warps, num_stages
+    types: dict = field(default_factory=dict)  # pointer and scalar types other than *bf16 and i32
+
+    @property
+    def name(self) -> str:
+        launch = " ".join(f"{k}={v}" for k, v in {**self.constexprs, **self.options}.items())
+        return f"{self.kernel} {launch}"
+
+
+ROW = "_skinny_linear_kernel"
+DOT = "_skinny_linear_dot_kernel"
+FP32 = {"eps": "fp32", "q_eps": "fp32", "k_eps": "fp32", "scale": "fp32"}
+IDS = {"slots_ptr": "*i64", "positions_ptr": "*i64", "lengths_ptr": "*i32"}
+DRAW = {
+    "logits_ptr": "*bf16", "index_ptr": "*i64", "do_sample_ptr": "*i1", "temperature_ptr": "*fp32",
+    "top_k_ptr": "*i64", "top_p_ptr": "*fp32", "seed_ptr": "*i64", "counter_ptr": "*i64", "out_ptr": "*i64",
+}  # fmt: skip
+DRAW_TALKER = {
+    **DRAW, "slots_ptr": "*i64", "generated_ptr": "*i64", "seen_ptr": "*i1", "penalty_ptr": "*fp32",
+    "min_new_ptr": "*i64", "max_new_ptr": "*i64", "suppressed_ptr": "*i1", "ids_ptr": "*i64", "pending_ptr": "*i64",
+    "drawn_ptr": "*i64", "finished_ptr": "*i1", "finished_rows_ptr": "*i1",
+}  # fmt: skip
+
+# The 1.7B step (hidden 2048, 16 query and 8 K/V heads of 128, MLP 6144; predictor hidden 1024, MLP 3072; vocabularies
+# 3072 and 2048) at its launchers' choices: skinny_linear's LAUNCH and row_launch_for's two at one row, dot_launch_for's
+# at 16 and 32 rows padded (tl.dot's least is 16), split-K on the down projections.
+CASES = [
+    *[Case("skinny_linear", ROW, {"HAS_BIAS": bias, "BLOCK_N": n, "BLOCK_K": k}, {"num_warps": w})
+      for bias in (False, True) for n, k, w in ((4, 1024, 2), (4, 2048, 4), (2, 1024, 1))],
+    *[Case("skinny_linear", DOT, {"HAS_BIAS": False, "ROWS_PAD": rows, "BLOCK_N": n, "BLOCK_K": k, "SPLIT_K": split,
+                                  "DOT_FP32": False}, {"num_warps": 4, "num_stages": stages},
+           {"part_ptr": "*fp32", "ticket_ptr": "*i32"})
+      for rows in (16, 32) for n, k, stages, split in ((16, 512, 3, 1), (32, 256, 4, 1), (64, 128, 4, 1),
+                                                       (64, 256, 4, 1), (32, 128, 4, 4))],
+    *[Case("transformer_fused", "_rms_norm_kernel", {"BLOCK": n}, {"num_warps": 4}, FP32) for n in (2048, 1024)],
+    *[Case("transformer_fused", "_add_rms_norm_kernel", {"HAS_SCALE": scale, "BLOCK": n}, {"num_warps": 4}, FP32)
+      for scale in (False, True) for n in (2048, 1024)],
+    Case("transformer_fused", "_rms_norm_rope_kernel", {"HALF": 64, "HEADS_PAD": 16, "HALF_PAD": 64, "NORM": True},
+         {}, {**FP32, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}),
+    Case("transformer_fused", "_silu_mul_kernel", {"BLOCK": 1024}),
+    Case("kv_write", "_write_kv_kernel", {"N": 1024, "BLOCK": 1024}, {}, IDS),
+    Case("kv_write", "_norm_rope_write_kernel", {"HEADS": 16, "KV_HEADS": 8, "HALF": 64, "HEADS_PAD": 16,
+                                                 "KV_HEADS_PAD": 8, "HALF_PAD": 64, "V_BLOCK": 1024}, {},
+         {**FP32, **IDS, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}),
+    *[Case("decode_attention", "_decode_attention_kernel", {"GROUP": 2, "GROUP_PAD": 16, "DIM": 128, "DIM_PAD": 128,
+                                                            "BLOCK_N": n, "PRECISION": "ieee", "DOT_FP32": False},
+           {"num_warps": w, "num_stages": s}, {**FP32, **IDS}) for n, w, s in ((64, 4, 3), (16, 1, 2))],
+    *[Case("sampling", "_draw_kernel", {"INDEXED": indexed, "BLOCK": 2048, "LIBDEVICE": True}, {"num_warps": 8}, DRAW)
+      for indexed in (False, True)],
+    Case("sampling", "_draw_talker_kernel", {"DRAWS_PER_FRAME": 16, "BLOCK": 4096, "LIBDEVICE": True},
+         {"num_warps": 8}, DRAW_TALKER),
+]  # fmt: skip
+
+
+def signature(params: list[str], case: Case) -> tuple[dict, dict]:
+    """The kernel's signature and constexprs for `case`: its constexprs and the off options the kernel has."""
+    constexprs = {k: v for k, v in {**OFF, **case.constexprs}.items() if k in params}
+    types = {p: "constexpr" if p in constexprs else case.types.get(p, "*bf16" if p.endswith("_ptr") else "i32")
+             for p in params}  # fmt: skip
+    return types, constexprs
+
+
+def compile_cases(out: Path, only: str | None) -> None:
+    """In a process whose omni.kernels is the tree under test: each case's cubin to out/<index>.cubin, and failures
+    (a kernel the tree lacks, a compile error) to out/failed.json."""
+    import importlib
+
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, compile
+
+    failed = {}
+    for index, case in enumerate(CASES):
+        if only and only not in case.name:
+            continue
+        try:
+            fn = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
+            types, constexprs = signature(list(inspect.signature(fn.fn).parameters), case)
+            compiled = compile(ASTSource(fn, types, constexprs), target=GPUTarget("cuda", 90, 32), options=case.options)
+            (out / f"{index}.cubin").write_bytes(compiled.asm["cubin"])
+        except Exception as error:  # reported per case; the other cases still compile
+            failed[index] = f"{type(error).__name__}: {str(error)[:300]}"
+    (out / "failed.json").write_text(json.dumps(failed))
+
+
+def kernels_tree(source: str, into: Path) -> Path:
+    """A directory holding a package `omni` whose `kernels` is `source`'s kernels/ (a directory, or a git revision of
+    this repository) and whose other subpackages are this tree's; returns it, for PYTHONPATH."""
+    package = into / "omni"
+    package.mkdir(parents=True)
+    # Everything but kernels from this tree: omni.kernels.sampling reads omni.talker.sampling's constants.
+    (package / "__init__.py").write_text(f"__path__.append({str(ROOT / 'omni')!r})\n")
+    if Path(source).is_dir():
+        (package / "kernels").symlink_to(Path(source).resolve() / "kernels")
+    else:
+        git = ["git", "-C", str(ROOT), "archive", source, "kernels"]
+        archive = subprocess.run(git, capture_output=True, check=True)
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(package, filter="data")
+    return into
+
+
+def compile_tree(source: str, work: Path, only: str | None) -> Path:
+    out = work / "cubins"
+    out.mkdir(parents=True)
+    path = kernels_tree(source, work / "tree")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # the interpreter compiles nothing
+    env |= {"PYTHONPATH": str(path), "TRITON_CACHE_DIR": str(work / "cache")}
+    args = [sys.executable, __file__, "--compile-into", str(out)] + (["--only", only] if only else [])
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
+    if done.returncode:
+        raise SystemExit(f"compiling {source} failed:\n{done.stderr[-3000:]}")
+    return out
+
+
+def sass(cubin: Path) -> list[str]:
+    """The cubin's instructions, one a line, without addresses, encodings or comments."""
+    import triton
+
+    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
+    listing = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+    lines = [re.sub(r"/\*[0-9a-f]+\*/", "", line).split(";")[0].strip() for line in listing.splitlines()]
+    return [" ".join(line.split()) for line in lines if line and not line.startswith((".", "//"))]
+
+
+def verdict(base: list[str], new: list[str]) -> str:
+    if base == new:
+        return "same"
+    registers = re.compile(r"\bU?R\d+\b|\bU?P\d+\b")
+    base, new = [registers.sub("R", line) for line in base], [registers.sub("R", line) for line in new]
+    if base == new:
+        return "registers"
+    # Operand-reuse flags follow the schedule, so they are set aside when the order differs.
+    base, new = sorted(line.replace(".reuse", "") for line in base), sorted(line.replace(".reuse", "") for line in new)
+    return "reordered" if base == new else "differs"
+
+
+def compare(base: str, new: str, only: str | None = None) -> list[dict]:
+    """Every case's SASS instruction counts in `base` and `new` and its verdict (or why a side failed)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        sides = {side: compile_tree(source, Path(tmp) / side, only) for side, source in (("base", base), ("new", new))}
+        failed = {side: json.loads((out / "failed.json").read_text()) for side, out in sides.items()}
+        rows = []
+        for index, case in enumerate(CASES):
+            if only and only not in case.name:
+                continue
+            row = {"case": case.name}
+            errors = {side: failed[side][str(index)] for side in sides if str(index) in failed[side]}
+            if errors:
+                rows.append(row | {"verdict": "failed", "errors": errors})
+                continue
+            code = {side: sass(out / f"{index}.cubin") for side, out in sides.items()}
+            rows.append(row | {"base": len(code["base"]), "new": len(code["new"]),
+                               "verdict": verdict(code["base"], code["new"])})  # fmt: skip
+        return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--base", help="git revision or directory holding kernels/")
+    parser.add_argument("--new", default=str(ROOT), help="git revision or directory holding kernels/ (this tree)")
+    parser.add_argument("--only", help="only the cases whose name contains this (e.g. a kernel's name)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if any case differs or failed")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--compile-into", type=Path, help=argparse.SUPPRESS)  # the child process's job
+    args = parser.parse_args()
+    if args.compile_into:
+        compile_cases(args.compile_into, args.only)
+        return
+    if not args.base:
+        parser.error("--base is required")
+    rows = compare(args.base, args.new, args.only)
+    print(f"{'SASS instructions':>24}  base → new  verdict   case")
+    for row in rows:
+        counts = f"{row['base']:>6} → {row['new']:<6}" if "base" in row else f"{'':>15}"
+        print(f"{'':>20}{counts} {row['verdict']:<9} {row['case']}")
+        for side, error in row.get("errors", {}).items():
+            print(f"{'':>36}{side}: {error}")
+    tally = {v: sum(r["verdict"] == v for r in rows) for v in ("same", "registers", "reordered", "differs", "failed")}
+    print(" ".join(f"{v}: {n}" for v, n in tally.items()))
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    if args.check and (tally["differs"] or tally["failed"]):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
