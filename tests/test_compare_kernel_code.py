@@ -39,6 +39,7 @@ def test_a_tree_against_its_copy_is_the_same_code(trees):
     rows = tool.compare(trees["copy"], str(ROOT), only=ROW) + tool.compare(trees["copy"], str(ROOT), only=NORM)
     assert len(rows) == 2 and ROW in rows[0]["case"] and NORM in rows[1]["case"], rows
     assert all(row["verdict"] == "same" and row["base"] == row["new"] > 100 for row in rows), rows
+    assert all(row["registers"][0] == row["registers"][1] > 16 and row["spills"] == [0, 0] for row in rows), rows
 
 
 def test_a_changed_kernel_differs_and_the_others_do_not(trees):
@@ -69,6 +70,7 @@ def test_the_verdicts():
     assert tool.verdict(base, [base[1], base[0], "FADD R5, R4, R1"]) == "reordered"
     assert tool.verdict(base, base[:2] + ["FMUL R5, R4, R1"]) == "differs"
     assert tool.verdict(base, base + ["NOP"]) == "differs"
+    assert tool.spills(base + ["STL [R1+0x8], R4", "@P0 LDL.64 R2, [R1]", "@!P1 LDG.E R3, desc[UR4][R2.64]"]) == 2
 
 
 def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):

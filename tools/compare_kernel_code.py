@@ -138,27 +138,47 @@ def kernels_tree(source: str, into: Path) -> Path:
     return into
 
 
-def compile_tree(source: str, work: Path, only: str | None) -> Path:
+def compile_tree(source: str, work: Path, only: str | None, python: str = sys.executable) -> Path:
     out = work / "cubins"
     out.mkdir(parents=True)
     path = kernels_tree(source, work / "tree")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # the interpreter compiles nothing
     env |= {"PYTHONPATH": str(path), "TRITON_CACHE_DIR": str(work / "cache")}
-    args = [sys.executable, __file__, "--compile-into", str(out)] + (["--only", only] if only else [])
+    args = [python, __file__, "--compile-into", str(out)] + (["--only", only] if only else [])
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode:
         raise SystemExit(f"compiling {source} failed:\n{done.stderr[-3000:]}")
     return out
 
 
-def sass(cubin: Path) -> list[str]:
-    """The cubin's instructions, one a line, without addresses, encodings or comments."""
+def toolchain(name: str) -> str:
+    """A CUDA binary tool the Triton wheel carries (nvdisasm, cuobjdump)."""
     import triton
 
-    nvdisasm = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "nvdisasm"
-    listing = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
+
+
+def sass(cubin: Path) -> list[str]:
+    """The cubin's instructions, one a line, without addresses, encodings or comments."""
+    listing = subprocess.run(
+        [toolchain("nvdisasm"), "-c", str(cubin)], capture_output=True, text=True, check=True
+    ).stdout
     lines = [re.sub(r"/\*[0-9a-f]+\*/", "", line).split(";")[0].strip() for line in listing.splitlines()]
     return [" ".join(line.split()) for line in lines if line and not line.startswith((".", "//"))]
+
+
+def registers(cubin: Path) -> int:
+    """Registers a thread of the kernel holds (cuobjdump's resource usage): past 255 ptxas spills to local memory."""
+    usage = subprocess.run(
+        [toolchain("cuobjdump"), "--dump-resource-usage", str(cubin)], capture_output=True, text=True
+    )
+    return int(re.search(r"REG:(\d+)", usage.stdout).group(1))
+
+
+def spills(code: list[str]) -> int:
+    """Local-memory loads and stores in the code: register spills (the step's kernels keep no local arrays)."""
+    opcodes = (line.split()[1 if line.startswith("@") else 0] for line in code)  # past a predicate
+    return sum(opcode.split(".")[0] in ("LDL", "STL") for opcode in opcodes)
 
 
 def verdict(base: list[str], new: list[str]) -> str:
@@ -173,10 +193,14 @@ def verdict(base: list[str], new: list[str]) -> str:
     return "reordered" if base == new else "differs"
 
 
-def compare(base: str, new: str, only: str | None = None) -> list[dict]:
-    """Every case's SASS instruction counts in `base` and `new` and its verdict (or why a side failed)."""
+def compare(base: str, new: str, only: str | None = None, python: str = sys.executable) -> list[dict]:
+    """Every case's SASS instruction counts, registers and spills in `base` and `new` and its verdict (or why a side
+    failed), compiled by `python`'s Triton."""
     with tempfile.TemporaryDirectory() as tmp:
-        sides = {side: compile_tree(source, Path(tmp) / side, only) for side, source in (("base", base), ("new", new))}
+        sides = {
+            side: compile_tree(source, Path(tmp) / side, only, python)
+            for side, source in (("base", base), ("new", new))
+        }
         failed = {side: json.loads((out / "failed.json").read_text()) for side, out in sides.items()}
         rows = []
         for index, case in enumerate(CASES):
@@ -188,8 +212,11 @@ def compare(base: str, new: str, only: str | None = None) -> list[dict]:
                 rows.append(row | {"verdict": "failed", "errors": errors})
                 continue
             code = {side: sass(out / f"{index}.cubin") for side, out in sides.items()}
-            rows.append(row | {"base": len(code["base"]), "new": len(code["new"]),
-                               "verdict": verdict(code["base"], code["new"])})  # fmt: skip
+            rows.append(row | {
+                "base": len(code["base"]), "new": len(code["new"]),
+                "registers": [registers(out / f"{index}.cubin") for out in sides.values()],
+                "spills": [spills(code[side]) for side in sides], "verdict": verdict(code["base"], code["new"]),
+            })  # fmt: skip
         return rows
 
 
@@ -200,6 +227,9 @@ def main() -> None:
     parser.add_argument("--only", help="only the cases whose name contains this (e.g. a kernel's name)")
     parser.add_argument("--check", action="store_true", help="exit 1 if any case differs or failed")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--python", default=sys.executable, help="the interpreter whose Triton compiles (the GPU's version)"
+    )
     parser.add_argument("--compile-into", type=Path, help=argparse.SUPPRESS)  # the child process's job
     args = parser.parse_args()
     if args.compile_into:
@@ -207,13 +237,17 @@ def main() -> None:
         return
     if not args.base:
         parser.error("--base is required")
-    rows = compare(args.base, args.new, args.only)
-    print(f"{'SASS instructions':>24}  base → new  verdict   case")
+    rows = compare(args.base, args.new, args.only, args.python)
+    print("SASS instructions, registers and spill loads/stores, base → new; verdict; case")
     for row in rows:
-        counts = f"{row['base']:>6} → {row['new']:<6}" if "base" in row else f"{'':>15}"
-        print(f"{'':>20}{counts} {row['verdict']:<9} {row['case']}")
+        if "base" in row:
+            (rb, rn), (sb, sn) = row["registers"], row["spills"]
+            sizes = f"{row['base']:>6} → {row['new']:<6} {rb:>3} → {rn:<3} {sb:>3} → {sn:<3}"
+            print(f"{sizes} {row['verdict']:<9} {row['case']}")
+        else:
+            print(f"{'':>35}{row['verdict']:<9} {row['case']}")
         for side, error in row.get("errors", {}).items():
-            print(f"{'':>36}{side}: {error}")
+            print(f"{'':>45}{side}: {error}")
     tally = {v: sum(r["verdict"] == v for r in rows) for v in ("same", "registers", "reordered", "differs", "failed")}
     print(" ".join(f"{v}: {n}" for v, n in tally.items()))
     if args.json:
