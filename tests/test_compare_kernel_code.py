@@ -80,3 +80,15 @@ def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
     runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
     launched = {name for name, _, _ in step_launches(runner, False, monkeypatch)}
     assert len(launched) >= 8 and launched <= {case.kernel for case in tool.CASES}, launched
+
+
+def test_a_case_is_specialized_as_the_launcher_specializes_it():
+    """Pointers and integers that are multiples of 16 are marked divisible by 16, an integer of 1 becomes a constant,
+    the off options a kernel has are constants and those it lacks are left out."""
+    case = tool.Case("m", "k", {"BLOCK": 8}, types={"eps": "fp32"}, values={"T": 1, "rows": 12})
+    params = ["x_ptr", "T", "n", "rows", "eps", "BLOCK", "PDL"]
+    types, constexprs, attrs = tool.signature(params, case)
+    assert constexprs == {"BLOCK": 8, "T": 1, "PDL": False}
+    assert types == {"x_ptr": "*bf16", "T": "constexpr", "n": "i32", "rows": "i32", "eps": "fp32",
+                     "BLOCK": "constexpr", "PDL": "constexpr"}  # fmt: skip
+    assert attrs == {(0,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}

@@ -11,8 +11,14 @@ the working tree by default. A case is "same" (identical SASS), "registers" (ide
 instruction counts say how far). With --check the exit status is 1 if any case differs or fails to compile. A
 parameter or constexpr one tree's kernel lacks is left out on that side (a new option at its off value).
 
+Each launch is specialized as Triton's launcher specializes it (pointers and multiples of 16 marked divisible by 16,
+arguments of 1 made constants): compiled without the marks the loads neither vectorize nor pipeline, and the code
+(registers, spills) is another. --python names an interpreter whose Triton compiles, e.g. one with the GPU's version
+(3.6.0 on the lent H200s; this machine's venv has 3.7.1).
+
 Why: session 43 restructured the GEMM kernels for options that are off by default and left their default launches
-with up to 34% more SASS instructions, which only a GPU timing would otherwise have shown.
+with other code (up to 19% more SASS instructions with Triton 3.6.0), which only a GPU timing would otherwise have
+shown.
 """
 
 import argparse
@@ -39,6 +45,7 @@ class Case:
     constexprs: dict
     options: dict = field(default_factory=dict)  # num_warps, num_stages
     types: dict = field(default_factory=dict)  # pointer and scalar types other than *bf16 and i32
+    values: dict = field(default_factory=dict)  # integer arguments that are not multiples of 16 at this launch
 
     @property
     def name(self) -> str:
@@ -60,6 +67,8 @@ DRAW_TALKER = {
     "drawn_ptr": "*i64", "finished_ptr": "*i1", "finished_rows_ptr": "*i1",
 }  # fmt: skip
 
+ONE_POSITION = {"T": 1, "pos_stride_b": 1, "pos_stride_t": 1}  # a decode step's positions [B, 1]
+
 # The 1.7B step (hidden 2048, 16 query and 8 K/V heads of 128, MLP 6144; predictor hidden 1024, MLP 3072; vocabularies
 # 3072 and 2048) at its launchers' choices: skinny_linear's LAUNCH and row_launch_for's two at one row, dot_launch_for's
 # at 16 and 32 rows padded (tl.dot's least is 16), split-K on the down projections.
@@ -77,26 +86,32 @@ CASES = [
     Case("transformer_fused", "_rms_norm_rope_kernel", {"HALF": 64, "HEADS_PAD": 16, "HALF_PAD": 64, "NORM": True},
          {}, {**FP32, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}),
     Case("transformer_fused", "_silu_mul_kernel", {"BLOCK": 1024}),
-    Case("kv_write", "_write_kv_kernel", {"N": 1024, "BLOCK": 1024}, {}, IDS),
+    Case("kv_write", "_write_kv_kernel", {"N": 1024, "BLOCK": 1024}, {}, IDS, ONE_POSITION),
     Case("kv_write", "_norm_rope_write_kernel", {"HEADS": 16, "KV_HEADS": 8, "HALF": 64, "HEADS_PAD": 16,
                                                  "KV_HEADS_PAD": 8, "HALF_PAD": 64, "V_BLOCK": 1024}, {},
-         {**FP32, **IDS, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}),
+         {**FP32, **IDS, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}, ONE_POSITION),
     *[Case("decode_attention", "_decode_attention_kernel", {"GROUP": 2, "GROUP_PAD": 16, "DIM": 128, "DIM_PAD": 128,
                                                             "BLOCK_N": n, "PRECISION": "ieee", "DOT_FP32": False},
            {"num_warps": w, "num_stages": s}, {**FP32, **IDS}) for n, w, s in ((64, 4, 3), (16, 1, 2))],
-    *[Case("sampling", "_draw_kernel", {"INDEXED": indexed, "BLOCK": 2048, "LIBDEVICE": True}, {"num_warps": 8}, DRAW)
-      for indexed in (False, True)],
+    *[Case("sampling", "_draw_kernel", {"INDEXED": indexed, "BLOCK": 2048, "LIBDEVICE": True}, {"num_warps": 8}, DRAW,
+           {"counter_offset": 3, "out_stride": 1}) for indexed in (False, True)],
     Case("sampling", "_draw_talker_kernel", {"DRAWS_PER_FRAME": 16, "BLOCK": 4096, "LIBDEVICE": True},
-         {"num_warps": 8}, DRAW_TALKER),
+         {"num_warps": 8}, DRAW_TALKER, {"eos_id": 2150}),
 ]  # fmt: skip
 
 
-def signature(params: list[str], case: Case) -> tuple[dict, dict]:
-    """The kernel's signature and constexprs for `case`: its constexprs and the off options the kernel has."""
+def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
+    """The kernel's signature, constexprs and attributes for `case` as Triton's launcher specializes a launch: its
+    constexprs and the off options the kernel has; an integer argument of 1 a constexpr; pointers (PyTorch allocates
+    at 256 bytes) and the integers that are multiples of 16 (all but `case.values`) marked divisible by 16, which
+    lets loads vectorize and copy asynchronously (a launch compiled without the marks has other code)."""
     constexprs = {k: v for k, v in {**OFF, **case.constexprs}.items() if k in params}
+    constexprs |= {k: 1 for k, v in case.values.items() if v == 1 and k in params}
     types = {p: "constexpr" if p in constexprs else case.types.get(p, "*bf16" if p.endswith("_ptr") else "i32")
              for p in params}  # fmt: skip
-    return types, constexprs
+    divisible = [i for i, p in enumerate(params) if types[p].startswith("*") or (types[p] == "i32" and
+                 case.values.get(p, 16) % 16 == 0)]  # fmt: skip
+    return types, constexprs, {(i,): [["tt.divisibility", 16]] for i in divisible}
 
 
 def compile_cases(out: Path, only: str | None) -> None:
@@ -113,8 +128,9 @@ def compile_cases(out: Path, only: str | None) -> None:
             continue
         try:
             fn = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
-            types, constexprs = signature(list(inspect.signature(fn.fn).parameters), case)
-            compiled = compile(ASTSource(fn, types, constexprs), target=GPUTarget("cuda", 90, 32), options=case.options)
+            types, constexprs, attrs = signature(list(inspect.signature(fn.fn).parameters), case)
+            source = ASTSource(fn, types, constexprs, attrs)
+            compiled = compile(source, target=GPUTarget("cuda", 90, 32), options=case.options)
             (out / f"{index}.cubin").write_bytes(compiled.asm["cubin"])
         except Exception as error:  # reported per case; the other cases still compile
             failed[index] = f"{type(error).__name__}: {str(error)[:300]}"
