@@ -19,6 +19,9 @@
 # early weights. Prediction: norms ~2 us a kernel off, 20-50% less on; norms+gemms 10-30% less on, early weights
 # 5-20% less again; outputs equal everywhere. If "on" equals "off" there, the attribute is not reaching the graph and
 # the step A/B below will show nothing. Decides nothing by itself.
+# $M itself: its 16-row step should be run 170's (4.51-4.52 ms) within 1%: session 44 found
+# session 43's restructured GEMM kernels compiled to other code at their default launches, mended it, and checked
+# that every step kernel now compiles to run 170's code with the GPU's Triton (tools/compare_kernel_code.py).
 source tools/device/setup.sh
 stamp start
 nvidia-smi --query-gpu=driver_version,compute_cap --format=csv,noheader
