@@ -5,6 +5,7 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # the step below runs its kernels on the CPU; the tool unsets it
 
+import json
 import shutil
 import subprocess
 import sys
@@ -15,8 +16,15 @@ from tests.tool_modules import TOOLS, load_tool
 
 ROOT = TOOLS.parent
 tool = load_tool("compare_kernel_code")
+SNAPSHOT = ROOT / "kernels" / "timed_code.json"
 ROW = "_skinny_linear_kernel HAS_BIAS=False BLOCK_N=4 BLOCK_K=1024 num_warps=2"
 NORM = "_rms_norm_kernel BLOCK=1024"
+
+
+def triton_version() -> str:
+    import triton
+
+    return triton.__version__
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +71,42 @@ def test_a_git_revision_is_a_base():
 
 def test_the_verdicts():
     base = ["IMAD R1, R2, R3, RZ", "LDG.E R4, desc[UR4][R2.64]", "FADD R5, R4.reuse, R1"]
-    assert tool.verdict(base, list(base)) == "same"
-    assert tool.verdict(base, ["IMAD R7, R2, R3, RZ", "LDG.E R4, desc[UR6][R2.64]", "FADD R5, R4.reuse, R7"]) == (
-        "registers"
-    )
-    assert tool.verdict(base, [base[1], base[0], "FADD R5, R4, R1"]) == "reordered"
-    assert tool.verdict(base, base[:2] + ["FMUL R5, R4, R1"]) == "differs"
-    assert tool.verdict(base, base + ["NOP"]) == "differs"
+
+    def verdict(new: list[str]) -> str:
+        return tool.verdict(tool.digests(base), tool.digests(new))
+
+    assert verdict(list(base)) == "same"
+    assert verdict(["IMAD R7, R2, R3, RZ", "LDG.E R4, desc[UR6][R2.64]", "FADD R5, R4.reuse, R7"]) == "registers"
+    assert verdict([base[1], base[0], "FADD R5, R4, R1"]) == "reordered"
+    assert verdict(base[:2] + ["FMUL R5, R4, R1"]) == "differs"
+    assert verdict(base + ["NOP"]) == "differs"
     assert tool.spills(base + ["STL [R1+0x8], R4", "@P0 LDL.64 R2, [R1]", "@!P1 LDG.E R3, desc[UR4][R2.64]"]) == 2
+
+
+def test_a_snapshot_is_a_base(trees, tmp_path):
+    """A snapshot of a tree compares as the tree itself: the same against it, the planted tree differs from it."""
+    snapshot = tmp_path / "snapshot.json"
+    tool.snapshot(snapshot, trees["copy"], only=ROW)
+    saved = json.loads(snapshot.read_text())
+    assert saved["triton"] == triton_version()
+    assert list(saved["cases"]) == [case.name for case in tool.step_cases() if ROW in case.name]
+    (same,) = tool.compare(str(snapshot), str(ROOT), only=ROW)
+    (planted,) = tool.compare(str(snapshot), trees["planted"], only=ROW)
+    assert same["verdict"] == "same" and planted["verdict"] == "differs", (same, planted)
+
+
+def test_the_step_kernels_compile_to_the_snapshot_of_the_timed_code():
+    """kernels/timed_code.json holds the code of every case as last timed on a GPU (compiled by this machine's
+    Triton). A change to kernels/ that changes a default launch's code fails here: time it on a GPU first (or say why
+    not), then write the snapshot again: python tools/compare_kernel_code.py --write-snapshot kernels/timed_code.json"""
+    saved = json.loads(SNAPSHOT.read_text())
+    assert saved["triton"] == triton_version(), "the snapshot was compiled by another Triton: write it again"
+    names = [case.name for case in tool.step_cases()]
+    assert names == list(saved["cases"]), "the cases changed: write the snapshot again"
+    rows = tool.compare(str(SNAPSHOT), str(ROOT))
+    assert all(row["verdict"] == "same" for row in rows), [
+        (r["case"], r["verdict"]) for r in rows if r["verdict"] != "same"
+    ]
 
 
 def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
@@ -79,7 +115,7 @@ def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
 
     runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
     launched = {name for name, _, _ in step_launches(runner, False, monkeypatch)}
-    assert len(launched) >= 8 and launched <= {case.kernel for case in tool.CASES}, launched
+    assert len(launched) >= 8 and launched <= {case.kernel for case in tool.step_cases()}, launched
 
 
 def test_a_case_is_specialized_as_the_launcher_specializes_it():

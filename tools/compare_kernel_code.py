@@ -1,15 +1,21 @@
 """Whether a change to the kernels changed the machine code of the launches the talker's step makes today, found on
-the CPU: every case below (the 1.7B step's kernels at the launches their launchers choose, programmatic launch off) is
-compiled for sm_90 (H100/H200) from two trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS
-listings compared (nvdisasm, from the same wheel).
+the CPU: every launch of a 1.7B decode step with the talker service's default settings (`step_cases`: the GEMM
+launches `module_launch` gives the service-built talker's weights at 1 to 32 rows, the norms, the K/V writes, decode
+attention, the draws; options such as programmatic launch off) is compiled for sm_90 (H100/H200) from two trees of
+kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the same
+wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
+    python tools/compare_kernel_code.py --base kernels/timed_code.json --check
+    python tools/compare_kernel_code.py --write-snapshot kernels/timed_code.json --note "run N timed this code"
 
---base is a git revision (its kernels/ taken with git archive) or a directory holding a kernels tree; --new the same,
-the working tree by default. A case is "same" (identical SASS), "registers" (identical but for register numbers),
-"reordered" (the same instructions, registers aside, in another order) or "differs" (other instructions; the
-instruction counts say how far). With --check the exit status is 1 if any case differs or fails to compile. A
-parameter or constexpr one tree's kernel lacks is left out on that side (a new option at its off value).
+--base is a git revision (its kernels/ taken with git archive), a directory holding a kernels tree, or a snapshot
+.json; --new the same, the working tree by default. A case is "same" (identical SASS), "registers" (identical but for
+register numbers), "reordered" (the same instructions, registers aside, in another order) or "differs" (other
+instructions; the instruction counts say how far). With --check the exit status is 1 if any case differs or fails to
+compile. A parameter or constexpr one tree's kernel lacks is left out on that side (a new option at its off value).
+kernels/timed_code.json is the snapshot of the code last timed on a GPU; tests/test_compare_kernel_code.py fails when
+the tree's code leaves it.
 
 Each launch is specialized as Triton's launcher specializes it (pointers and multiples of 16 marked divisible by 16,
 arguments of 1 made constants): compiled without the marks the loads neither vectorize nor pipeline, and the code
@@ -17,11 +23,14 @@ arguments of 1 made constants): compiled without the marks the loads neither vec
 (3.6.0 on the lent H200s; this machine's venv has 3.7.1).
 
 Why: session 43 restructured the GEMM kernels for options that are off by default and left their default launches
-with other code (up to 19% more SASS instructions with Triton 3.6.0), which only a GPU timing would otherwise have
+with other code (up to 16% more SASS instructions with Triton 3.6.0), which only a GPU timing would otherwise have
 shown.
 """
 
 import argparse
+import dataclasses
+import functools
+import hashlib
 import inspect
 import io
 import json
@@ -35,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))  # bench_talker_step builds the talker as its benchmark does
 OFF = {"PDL": False, "EARLY_WEIGHTS": False, "SILU_GATE": False, "RADIX": False}  # options off by default
 
 
@@ -69,35 +79,80 @@ DRAW_TALKER = {
 
 ONE_POSITION = {"T": 1, "pos_stride_b": 1, "pos_stride_t": 1}  # a decode step's positions [B, 1]
 
-# The 1.7B step (hidden 2048, 16 query and 8 K/V heads of 128, MLP 6144; predictor hidden 1024, MLP 3072; vocabularies
-# 3072 and 2048) at its launchers' choices: skinny_linear's LAUNCH and row_launch_for's two at one row, dot_launch_for's
-# at 16 and 32 rows padded (tl.dot's least is 16), split-K on the down projections.
-CASES = [
-    *[Case("skinny_linear", ROW, {"HAS_BIAS": bias, "BLOCK_N": n, "BLOCK_K": k}, {"num_warps": w})
-      for bias in (False, True) for n, k, w in ((4, 1024, 2), (4, 2048, 4), (2, 1024, 1))],
-    *[Case("skinny_linear", DOT, {"HAS_BIAS": False, "ROWS_PAD": rows, "BLOCK_N": n, "BLOCK_K": k, "SPLIT_K": split,
-                                  "DOT_FP32": False}, {"num_warps": 4, "num_stages": stages},
-           {"part_ptr": "*fp32", "ticket_ptr": "*i32"})
-      for rows in (16, 32) for n, k, stages, split in ((16, 512, 3, 1), (32, 256, 4, 1), (64, 128, 4, 1),
-                                                       (64, 256, 4, 1), (32, 128, 4, 4))],
-    *[Case("transformer_fused", "_rms_norm_kernel", {"BLOCK": n}, {"num_warps": 4}, FP32) for n in (2048, 1024)],
-    *[Case("transformer_fused", "_add_rms_norm_kernel", {"HAS_SCALE": scale, "BLOCK": n}, {"num_warps": 4}, FP32)
-      for scale in (False, True) for n in (2048, 1024)],
-    Case("transformer_fused", "_rms_norm_rope_kernel", {"HALF": 64, "HEADS_PAD": 16, "HALF_PAD": 64, "NORM": True},
-         {}, {**FP32, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}),
-    Case("transformer_fused", "_silu_mul_kernel", {"BLOCK": 1024}),
-    Case("kv_write", "_write_kv_kernel", {"N": 1024, "BLOCK": 1024}, {}, IDS, ONE_POSITION),
-    Case("kv_write", "_norm_rope_write_kernel", {"HEADS": 16, "KV_HEADS": 8, "HALF": 64, "HEADS_PAD": 16,
-                                                 "KV_HEADS_PAD": 8, "HALF_PAD": 64, "V_BLOCK": 1024}, {},
-         {**FP32, **IDS, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}, ONE_POSITION),
-    *[Case("decode_attention", "_decode_attention_kernel", {"GROUP": 2, "GROUP_PAD": 16, "DIM": 128, "DIM_PAD": 128,
-                                                            "BLOCK_N": n, "PRECISION": "ieee", "DOT_FP32": False},
-           {"num_warps": w, "num_stages": s}, {**FP32, **IDS}) for n, w, s in ((64, 4, 3), (16, 1, 2))],
-    *[Case("sampling", "_draw_kernel", {"INDEXED": indexed, "BLOCK": 2048, "LIBDEVICE": True}, {"num_warps": 8}, DRAW,
-           {"counter_offset": 3, "out_stride": 1}) for indexed in (False, True)],
-    Case("sampling", "_draw_talker_kernel", {"DRAWS_PER_FRAME": 16, "BLOCK": 4096, "LIBDEVICE": True},
-         {"num_warps": 8}, DRAW_TALKER, {"eos_id": 2150}),
-]  # fmt: skip
+
+@functools.cache
+def step_cases(model: str = "1.7B") -> tuple[Case, ...]:
+    """The launches a decode step of `model` makes with the talker service's default settings, options off: every
+    GEMM launch `module_launch` gives the service-built talker's weights at 1 to 32 rows (built on the meta device:
+    shapes only), the norms at both widths, SiLU · up, the K/V writes, decode attention at both cache lengths' launches,
+    both draws. An integer argument is taken as a multiple of 16 unless given: a dot launch's rows M are the fewest
+    that take it."""
+    import torch
+    import triton
+    from bench_talker_step import build_talker
+    from omni.kernels import decode_attention, sampling
+    from omni.services.talker.config import TalkerConfig
+    from omni.services.talker.service import apply_kernels
+
+    from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms
+
+    talker, config = build_talker(model, torch.bfloat16, "meta")
+    apply_kernels(talker, TalkerConfig(), on_cuda=True)
+    gemms: dict[tuple, Case] = {}
+    for module, weight, bias in skinny_gemms(talker).values():
+        for rows in range(1, 33):
+            launch = module_launch(module, weight, rows, interpreted=False)
+            if launch is None:
+                continue
+            constexprs = {"HAS_BIAS": bias is not None, "BLOCK_N": launch["block_n"], "BLOCK_K": launch["block_k"]}
+            options = {k: launch[k] for k in ("num_warps", "num_stages") if k in launch}
+            if launch.get("dot"):
+                rows_pad = max(16, triton.next_power_of_2(rows))
+                constexprs |= {"ROWS_PAD": rows_pad, "SPLIT_K": launch.get("split_k", 1), "DOT_FP32": False}
+                case = Case("skinny_linear", DOT, constexprs, options, {"part_ptr": "*fp32", "ticket_ptr": "*i32"},
+                            {"M": rows})  # fmt: skip
+            else:
+                case = Case("skinny_linear", ROW, constexprs, options)
+            gemms.setdefault((case.kernel, case.name), case)  # the first (fewest rows) of each launch
+    cases = [gemms[key] for key in sorted(gemms)]
+    predictor = config.talker.code_predictor
+    for width in sorted({config.talker.hidden_size, predictor.hidden_size}, reverse=True):
+        norm = {"BLOCK": triton.next_power_of_2(width)}, {"num_warps": 4 if width >= 1024 else 1}
+        cases += [
+            Case("transformer_fused", "_rms_norm_kernel", *norm, FP32),
+            Case("transformer_fused", "_add_rms_norm_kernel", {"HAS_SCALE": False, **norm[0]}, norm[1], FP32),
+        ]
+    t = config.talker
+    heads, kv_heads, dim = t.num_attention_heads, t.num_key_value_heads, t.head_dim
+    pad = triton.next_power_of_2
+    cases += [
+        Case("transformer_fused", "_silu_mul_kernel", {"BLOCK": 1024}),
+        Case("kv_write", "_write_kv_kernel", {"N": kv_heads * dim, "BLOCK": pad(kv_heads * dim)}, {}, IDS,
+             ONE_POSITION),
+        Case("kv_write", "_norm_rope_write_kernel",
+             {"HEADS": heads, "KV_HEADS": kv_heads, "HALF": dim // 2, "HEADS_PAD": pad(heads),
+              "KV_HEADS_PAD": pad(kv_heads), "HALF_PAD": pad(dim // 2), "V_BLOCK": pad(kv_heads * dim)},
+             {}, {**FP32, **IDS, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}, ONE_POSITION),
+    ]  # fmt: skip
+    for launch in (decode_attention.LAUNCH, decode_attention.LAUNCH_SHORT):
+        group = heads // kv_heads
+        constexprs = {"GROUP": group, "GROUP_PAD": max(16, pad(group)), "DIM": dim, "DIM_PAD": max(16, pad(dim)),
+                      "BLOCK_N": launch["block_n"], "PRECISION": "ieee", "DOT_FP32": False}  # fmt: skip
+        options = {"num_warps": launch["num_warps"], "num_stages": launch["num_stages"]}
+        cases += [Case("decode_attention", "_decode_attention_kernel", constexprs, options, {**FP32, **IDS})]
+    for kernel, vocab, values in (
+        ("_draw_kernel", predictor.vocab_size, {"counter_offset": 3, "out_stride": 1}),
+        ("_draw_talker_kernel", t.vocab_size, {"eos_id": t.codec_eos_token_id}),
+    ):
+        chosen = sampling._launch_options(vocab, None, False)
+        constexprs = {"BLOCK": chosen["BLOCK"], "LIBDEVICE": True}  # libdevice on a GPU (not the interpreter)
+        if kernel == "_draw_kernel":
+            cases += [Case("sampling", kernel, {"INDEXED": indexed, **constexprs}, {"num_warps": chosen["num_warps"]},
+                           DRAW, values) for indexed in (False, True)]  # fmt: skip
+        else:
+            constexprs["DRAWS_PER_FRAME"] = sampling.DRAWS_PER_FRAME
+            cases += [Case("sampling", kernel, constexprs, {"num_warps": chosen["num_warps"]}, DRAW_TALKER, values)]
+    return tuple(cases)
 
 
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
@@ -114,18 +169,17 @@ def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
     return types, constexprs, {(i,): [["tt.divisibility", 16]] for i in divisible}
 
 
-def compile_cases(out: Path, only: str | None) -> None:
-    """In a process whose omni.kernels is the tree under test: each case's cubin to out/<index>.cubin, and failures
-    (a kernel the tree lacks, a compile error) to out/failed.json."""
+def compile_cases(out: Path) -> None:
+    """In a process whose omni.kernels is the tree under test: each case of out/cases.json (by its index there) to
+    out/<index>.cubin, and failures (a kernel the tree lacks, a compile error) to out/failed.json."""
     import importlib
 
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, compile
 
     failed = {}
-    for index, case in enumerate(CASES):
-        if only and only not in case.name:
-            continue
+    for index, fields in json.loads((out / "cases.json").read_text()).items():
+        case = Case(**fields)
         try:
             fn = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
             types, constexprs, attrs = signature(list(inspect.signature(fn.fn).parameters), case)
@@ -154,14 +208,16 @@ def kernels_tree(source: str, into: Path) -> Path:
     return into
 
 
-def compile_tree(source: str, work: Path, only: str | None, python: str = sys.executable) -> Path:
+def compile_tree(source: str, work: Path, cases: dict[str, Case], python: str = sys.executable) -> Path:
+    """`cases` (by index) compiled from `source`'s kernels/ in a process of `python`; returns the folder of cubins."""
     out = work / "cubins"
     out.mkdir(parents=True)
+    (out / "cases.json").write_text(json.dumps({index: dataclasses.asdict(case) for index, case in cases.items()}))
     path = kernels_tree(source, work / "tree")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # the interpreter compiles nothing
     env |= {"PYTHONPATH": str(path), "TRITON_CACHE_DIR": str(work / "cache")}
-    args = [python, __file__, "--compile-into", str(out)] + (["--only", only] if only else [])
-    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=1800)
+    done = subprocess.run([python, __file__, "--compile-into", str(out)], env=env, capture_output=True, text=True,
+                          timeout=1800)  # fmt: skip
     if done.returncode:
         raise SystemExit(f"compiling {source} failed:\n{done.stderr[-3000:]}")
     return out
@@ -197,43 +253,77 @@ def spills(code: list[str]) -> int:
     return sum(opcode.split(".")[0] in ("LDL", "STL") for opcode in opcodes)
 
 
-def verdict(base: list[str], new: list[str]) -> str:
-    if base == new:
-        return "same"
-    registers = re.compile(r"\bU?R\d+\b|\bU?P\d+\b")
-    base, new = [registers.sub("R", line) for line in base], [registers.sub("R", line) for line in new]
-    if base == new:
-        return "registers"
-    # Operand-reuse flags follow the schedule, so they are set aside when the order differs.
-    base, new = sorted(line.replace(".reuse", "") for line in base), sorted(line.replace(".reuse", "") for line in new)
-    return "reordered" if base == new else "differs"
+REGISTER = re.compile(r"\bU?R\d+\b|\bU?P\d+\b")
+
+
+def digests(code: list[str]) -> dict:
+    """Hashes of the SASS as it is, with register numbers set aside, and also in any order (operand-reuse flags follow
+    the schedule, so they go too): `verdict` compares two codes by them, and a snapshot keeps them."""
+
+    def digest(lines) -> str:
+        return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+    renamed = [REGISTER.sub("R", line) for line in code]
+    unordered = sorted(line.replace(".reuse", "") for line in renamed)
+    return {"sass": digest(code), "sass_but_registers": digest(renamed), "sass_any_order": digest(unordered)}
+
+
+def verdict(base: dict, new: dict) -> str:
+    """same, registers, reordered or differs, from two codes' `digests`."""
+    for key, name in (("sass", "same"), ("sass_but_registers", "registers"), ("sass_any_order", "reordered")):
+        if base[key] == new[key]:
+            return name
+    return "differs"
+
+
+def fingerprints(source: str, only: str | None = None, python: str = sys.executable) -> dict[str, dict]:
+    """Each case's code in `source` (a git revision, a directory holding kernels/, or a snapshot .json): its SASS
+    instructions, registers, spill loads/stores and `digests`, or why it failed to compile."""
+    if source.endswith(".json"):
+        cases = json.loads(Path(source).read_text())["cases"]
+        return {name: code for name, code in cases.items() if not only or only in name}
+    cases = {str(index): case for index, case in enumerate(step_cases()) if not only or only in case.name}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = compile_tree(source, Path(tmp), cases, python)
+        failed = json.loads((out / "failed.json").read_text())
+        codes = {}
+        for index, case in cases.items():
+            if index in failed:
+                codes[case.name] = {"failed": failed[index]}
+                continue
+            cubin = out / f"{index}.cubin"
+            code = sass(cubin)
+            codes[case.name] = {"instructions": len(code), "registers": registers(cubin), "spills": spills(code),
+                                **digests(code)}  # fmt: skip
+        return codes
 
 
 def compare(base: str, new: str, only: str | None = None, python: str = sys.executable) -> list[dict]:
     """Every case's SASS instruction counts, registers and spills in `base` and `new` and its verdict (or why a side
     failed), compiled by `python`'s Triton."""
-    with tempfile.TemporaryDirectory() as tmp:
-        sides = {
-            side: compile_tree(source, Path(tmp) / side, only, python)
-            for side, source in (("base", base), ("new", new))
-        }
-        failed = {side: json.loads((out / "failed.json").read_text()) for side, out in sides.items()}
-        rows = []
-        for index, case in enumerate(CASES):
-            if only and only not in case.name:
-                continue
-            row = {"case": case.name}
-            errors = {side: failed[side][str(index)] for side in sides if str(index) in failed[side]}
-            if errors:
-                rows.append(row | {"verdict": "failed", "errors": errors})
-                continue
-            code = {side: sass(out / f"{index}.cubin") for side, out in sides.items()}
-            rows.append(row | {
-                "base": len(code["base"]), "new": len(code["new"]),
-                "registers": [registers(out / f"{index}.cubin") for out in sides.values()],
-                "spills": [spills(code[side]) for side in sides], "verdict": verdict(code["base"], code["new"]),
-            })  # fmt: skip
-        return rows
+    sides = {"base": fingerprints(base, only, python), "new": fingerprints(new, only, python)}
+    rows = []
+    for name in sides["new"] | sides["base"]:
+        code = {side: codes.get(name, {"failed": "no such case"}) for side, codes in sides.items()}
+        errors = {side: c["failed"] for side, c in code.items() if "failed" in c}
+        if errors:
+            rows.append({"case": name, "verdict": "failed", "errors": errors})
+            continue
+        rows.append({
+            "case": name, "base": code["base"]["instructions"], "new": code["new"]["instructions"],
+            "registers": [code[side]["registers"] for side in sides],
+            "spills": [code[side]["spills"] for side in sides], "verdict": verdict(code["base"], code["new"]),
+        })  # fmt: skip
+    return rows
+
+
+def snapshot(path: Path, source: str, python: str = sys.executable, only: str | None = None, note: str = "") -> None:
+    """`source`'s fingerprints of every case, with the Triton that compiled them and `note` (which GPU run timed this
+    code), to `path` (--base can read it)."""
+    version = subprocess.run([python, "-c", "import triton; print(triton.__version__)"], capture_output=True,
+                             text=True, check=True).stdout.strip()  # fmt: skip
+    saved = {"triton": version, "note": note, "cases": fingerprints(source, only, python)}
+    path.write_text(json.dumps(saved, indent=1) + "\n")
 
 
 def main() -> None:
@@ -246,10 +336,15 @@ def main() -> None:
     parser.add_argument(
         "--python", default=sys.executable, help="the interpreter whose Triton compiles (the GPU's version)"
     )
+    parser.add_argument("--write-snapshot", type=Path, help="write --new's fingerprints here (a .json) and stop")
+    parser.add_argument("--note", default="", help="with --write-snapshot: which GPU run timed this code")
     parser.add_argument("--compile-into", type=Path, help=argparse.SUPPRESS)  # the child process's job
     args = parser.parse_args()
     if args.compile_into:
-        compile_cases(args.compile_into, args.only)
+        compile_cases(args.compile_into)
+        return
+    if args.write_snapshot:
+        snapshot(args.write_snapshot, args.new, args.python, note=args.note)
         return
     if not args.base:
         parser.error("--base is required")
