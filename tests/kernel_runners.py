@@ -61,9 +61,10 @@ def assert_same_steps_bit_for_bit(without: TalkerRunner, with_kernel: TalkerRunn
     assert torch.equal(with_kernel.last_hidden, without.last_hidden)
 
 
-def compile_for_sm90(script: str, cache_dir: Path) -> subprocess.CompletedProcess:
+def compile_for_sm90(script: str, cache_dir: Path, *args: str) -> subprocess.CompletedProcess:
     """Run `script` (which compiles kernels with triton.compiler.compile(..., target=GPUTarget("cuda", 90, 32)) and
-    prints "compiled") in a process without TRITON_INTERPRET: the interpreter skips the compiler's checks (globals
-    must be constexpr instances, branch types must agree, ...), and the wheel's own toolchain needs no GPU."""
+    prints "compiled") with `args` as sys.argv[1:] in a process without TRITON_INTERPRET: the interpreter skips the
+    compiler's checks (globals must be constexpr instances, branch types must agree, ...), and the wheel's own
+    toolchain needs no GPU."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(cache_dir)}
-    return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
