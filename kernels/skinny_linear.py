@@ -80,7 +80,7 @@ def _row_chunk(acc, w, x_row_ptr, k, k_ok, up_offset, SILU_GATE: tl.constexpr):
 @triton.jit
 def _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE: tl.constexpr, DOT_FP32: tl.constexpr):
     """acc + w [BLOCK_N, BLOCK_K] times the rows' K chunk transposed, by tl.dot (fp32 accumulation)."""
-    mask = k_ok[:, None] & r_ok[None, :]
+    mask = k_ok[:, None] & r_ok[None, :]  # before the pointers, as the kernel had it: the same code (session 44)
     xt = _input_chunk(x_ptr + r[None, :] * x_stride + k[:, None], mask, up_offset, SILU_GATE)
     if DOT_FP32:  # the interpreter multiplies bf16 by its raw bits; the upcast is exact
         w = w.to(tl.float32)
