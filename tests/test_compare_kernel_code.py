@@ -128,3 +128,22 @@ def test_a_case_is_specialized_as_the_launcher_specializes_it():
     assert types == {"x_ptr": "*bf16", "T": "constexpr", "n": "i32", "rows": "i32", "eps": "fp32",
                      "BLOCK": "constexpr", "PDL": "constexpr"}  # fmt: skip
     assert attrs == {(0,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}
+
+
+def test_the_cases_follow_the_settings():
+    """Today's defaults: no option in any case. With the SiLU in the down projections and programmatic launch with
+    early weights on, the down projections' launches take the gate/up output, every launch waits for the kernels
+    ahead (launch_pdl), and the GEMMs load their first weights early."""
+    from omni.services.talker.config import TalkerConfig
+
+    options = ("PDL", "EARLY_WEIGHTS", "SILU_GATE")
+    assert not any(key in case.constexprs for case in tool.step_cases() for key in options)
+    settings = TalkerConfig(skinny_linear_silu_down=True, programmatic_launch=True, programmatic_early_weights=True)
+    cases = tool.launch_cases(settings)
+    assert all(case.constexprs["PDL"] and case.options["launch_pdl"] for case in cases)
+    gemms = [case for case in cases if case.module == "skinny_linear"]
+    assert all(case.constexprs["EARLY_WEIGHTS"] for case in gemms)
+    assert not any("EARLY_WEIGHTS" in case.constexprs for case in cases if case.module != "skinny_linear")
+    gated = [case for case in gemms if case.constexprs.get("SILU_GATE")]
+    assert 0 < len(gated) < len(gemms), [case.name for case in gated]
+    assert {case.constexprs.get("SPLIT_K", 1) for case in gated} == {1, 4}  # the row launches and split-K (K >= 2N)

@@ -135,15 +135,20 @@ print("compiled")
 
 
 def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for_sm90(tmp_path):
-    """Every launch of a 1.7B step with today's defaults (tools/compare_kernel_code.py's cases, specialized as
-    Triton's launcher specializes them, so loads vectorize and pipeline as on the GPU) compiled with programmatic
-    launch: the kernel lets the next one in, and no global load, store, atomic or async copy comes before its wait;
-    with early weights only the GEMMs' first weight chunk is loaded before it."""
+    """Every launch of a 1.7B step with programmatic launch on, the SiLU in the down projections too
+    (tools/compare_kernel_code.py's cases, specialized as Triton's launcher specializes them, so loads vectorize and
+    pipeline as on the GPU), compiled for sm_90: the kernel lets the next one in, and no global load, store, atomic
+    or async copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it."""
     import dataclasses
     import json
 
+    from omni.services.talker.config import TalkerConfig
+
+    settings = TalkerConfig(programmatic_launch=True, skinny_linear_silu_down=True)
+    launches = load_tool("compare_kernel_code").launch_cases(settings)
+    assert sum(case.constexprs.get("SILU_GATE", False) for case in launches) >= 2
     cases = tmp_path / "cases.json"
-    cases.write_text(json.dumps([dataclasses.asdict(case) for case in load_tool("compare_kernel_code").step_cases()]))
+    cases.write_text(json.dumps([dataclasses.asdict(case) for case in launches]))
     done = compile_for_sm90(COMPILE, tmp_path, str(TOOLS), str(cases))
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
 

@@ -1,9 +1,9 @@
 """Whether a change to the kernels changed the machine code of the launches the talker's step makes today, found on
 the CPU: every launch of a 1.7B decode step with the talker service's default settings (`step_cases`: the GEMM
 launches `module_launch` gives the service-built talker's weights at 1 to 32 rows, the norms, the K/V writes, decode
-attention, the draws; options such as programmatic launch off) is compiled for sm_90 (H100/H200) from two trees of
-kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the same
-wheel).
+attention, the draws; with the options the defaults turn on, none today) is compiled for sm_90 (H100/H200) from two
+trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the
+same wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
     python tools/compare_kernel_code.py --base kernels/timed_code.json --check
@@ -82,22 +82,29 @@ ONE_POSITION = {"T": 1, "pos_stride_b": 1, "pos_stride_t": 1}  # a decode step's
 
 @functools.cache
 def step_cases(model: str = "1.7B") -> tuple[Case, ...]:
-    """The launches a decode step of `model` makes with the talker service's default settings, options off: every
-    GEMM launch `module_launch` gives the service-built talker's weights at 1 to 32 rows (built on the meta device:
-    shapes only), the norms at both widths, SiLU · up, the K/V writes, decode attention at both cache lengths' launches,
-    both draws. An integer argument is taken as a multiple of 16 unless given: a dot launch's rows M are the fewest
-    that take it."""
+    """`launch_cases` with the talker service's default settings (cached: a test and the tool ask often)."""
+    from omni.services.talker.config import TalkerConfig
+
+    return tuple(launch_cases(TalkerConfig(), model))
+
+
+def launch_cases(settings, model: str = "1.7B") -> list[Case]:
+    """The launches a decode step of `model` makes with the talker `settings`: every GEMM launch `module_launch`
+    gives the talker `apply_kernels` builds (on the meta device: shapes only) at 1 to 32 rows, the norms at both
+    widths, SiLU · up, the K/V writes, decode attention at both cache lengths' launches, both draws; with the options
+    the settings turn on (the SiLU in the down projections, programmatic launch and early weights). An integer
+    argument is taken as a multiple of 16 unless given: a dot launch's rows M are the fewest that take it."""
     import torch
     import triton
     from bench_talker_step import build_talker
     from omni.kernels import decode_attention, sampling
-    from omni.services.talker.config import TalkerConfig
     from omni.services.talker.service import apply_kernels
 
     from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms
 
     talker, config = build_talker(model, torch.bfloat16, "meta")
-    apply_kernels(talker, TalkerConfig(), on_cuda=True)
+    apply_kernels(talker, settings, on_cuda=True)  # programmatic launch stays off here (no GPU): read from settings
+    gated = {id(mlp.down_proj) for mlp in talker.modules() if mlp.__dict__.get("silu_down")}
     gemms: dict[tuple, Case] = {}
     for module, weight, bias in skinny_gemms(talker).values():
         for rows in range(1, 33):
@@ -105,6 +112,8 @@ def step_cases(model: str = "1.7B") -> tuple[Case, ...]:
             if launch is None:
                 continue
             constexprs = {"HAS_BIAS": bias is not None, "BLOCK_N": launch["block_n"], "BLOCK_K": launch["block_k"]}
+            if id(module) in gated:  # _fused_mlp hands the gate/up output whole to the down projection's kernel
+                constexprs["SILU_GATE"] = True
             options = {k: launch[k] for k in ("num_warps", "num_stages") if k in launch}
             if launch.get("dot"):
                 rows_pad = max(16, triton.next_power_of_2(rows))
@@ -152,7 +161,13 @@ def step_cases(model: str = "1.7B") -> tuple[Case, ...]:
         else:
             constexprs["DRAWS_PER_FRAME"] = sampling.DRAWS_PER_FRAME
             cases += [Case("sampling", kernel, constexprs, {"num_warps": chosen["num_warps"]}, DRAW_TALKER, values)]
-    return tuple(cases)
+    if settings.programmatic_launch:  # every kernel of the step launches with it (apply_kernels on a GPU)
+        for case in cases:
+            case.constexprs["PDL"] = True
+            case.options["launch_pdl"] = True
+            if case.module == "skinny_linear" and settings.programmatic_early_weights:
+                case.constexprs["EARLY_WEIGHTS"] = True
+    return cases
 
 
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
