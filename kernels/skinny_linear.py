@@ -243,6 +243,13 @@ def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
     return {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": 4, "num_stages": stages}
 
 
+def dot_stages(launch: dict, early: bool) -> int:
+    """The dot kernel's pipeline stages at `launch` (3 if it names none): with early weights one fewer, for the early
+    chunk's tiles take a stage's shared memory (run 171: 64 x 256 blocks at 32 padded rows with 4 stages and the chunk
+    asked 245,760 bytes of the H200's 232,448)."""
+    return max(1, launch.get("num_stages", 3) - early)
+
+
 def dot_from_for(weight: torch.Tensor) -> int:
     """With the dot kernel on (talker setting skinny_linear_dot), from how many rows a weight [N, K] takes it; fewer
     rows take the row kernel. Run 159 (cold weights, 2 rows): the row kernel beat the dot kernel and cuBLAS on every
@@ -346,8 +353,8 @@ def skinny_linear(
             x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
-            num_warps=launch["num_warps"], num_stages=launch.get("num_stages", 3), EARLY_WEIGHTS=early_weights(),
-            **launch_options(),
+            num_warps=launch["num_warps"], num_stages=dot_stages(launch, early_weights()),
+            EARLY_WEIGHTS=early_weights(), **launch_options(),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](

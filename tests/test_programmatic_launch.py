@@ -119,17 +119,15 @@ ACCESS = re.compile(r"\\b((ld|st)\\.global|cp\\.async|atom\\.|red\\.)")  # globa
 for fields in json.loads(open(sys.argv[2]).read()):
     case = Case(**fields)
     kernel = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
-    params = list(inspect.signature(kernel.fn).parameters)
-    for early in (False, True) if "EARLY_WEIGHTS" in params else (False,):
-        case.constexprs |= {"PDL": True, "EARLY_WEIGHTS": early} if early else {"PDL": True}
-        types, constexprs, attrs = signature(params, case)
-        compiled = compile(ASTSource(kernel, types, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
-                           options=case.options | {"launch_pdl": True})
-        ptx = compiled.asm["ptx"]
-        assert compiled.metadata.launch_pdl and "griddepcontrol.launch_dependents" in ptx, case.name
-        # Nothing touches global memory before the wait; with early weights only loads (the first weight chunk).
-        before = {m.group(0) for m in ACCESS.finditer(ptx[: ptx.index("griddepcontrol.wait")])}
-        assert before == ({"ld.global"} if early else set()), (case.name, early, before)
+    types, constexprs, attrs = signature(list(inspect.signature(kernel.fn).parameters), case)
+    compiled = compile(ASTSource(kernel, types, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
+                       options=case.options)
+    ptx = compiled.asm["ptx"]
+    assert compiled.metadata.launch_pdl and "griddepcontrol.launch_dependents" in ptx, case.name
+    assert compiled.metadata.shared <= 232448, (case.name, compiled.metadata.shared)  # an H200 SM's shared memory
+    # Nothing touches global memory before the wait; with early weights only loads (the first weight chunk).
+    before = {m.group(0) for m in ACCESS.finditer(ptx[: ptx.index("griddepcontrol.wait")])}
+    assert before == ({"ld.global"} if case.constexprs.get("EARLY_WEIGHTS") else set()), (case.name, before)
 print("compiled")
 """
 
@@ -137,16 +135,22 @@ print("compiled")
 def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for_sm90(tmp_path):
     """Every launch of a 1.7B step with programmatic launch on, the SiLU in the down projections too
     (tools/compare_kernel_code.py's cases, specialized as Triton's launcher specializes them, so loads vectorize and
-    pipeline as on the GPU), compiled for sm_90: the kernel lets the next one in, and no global load, store, atomic
-    or async copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it."""
+    pipeline as on the GPU), compiled for sm_90, with early weights and without: the kernel fits an H200 SM's shared
+    memory (run 171's early weights did not) and lets the next one in, and no global load, store, atomic or async
+    copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it."""
     import dataclasses
     import json
 
     from omni.services.talker.config import TalkerConfig
 
-    settings = TalkerConfig(programmatic_launch=True, skinny_linear_silu_down=True)
-    launches = load_tool("compare_kernel_code").launch_cases(settings)
-    assert sum(case.constexprs.get("SILU_GATE", False) for case in launches) >= 2
+    tool = load_tool("compare_kernel_code")
+    launches = []
+    for early in (False, True):
+        settings = TalkerConfig(
+            programmatic_launch=True, programmatic_early_weights=early, skinny_linear_silu_down=True
+        )
+        launches += tool.launch_cases(settings)
+    assert sum(case.constexprs.get("SILU_GATE", False) for case in launches) >= 4
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([dataclasses.asdict(case) for case in launches]))
     done = compile_for_sm90(COMPILE, tmp_path, str(TOOLS), str(cases))

@@ -98,6 +98,7 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
     import triton
     from bench_talker_step import build_talker
     from omni.kernels import decode_attention, sampling
+    from omni.kernels.skinny_linear import dot_stages
     from omni.services.talker.service import apply_kernels
 
     from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms
@@ -167,6 +168,8 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
             case.options["launch_pdl"] = True
             if case.module == "skinny_linear" and settings.programmatic_early_weights:
                 case.constexprs["EARLY_WEIGHTS"] = True
+                if case.kernel == DOT:
+                    case.options["num_stages"] = dot_stages(case.options, True)
     return cases
 
 
