@@ -1,3 +1,5 @@
+# Ran as runs 171-172 (session 44): +pdl -16.4/-16.7% at 1 row, -8.3/-8.5% at 16, +0.7/+1.0% at 512 (rule not met,
+# off); early weights stopped out of shared memory, since fixed (skinny_linear.dot_stages) but not yet timed.
 # One-GPU call (nvidia-h200, ~7 minutes), any time: programmatic dependent launch (built in session 43, only run
 # under the interpreter) A/B'd against today's defaults on the 1.7B step at 1, 16, 32 and 512 rows in one process,
 # both orders (M, +pdl, +pdl+early-weights; then the reverse). Each process first checks graph = eager padded with
