@@ -340,6 +340,7 @@ def skinny_linear(
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
+    early = early_weights()  # the switch as this launch reads it (kernels/programmatic_launch.py)
     launch = launch or launch_for(weight, rows)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):
@@ -353,13 +354,13 @@ def skinny_linear(
             x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
-            num_warps=launch["num_warps"], num_stages=dot_stages(launch, early_weights()),
-            EARLY_WEIGHTS=early_weights(), **launch_options(),
+            num_warps=launch["num_warps"], num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early,
+            **launch_options(),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
             x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            num_warps=launch["num_warps"], EARLY_WEIGHTS=early_weights(), **launch_options(),
+            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, **launch_options(),
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

@@ -110,18 +110,12 @@ def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkey
 COMPILE = """
 import json, re, sys
 sys.path.insert(0, sys.argv[1])  # tools/
-from compare_kernel_code import Case, signature
-import importlib, inspect
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource, compile
+from compare_kernel_code import Case, compile_case
 
 ACCESS = re.compile(r"\\b((ld|st)\\.global|cp\\.async|atom\\.|red\\.)")  # global memory accesses in PTX
 for fields in json.loads(open(sys.argv[2]).read()):
     case = Case(**fields)
-    kernel = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
-    types, constexprs, attrs = signature(list(inspect.signature(kernel.fn).parameters), case)
-    compiled = compile(ASTSource(kernel, types, constexprs, attrs), target=GPUTarget("cuda", 90, 32),
-                       options=case.options)
+    compiled = compile_case(case)
     ptx = compiled.asm["ptx"]
     assert compiled.metadata.launch_pdl and "griddepcontrol.launch_dependents" in ptx, case.name
     assert compiled.metadata.shared <= 232448, (case.name, compiled.metadata.shared)  # an H200 SM's shared memory

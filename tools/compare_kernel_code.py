@@ -187,23 +187,25 @@ def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
     return types, constexprs, {(i,): [["tt.divisibility", 16]] for i in divisible}
 
 
-def compile_cases(out: Path) -> None:
-    """In a process whose omni.kernels is the tree under test: each case of out/cases.json (by its index there) to
-    out/<index>.cubin, and failures (a kernel the tree lacks, a compile error) to out/failed.json."""
+def compile_case(case: Case):
+    """`case` compiled for sm_90 from the omni.kernels this process imports (Triton's CompiledKernel: asm, metadata)."""
     import importlib
 
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource, compile
 
+    fn = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
+    types, constexprs, attrs = signature(list(inspect.signature(fn.fn).parameters), case)
+    return compile(ASTSource(fn, types, constexprs, attrs), target=GPUTarget("cuda", 90, 32), options=case.options)
+
+
+def compile_cases(out: Path) -> None:
+    """In a process whose omni.kernels is the tree under test: each case of out/cases.json (by its index there) to
+    out/<index>.cubin, and failures (a kernel the tree lacks, a compile error) to out/failed.json."""
     failed = {}
     for index, fields in json.loads((out / "cases.json").read_text()).items():
-        case = Case(**fields)
         try:
-            fn = getattr(importlib.import_module(f"omni.kernels.{case.module}"), case.kernel)
-            types, constexprs, attrs = signature(list(inspect.signature(fn.fn).parameters), case)
-            source = ASTSource(fn, types, constexprs, attrs)
-            compiled = compile(source, target=GPUTarget("cuda", 90, 32), options=case.options)
-            (out / f"{index}.cubin").write_bytes(compiled.asm["cubin"])
+            (out / f"{index}.cubin").write_bytes(compile_case(Case(**fields)).asm["cubin"])
         except Exception as error:  # reported per case; the other cases still compile
             failed[index] = f"{type(error).__name__}: {str(error)[:300]}"
     (out / "failed.json").write_text(json.dumps(failed))
