@@ -59,7 +59,8 @@ class Spans:
 
     def reset(self) -> None:
         self.cpu: dict[str, float] = {"step": 0.0, "model": 0.0, "deliver": 0.0}
-        self.steps = 0
+        self.steps = 0  # engine ticks: a step may hold only fresh streams or end markers, or read the one in flight
+        self.decodes = 0  # model calls: at most one per chunk (a row holds one or more chunks)
         self.chunks = 0
         self.frames = 0
         self.process_cpu0 = time.process_time()
@@ -70,6 +71,7 @@ class Spans:
         return {
             **{k: round(v, 6) for k, v in self.cpu.items()},
             "steps": self.steps,
+            "decodes": self.decodes,
             "chunks": self.chunks,
             "frames": self.frames,
             "process_cpu": time.process_time() - self.process_cpu0,
@@ -96,6 +98,7 @@ def instrument(engine, spans: Spans) -> None:
             return decode(slots, chunks)
         finally:
             spans.cpu["model"] += time.thread_time() - t0
+            spans.decodes += 1
 
     def timed_deliver(stream, chunks, *args):
         t0 = time.thread_time()
@@ -304,6 +307,7 @@ def table(rows: list[dict]) -> str:
 
     add("chunks (timed pass)", [f"{r['chunks']}" for r in rows])
     add("steps", [f"{r['steps']}" for r in rows])
+    add("  of them with a model call", [f"{r['decodes']}" for r in rows])
     add("server host CPU µs/chunk (no model call)", [us_per_chunk(r, r["process_cpu"] - r["model"]) for r in rows])
     add("  worker: step − model (pack, copies)", [us_per_chunk(r, r["step"] - r["model"]) for r in rows])
     add("  loop: deliver", [us_per_chunk(r, r["deliver"]) for r in rows])
