@@ -27,12 +27,14 @@ def test_every_extra_named_in_the_help_parses():
     source = (ROOT / "tools" / "bench_talker_step.py").read_text()
     named = set(re.findall(r"\+([a-z][a-z0-9-]*[a-z0-9])", source.split("modes_help = (")[1].split("\n    )")[0]))
     assert {"kv-write", "fused-draws", "rope-per-forward", "dot-32"} <= named  # the help's extras were found
-    assert named <= bench.MODE_EXTRAS
+    assert all(map(bench.known_extra, named)) and "pdl-to-32" in named
     every = "fused+" + "+".join(sorted(bench.MODE_EXTRAS))
     assert bench.parse_modes(f"{every},sdpa,kernel") == ["sdpa", "kernel", every]  # fused modes last, order kept
 
 
-@pytest.mark.parametrize("modes", ["fused+fused-draw", "kernel+sampler", "fast", "sdpa,fused+sampler+nope"])
+@pytest.mark.parametrize(
+    "modes", ["fused+fused-draw", "kernel+sampler", "fast", "sdpa,fused+sampler+nope", "fused+pdl+pdl-to-0"]
+)
 def test_an_unknown_mode_stops_the_run(modes):
     with pytest.raises(SystemExit, match="unknown modes"):
         load_bench().parse_modes(modes)
@@ -188,6 +190,7 @@ def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeyp
     too: the GEMMs' first weights before their wait); every other mode turns both off (its check, graphs with and
     without it, needs a GPU)."""
     from omni.kernels import programmatic_launch
+    from omni.kernels.launch_rows import launching_rows
 
     bench = load_bench()
     talker, _ = bench.build_talker("tiny", torch.float32, "cpu")
@@ -199,6 +202,12 @@ def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeyp
         assert not programmatic_launch.early_weights()
         bench.build_mode(talker, f"{mode}+pdl+early-weights")
         assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
+        bench.build_mode(talker, f"{mode}+pdl+pdl-to-16")  # only inside steps of at most 16 rows
+        assert not programmatic_launch.programmatic_launch()
+        with launching_rows(16):
+            assert programmatic_launch.programmatic_launch()
+        with launching_rows(17):
+            assert not programmatic_launch.programmatic_launch()
         bench.build_mode(talker, mode)
         assert programmatic_launch.launch_options() == {"PDL": False, "launch_pdl": False}
         assert not programmatic_launch.early_weights()

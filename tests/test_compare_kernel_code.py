@@ -130,6 +130,26 @@ def test_a_case_is_specialized_as_the_launcher_specializes_it():
     assert attrs == {(0,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}
 
 
+def test_with_max_rows_a_launch_is_a_case_with_programmatic_launch_if_a_small_step_makes_it():
+    """programmatic_launch_max_rows 4: the kernels every step launches are cases both ways; a GEMM launch with it only
+    if a step of at most 4 rows takes it (a dot launch: its fewest rows M), without it only if a larger step does."""
+    from omni.services.talker.config import TalkerConfig
+
+    plain = {case.name: case for case in tool.step_cases()}
+    cases = tool.launch_cases(TalkerConfig(programmatic_launch=True, programmatic_launch_max_rows=4))
+    with_it = [case for case in cases if case.constexprs.get("PDL")]
+    without = {case.name for case in cases if "PDL" not in case.constexprs}
+    assert all(case.options["launch_pdl"] for case in with_it) and without <= set(plain)
+    others = {name for name, case in plain.items() if case.module != "skinny_linear"}
+    assert others <= without and others <= {case.name.replace(" PDL=True", "").replace(" launch_pdl=True", "")
+                                            for case in with_it}  # fmt: skip
+    dots = [case for case in with_it if case.kernel == tool.DOT]
+    assert dots and all(case.values["M"] <= 4 for case in dots)
+    late = [case for case in plain.values() if case.kernel == tool.DOT and case.values["M"] > 4]
+    assert late and all(case.name in without for case in late)
+    assert len(with_it) < len(plain) < len(cases)
+
+
 def test_the_cases_follow_the_settings():
     """Today's defaults: no option in any case. With the SiLU in the down projections and programmatic launch with
     early weights on, the down projections' launches take the gate/up output, every launch waits for the kernels

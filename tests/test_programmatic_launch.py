@@ -13,6 +13,7 @@ import logging
 import pytest
 import torch
 from omni.kernels import programmatic_launch
+from omni.kernels.launch_rows import launch_rows, launching_rows
 from omni.kernels.programmatic_launch import launch_options, set_programmatic_launch
 
 from tests.kernel_runners import compile_for_sm90
@@ -36,10 +37,10 @@ def test_the_switch_is_off_by_default_and_never_on_under_the_interpreter(switch,
     assert launch_options() == {"PDL": False, "launch_pdl": False}
 
 
-def step_launches(runner, pdl: bool, monkeypatch) -> list[tuple[str, object, object]]:
-    """Every Triton launch of one decode step of `runner`'s 2 rows with the switch `pdl` and the launch options as a
-    GPU would get them: (kernel, PDL, launch_pdl) each. The launches run under the interpreter with PDL off (it
-    cannot run the wait)."""
+def step_launches(runner, pdl: bool, monkeypatch, rows: int = 2, max_rows: int = 0) -> list[tuple[str, object, object]]:
+    """Every Triton launch of one decode step of `rows` of `runner`'s rows with the switch `pdl` (and `max_rows`) and
+    the launch options as a GPU would get them: (kernel, PDL, launch_pdl) each. The launches run under the interpreter
+    with PDL off (it cannot run the wait)."""
     from triton.runtime.interpreter import InterpretedFunction
 
     seen, run = [], InterpretedFunction.run
@@ -48,11 +49,11 @@ def step_launches(runner, pdl: bool, monkeypatch) -> list[tuple[str, object, obj
         seen.append((self.fn.__name__, kwargs.get("PDL"), kwargs.get("launch_pdl")))
         return run(self, *args, **(kwargs | {"PDL": False, "launch_pdl": False}))
 
-    set_programmatic_launch(pdl)
+    set_programmatic_launch(pdl, max_rows=max_rows)
     monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
     monkeypatch.setattr(InterpretedFunction, "run", recorded)
     with torch.no_grad():
-        runner.decode_step_padded(torch.arange(2))
+        runner.decode_step_padded(torch.arange(rows))
     monkeypatch.undo()
     return seen
 
@@ -81,6 +82,54 @@ def test_every_kernel_of_a_decode_step_launches_programmatically_when_on(switch,
     assert all(pdl is False and launch is False for _, pdl, launch in off)
 
 
+def test_with_max_rows_only_steps_of_at_most_that_many_rows_launch_programmatically(switch, monkeypatch):
+    """programmatic_launch_max_rows: a decode step of more rows than it launches every kernel as before, one of at most
+    that many with the launch (a CUDA graph keeps what its bucket's capture launched); no launch outside a step takes
+    it; without max_rows every launch does."""
+    runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
+    one, two = (
+        step_launches(runner, True, monkeypatch, rows=1, max_rows=1),
+        step_launches(runner, True, monkeypatch, 2, 1),
+    )
+    assert len(one) > 300 and all(pdl is True and launch is True for _, pdl, launch in one)
+    assert len(two) == len(one) and all(pdl is False and launch is False for _, pdl, launch in two)
+    monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
+    switch(True, early_weights=True, max_rows=16)
+    assert not programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()  # not in a step
+    with launching_rows(16):
+        assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
+        with launching_rows(17):
+            assert launch_options() == {"PDL": False, "launch_pdl": False} and not programmatic_launch.early_weights()
+        assert launch_options() == {"PDL": True, "launch_pdl": True}
+    switch(True, early_weights=True)
+    assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
+    with pytest.raises(ValueError, match="max_rows must be 0"):
+        switch(True, max_rows=-1)
+
+
+def test_the_runner_launches_each_step_and_prefill_as_its_rows():
+    """The rows the launches inside a talker forward belong to: a decode step's batch, a prefill's padded positions
+    (chunks x the widest chunk; a graph's fixed [B, W]); none between them."""
+    from omni.talker.prompt import NO_ID, TalkerPrompt
+
+    runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
+    seen = []
+    runner.talker.register_forward_pre_hook(lambda module, args: seen.append(launch_rows()))
+    with torch.no_grad():
+        runner.decode_step(torch.arange(2))
+        runner.decode_step(torch.tensor([1]))
+        prompt = TalkerPrompt(text_ids=torch.arange(5), codec_ids=torch.full((5,), NO_ID), trailing_ids=torch.arange(2))
+        embedded = runner.embed_prompt(prompt)
+        runner.prefill_batch([(0, embedded, 0, 4), (1, embedded, 2, 5)])
+        width = embedded.shape[0]
+        x = torch.zeros(2, width, embedded.shape[1], dtype=embedded.dtype)
+        positions = torch.arange(width).expand(2, width)
+        runner.prefill_padded(
+            x, positions, torch.tensor([0, 1]), torch.tensor([width - 1] * 2), torch.ones(2, dtype=torch.bool)
+        )
+    assert seen == [2, 1, 2 * 4, 2 * width] and launch_rows() == 0
+
+
 def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkeypatch, caplog):
     """programmatic_launch (off by default) is set by apply_kernels on CUDA where the device has compute capability
     9.0 or more, and programmatic_early_weights with it; asked for on a device without it, it stays off with a
@@ -105,6 +154,13 @@ def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkey
     assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
     apply_kernels(talker, TalkerConfig(programmatic_early_weights=True), on_cuda=True)  # only with the launch
     assert not programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()
+    apply_kernels(talker, TalkerConfig(programmatic_launch=True, programmatic_launch_max_rows=32), on_cuda=True)
+    with launching_rows(32):
+        assert programmatic_launch.programmatic_launch()
+    with launching_rows(64):
+        assert not programmatic_launch.programmatic_launch()
+    with pytest.raises(ValueError, match="programmatic_launch_max_rows must be >= 0"):
+        TalkerConfig(programmatic_launch_max_rows=-1).validate()
 
 
 COMPILE = """

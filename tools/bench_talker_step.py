@@ -143,8 +143,11 @@ def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
     }  # fmt: skip
 
 
-def compare_programmatic_launch(talker, flags: dict, config, steps: int, device: str, early_weights: bool) -> dict:
-    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`), then
+def compare_programmatic_launch(
+    talker, flags: dict, config, steps: int, device: str, early_weights: bool, max_rows: int = 0
+) -> dict:
+    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`, up to
+    `max_rows`), then
     through graphs captured without it (a runner each, one after the other, steps at 1, 5, 16 and 64 rows in turn, at
     least one at each): the launch only lets a kernel's programs be scheduled before the kernel ahead of it ends, so
     codes, caches, hidden state and slot state must be equal to the bit. Leaves the switch as the mode has it."""
@@ -153,14 +156,14 @@ def compare_programmatic_launch(talker, flags: dict, config, steps: int, device:
     max_len = PROMPT_LEN + steps + 8
     runners, codes = [], []
     for on in (True, False):
-        set_programmatic_launch(on, early_weights=on and early_weights)
+        set_programmatic_launch(on, early_weights=on and early_weights, max_rows=max_rows)
         runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **flags)
         prefill_all(runner, seed=0)
         graphs = TalkerGraphs(runner, batches)
         codes.append([graphs.decode_step(torch.arange(batches[i % 4], device=device))[0].clone() for i in range(steps)])
         runners.append(runner)
         del graphs
-    set_programmatic_launch(True, early_weights=early_weights)
+    set_programmatic_launch(True, early_weights=early_weights, max_rows=max_rows)
     codes_equal = all(torch.equal(x, y) for x, y in zip(*codes, strict=True))
     return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
 
@@ -402,6 +405,17 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
+def known_extra(token: str) -> bool:
+    """An extra the bench takes: one of MODE_EXTRAS, or pdl-to-N (N rows, N >= 1)."""
+    return token in MODE_EXTRAS or re.fullmatch(r"pdl-to-[1-9][0-9]*", token) is not None
+
+
+def pdl_max_rows(tokens: set[str]) -> int:
+    """+pdl-to-N (with +pdl): programmatic launch only in steps of at most N rows (the talker service's
+    programmatic_launch_max_rows); 0 (every step) without it."""
+    return next((int(t.removeprefix("pdl-to-")) for t in tokens if t.startswith("pdl-to-")), 0)
+
+
 def mode_extras(mode: str) -> set[str]:
     """A mode's extras: "fused+sampler+kv-write" -> {"sampler", "kv-write"}."""
     return set(mode.split("+")[1:])
@@ -419,7 +433,9 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     tokens = mode_extras(mode)
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
-    set_programmatic_launch("pdl" in tokens, early_weights="early-weights" in tokens)  # the same bits either way
+    set_programmatic_launch(  # the same bits either way
+        "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=pdl_max_rows(tokens)
+    )
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
@@ -470,7 +486,7 @@ def parse_modes(text: str) -> list[str]:
     """The --modes list, fused modes last (they rewire the talker in place); an unknown mode stops the run."""
     modes = sorted(text.split(","), key=lambda m: m.startswith("fused"))
     unknown = [m for m in modes if m.split("+")[0] not in ("sdpa", "kernel", "fused")
-               or ("+" in m and not m.startswith("fused+")) or not mode_extras(m) <= MODE_EXTRAS]  # fmt: skip
+               or ("+" in m and not m.startswith("fused+")) or not all(map(known_extra, mode_extras(m)))]  # fmt: skip
     if unknown:
         raise SystemExit(f"unknown modes {sorted(unknown)}")
     return modes
@@ -506,7 +522,8 @@ def main() -> None:
         "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down); "
         "+pdl: every Triton kernel of the step launched with programmatic dependent launch (the talker service's "
         "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
-        "wait (programmatic_early_weights)"
+        "wait (programmatic_early_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
+        "with it (each graph as captured; programmatic_launch_max_rows)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -606,7 +623,9 @@ def main() -> None:
             if "pdl" in tokens:
                 key = f"{label}_pdl_vs_serial_graphs"
                 early = "early-weights" in tokens
-                out[key] = compare_programmatic_launch(talker, flags, config, args.check_steps, device, early)
+                out[key] = compare_programmatic_launch(
+                    talker, flags, config, args.check_steps, device, early, pdl_max_rows(tokens)
+                )
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]

@@ -92,7 +92,8 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
     """The launches a decode step of `model` makes with the talker `settings`: every GEMM launch `module_launch`
     gives the talker `apply_kernels` builds (on the meta device: shapes only) at 1 to 32 rows, the norms at both
     widths, SiLU · up, the K/V writes, decode attention at both cache lengths' launches, both draws; with the options
-    the settings turn on (the SiLU in the down projections, programmatic launch and early weights). An integer
+    the settings turn on (the SiLU in the down projections, programmatic launch and early weights; with its max_rows,
+    the launches of larger steps without it, each GEMM launch by the rows that take it). An integer
     argument is taken as a multiple of 16 unless given: a dot launch's rows M are the fewest that take it."""
     import torch
     import triton
@@ -107,6 +108,7 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
     apply_kernels(talker, settings, on_cuda=True)  # programmatic launch stays off here (no GPU): read from settings
     gated = {id(mlp.down_proj) for mlp in talker.modules() if mlp.__dict__.get("silu_down")}
     gemms: dict[tuple, Case] = {}
+    gemm_rows: dict[str, list[int]] = {}  # each GEMM launch's fewest and most rows (the other kernels: every step)
     for module, weight, bias in skinny_gemms(talker).values():
         for rows in range(1, 33):
             launch = module_launch(module, weight, rows, interpreted=False)
@@ -124,6 +126,7 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
             else:
                 case = Case("skinny_linear", ROW, constexprs, options)
             gemms.setdefault((case.kernel, case.name), case)  # the first (fewest rows) of each launch
+            gemm_rows.setdefault(case.name, [rows, rows])[1] = rows
     cases = [gemms[key] for key in sorted(gemms)]
     predictor = config.talker.code_predictor
     for width in sorted({config.talker.hidden_size, predictor.hidden_size}, reverse=True):
@@ -162,15 +165,23 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
         else:
             constexprs["DRAWS_PER_FRAME"] = sampling.DRAWS_PER_FRAME
             cases += [Case("sampling", kernel, constexprs, {"num_warps": chosen["num_warps"]}, DRAW_TALKER, values)]
-    if settings.programmatic_launch:  # every kernel of the step launches with it (apply_kernels on a GPU)
-        for case in cases:
-            case.constexprs["PDL"] = True
-            case.options["launch_pdl"] = True
+    if not settings.programmatic_launch:
+        return cases
+    # Every launch of a step of at most max_rows rows (0: of every step) launches with it (apply_kernels on a GPU);
+    # with max_rows, a launch also made in larger steps is a case both ways.
+    limit, launched = settings.programmatic_launch_max_rows, []
+    for case in cases:
+        fewest, most = gemm_rows.get(case.name, (1, None))
+        if not limit or fewest <= limit:
+            launched.append(Case(case.module, case.kernel, {**case.constexprs, "PDL": True},
+                                 {**case.options, "launch_pdl": True}, case.types, case.values))  # fmt: skip
             if case.module == "skinny_linear" and settings.programmatic_early_weights:
-                case.constexprs["EARLY_WEIGHTS"] = True
+                launched[-1].constexprs["EARLY_WEIGHTS"] = True
                 if case.kernel == DOT:
-                    case.options["num_stages"] = dot_stages(case.options, True)
-    return cases
+                    launched[-1].options["num_stages"] = dot_stages(case.options, True)
+        if limit and (most is None or most > limit):
+            launched.append(case)
+    return launched
 
 
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:

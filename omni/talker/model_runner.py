@@ -16,6 +16,7 @@ from functools import partial
 import torch
 
 from omni.device import to_device
+from omni.kernels.launch_rows import launching_rows
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, AttentionInputs, CacheKernels, Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt
@@ -223,6 +224,10 @@ class TalkerRunner:
         end, end+1, ...); no query reads it: queries attend only to positions <= their own, and the next chunk or
         decode step writes each of those positions before anything attends to it.
         """
+        with launching_rows(len(chunks) * max((end - start for _, _, start, end in chunks), default=0)):
+            return self._prefill_batch(chunks)
+
+    def _prefill_batch(self, chunks: list[tuple[int, torch.Tensor, int, int]]) -> list[int]:
         if not chunks:
             return []
         width = max(end - start for _, _, start, end in chunks)
@@ -244,12 +249,7 @@ class TalkerRunner:
 
     @torch.no_grad()
     def prefill_padded(
-        self,
-        x: torch.Tensor,
-        positions: torch.Tensor,
-        slots: torch.Tensor,
-        last: torch.Tensor,
-        complete: torch.Tensor,
+        self, x: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, last: torch.Tensor, complete: torch.Tensor
     ) -> None:
         """`prefill_batch` over fixed shapes with no host sync and no branch on tensor values; CUDA-graph capturable.
 
@@ -260,6 +260,12 @@ class TalkerRunner:
         complete rows write it: the others are redirected to the scratch slot, so their own per-slot state is left
         as it was. The scratch slot is reset at the end, as `decode_step_padded` does.
         """
+        with launching_rows(x.shape[0] * x.shape[1]):
+            self._prefill_padded(x, positions, slots, last, complete)
+
+    def _prefill_padded(
+        self, x: torch.Tensor, positions: torch.Tensor, slots: torch.Tensor, last: torch.Tensor, complete: torch.Tensor
+    ) -> None:
         if self.scratch_slot is None:
             raise ValueError("prefill_padded needs a runner built with scratch_slot=True")
         b = x.shape[0]
@@ -299,6 +305,10 @@ class TalkerRunner:
         max_new_tokens ids were drawn, i.e. the returned frame is the slot's last one. Slots must not be
         stepped after they finished.
         """
+        with launching_rows(slots.shape[0]):
+            return self._decode_step(slots)
+
+    def _decode_step(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         t, predictor = self.talker, self.talker.code_predictor
         b = slots.shape[0]
         drawn = self.drawn[slots]

@@ -151,6 +151,11 @@ class TalkerConfig(ServiceConfig):
         "it before touching memory: the same bits; runs 171-172: the 1.7B step 16-17% faster at 1 row, 8% at 16, "
         "3% at 32, 0.7-1.0% slower at 512, so off)",
     )
+    programmatic_launch_max_rows: int = option(
+        0,
+        "with programmatic_launch: only the decode steps (each CUDA graph bucket as captured) and prefills of at most "
+        "this many rows (prefill: padded positions) launch with it, the others as before; 0: every launch",
+    )
     programmatic_early_weights: bool = option(
         False,
         "with programmatic_launch: the GEMM kernels load their first chunk of weights before waiting for the kernels "
@@ -198,6 +203,8 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
         if self.busy_streams < 0:
             raise ValueError(f"busy_streams must be >= 0, got {self.busy_streams}")
+        if self.programmatic_launch_max_rows < 0:
+            raise ValueError(f"programmatic_launch_max_rows must be >= 0, got {self.programmatic_launch_max_rows}")
         if not self.min_lead_ms >= 0:
             raise ValueError(f"min_lead_ms must be >= 0, got {self.min_lead_ms}")
         sizes = [("initial_chunk_frames", self.initial_chunk_frames), ("chunk_frames", self.chunk_frames)]
