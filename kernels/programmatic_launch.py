@@ -16,7 +16,7 @@ With `early_weights`, the GEMM kernels (kernels/skinny_linear.py) load their fir
 kernel ahead of it runs. The same sums in the same order; it changes only when the loads are issued, so the
 interpreter runs it too.
 
-With `max_rows`, only the launches inside a step of at most that many rows (kernels/launch_rows.py: the runner's
+With `max_rows`, only the launches inside a step of at most that many rows (omni/launch_rows.py: the runner's
 decode steps and prefills; in CUDA graphs, each bucket as it was captured) take it, none outside a step: runs 171-172
 made the 1.7B step 16% faster at 1 row and 3% at 32 but 0.7-1.0% slower at 512.
 """
@@ -25,7 +25,8 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.launch_rows import launch_rows
+
+from omni.launch_rows import launch_rows
 
 try:
     from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait

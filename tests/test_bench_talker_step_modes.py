@@ -190,7 +190,8 @@ def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeyp
     too: the GEMMs' first weights before their wait); every other mode turns both off (its check, graphs with and
     without it, needs a GPU)."""
     from omni.kernels import programmatic_launch
-    from omni.kernels.launch_rows import launching_rows
+
+    from omni.launch_rows import launching_rows
 
     bench = load_bench()
     talker, _ = bench.build_talker("tiny", torch.float32, "cpu")

@@ -13,9 +13,9 @@ import logging
 import pytest
 import torch
 from omni.kernels import programmatic_launch
-from omni.kernels.launch_rows import launch_rows, launching_rows
 from omni.kernels.programmatic_launch import launch_options, set_programmatic_launch
 
+from omni.launch_rows import launch_rows, launching_rows
 from tests.kernel_runners import compile_for_sm90
 from tests.tool_modules import TOOLS, load_tool
 

@@ -16,7 +16,7 @@ from functools import partial
 import torch
 
 from omni.device import to_device
-from omni.kernels.launch_rows import launching_rows
+from omni.launch_rows import launching_rows
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, AttentionInputs, CacheKernels, Qwen3TTSTalker
 from omni.talker.prompt import NO_ID, TalkerPrompt

@@ -2,8 +2,9 @@
 
 The talker's runner sets it around each decode step (its batch) and prefill forward (its padded positions); CUDA
 graphs keep what was launched while they were captured, so a graph bucket's launches follow its own rows. Read by
-kernels/programmatic_launch.py (programmatic launch only up to some rows). No Triton here: the runner imports it on
-any device.
+kernels/programmatic_launch.py (programmatic launch only up to some rows). Outside omni.kernels on purpose: the runner
+imports it on any device, and importing that package fixes its INTERPRETED flag for the process (a test that sets
+TRITON_INTERPRET after would run the kernels as on a GPU).
 """
 
 from collections.abc import Iterator
