@@ -17,8 +17,9 @@ from tests.tool_modules import TOOLS, load_tool
 ROOT = TOOLS.parent
 tool = load_tool("compare_kernel_code")
 SNAPSHOT = ROOT / "kernels" / "timed_code.json"
-ROW = "_skinny_linear_kernel HAS_BIAS=False BLOCK_N=4 BLOCK_K=1024 num_warps=2"
-NORM = "_rms_norm_kernel BLOCK=1024"
+# One case each among today's (the GEMMs launch programmatically; the norms both ways: this is the one without)
+ROW = "_skinny_linear_kernel HAS_BIAS=False BLOCK_N=4 BLOCK_K=1024 PDL=True num_warps=2"
+NORM = "_rms_norm_kernel BLOCK=1024 num_warps=4"
 
 
 def triton_version() -> str:
@@ -135,7 +136,7 @@ def test_with_max_rows_a_launch_is_a_case_with_programmatic_launch_if_a_small_st
     if a step of at most 4 rows takes it (a dot launch: its fewest rows M), without it only if a larger step does."""
     from omni.services.talker.config import TalkerConfig
 
-    plain = {case.name: case for case in tool.step_cases()}
+    plain = {case.name: case for case in tool.launch_cases(TalkerConfig(programmatic_launch=False))}
     cases = tool.launch_cases(TalkerConfig(programmatic_launch=True, programmatic_launch_max_rows=4))
     with_it = [case for case in cases if case.constexprs.get("PDL")]
     without = {case.name for case in cases if "PDL" not in case.constexprs}
@@ -151,14 +152,25 @@ def test_with_max_rows_a_launch_is_a_case_with_programmatic_launch_if_a_small_st
 
 
 def test_the_cases_follow_the_settings():
-    """Today's defaults: no option in any case. With the SiLU in the down projections and programmatic launch with
-    early weights on, the down projections' launches take the gate/up output, every launch waits for the kernels
-    ahead (launch_pdl), and the GEMMs load their first weights early."""
+    """Every option off: no option in any case. Today's defaults (programmatic launch in steps of at most 64 rows):
+    every GEMM launch (1 to 32 rows) with it, the other kernels both ways. With the SiLU in the down projections and
+    programmatic launch in every step with early weights, the down projections' launches take the gate/up output,
+    every launch waits for the kernels ahead (launch_pdl), and the GEMMs load their first weights early."""
     from omni.services.talker.config import TalkerConfig
 
     options = ("PDL", "EARLY_WEIGHTS", "SILU_GATE")
-    assert not any(key in case.constexprs for case in tool.step_cases() for key in options)
-    settings = TalkerConfig(skinny_linear_silu_down=True, programmatic_launch=True, programmatic_early_weights=True)
+    off = tool.launch_cases(TalkerConfig(programmatic_launch=False))
+    assert not any(key in case.constexprs for case in off for key in options)
+    defaults = tool.step_cases()
+    assert all(case.constexprs.get("PDL") for case in defaults if case.module == "skinny_linear")
+    others = [case for case in off if case.module != "skinny_linear"]
+    assert len(defaults) == len(off) + len(others) and all(case in defaults for case in others)
+    settings = TalkerConfig(
+        skinny_linear_silu_down=True,
+        programmatic_launch=True,
+        programmatic_early_weights=True,
+        programmatic_launch_max_rows=0,
+    )
     cases = tool.launch_cases(settings)
     assert all(case.constexprs["PDL"] and case.options["launch_pdl"] for case in cases)
     gemms = [case for case in cases if case.module == "skinny_linear"]

@@ -131,9 +131,9 @@ def test_the_runner_launches_each_step_and_prefill_as_its_rows():
 
 
 def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkeypatch, caplog):
-    """programmatic_launch (off by default) is set by apply_kernels on CUDA where the device has compute capability
-    9.0 or more, and programmatic_early_weights with it; asked for on a device without it, it stays off with a
-    warning."""
+    """programmatic_launch (on by default, in steps of at most 64 rows since run 173) is set by apply_kernels on CUDA
+    where the device has compute capability 9.0 or more, and programmatic_early_weights with it; asked for on a device
+    without it, it stays off and says so."""
     from omni.services.talker.config import TalkerConfig
     from omni.services.talker.service import apply_kernels
 
@@ -141,24 +141,30 @@ def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkey
     from omni.models.qwen3_tts.talker import Qwen3TTSTalker
     from omni.models.qwen3_tts.tiny import tiny_config
 
-    assert not TalkerConfig().programmatic_launch
+    defaults = TalkerConfig()
+    assert defaults.programmatic_launch and defaults.programmatic_launch_max_rows == 64
+    assert not defaults.programmatic_early_weights
     talker = Qwen3TTSTalker(Qwen3TTSConfig.parse(tiny_config("custom_voice")).talker).eval()
     monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)  # read the switch as a GPU launch would
-    with caplog.at_level(logging.WARNING, logger="omni.talker"):
-        apply_kernels(talker, TalkerConfig(programmatic_launch=True), on_cuda=True)  # this machine: no sm_90 GPU
-    assert not programmatic_launch.programmatic_launch() and "compute capability 9.0" in caplog.text
+
+    def switch_at(rows: int) -> tuple[bool, bool]:
+        """(programmatic launch, early weights) as a launch in a step of `rows` rows reads them."""
+        with launching_rows(rows):
+            return programmatic_launch.programmatic_launch(), programmatic_launch.early_weights()
+
+    with caplog.at_level(logging.INFO, logger="omni.talker"):
+        apply_kernels(talker, defaults, on_cuda=True)  # this machine: no sm_90 GPU
+    assert switch_at(1) == (False, False) and "compute capability 9.0" in caplog.text
     monkeypatch.setattr(programmatic_launch, "device_supports", lambda: True)
-    apply_kernels(talker, TalkerConfig(programmatic_launch=True), on_cuda=True)
-    assert programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()
-    apply_kernels(talker, TalkerConfig(programmatic_launch=True, programmatic_early_weights=True), on_cuda=True)
-    assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
-    apply_kernels(talker, TalkerConfig(programmatic_early_weights=True), on_cuda=True)  # only with the launch
-    assert not programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()
-    apply_kernels(talker, TalkerConfig(programmatic_launch=True, programmatic_launch_max_rows=32), on_cuda=True)
-    with launching_rows(32):
-        assert programmatic_launch.programmatic_launch()
-    with launching_rows(64):
-        assert not programmatic_launch.programmatic_launch()
+    apply_kernels(talker, defaults, on_cuda=True)
+    assert switch_at(1) == switch_at(64) == (True, False) and switch_at(65) == (False, False)
+    assert not programmatic_launch.programmatic_launch()  # outside a step
+    apply_kernels(talker, TalkerConfig(programmatic_early_weights=True), on_cuda=True)
+    assert switch_at(64) == (True, True) and switch_at(65) == (False, False)
+    apply_kernels(talker, TalkerConfig(programmatic_launch=False, programmatic_early_weights=True), on_cuda=True)
+    assert switch_at(1) == (False, False)  # early weights only with the launch
+    apply_kernels(talker, TalkerConfig(programmatic_launch_max_rows=0), on_cuda=True)
+    assert switch_at(512) == (True, False) and programmatic_launch.programmatic_launch()  # every launch
     with pytest.raises(ValueError, match="programmatic_launch_max_rows must be >= 0"):
         TalkerConfig(programmatic_launch_max_rows=-1).validate()
 
@@ -196,8 +202,11 @@ def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for
     tool = load_tool("compare_kernel_code")
     launches = []
     for early in (False, True):
-        settings = TalkerConfig(
-            programmatic_launch=True, programmatic_early_weights=early, skinny_linear_silu_down=True
+        settings = TalkerConfig(  # in every step: each launch with it
+            programmatic_launch=True,
+            programmatic_early_weights=early,
+            skinny_linear_silu_down=True,
+            programmatic_launch_max_rows=0,
         )
         launches += tool.launch_cases(settings)
     assert sum(case.constexprs.get("SILU_GATE", False) for case in launches) >= 4

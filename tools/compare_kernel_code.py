@@ -1,7 +1,8 @@
 """Whether a change to the kernels changed the machine code of the launches the talker's step makes today, found on
 the CPU: every launch of a 1.7B decode step with the talker service's default settings (`step_cases`: the GEMM
 launches `module_launch` gives the service-built talker's weights at 1 to 32 rows, the norms, the K/V writes, decode
-attention, the draws; with the options the defaults turn on, none today) is compiled for sm_90 (H100/H200) from two
+attention, the draws; with the options the defaults turn on: today programmatic launch in steps of at most 64 rows,
+so every GEMM launch with it and the other kernels both ways) is compiled for sm_90 (H100/H200) from two
 trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the
 same wheel).
 

@@ -142,19 +142,22 @@ class TalkerConfig(ServiceConfig):
         False,
         "with skinny_linear: each MLP's SiLU(gate) * up formed inside its down projection's kernel as it loads its "
         "input, wherever that projection runs through the kernels, instead of one kernel before it (the same bits; "
-        "one kernel fewer per layer; not yet timed on a GPU)",
+        "one kernel fewer per layer; run 174: the 1.7B step 1-2% faster at 1 row but 27% slower at 16 rows and 30% "
+        "at 32, where every dot program forms the whole gated input again, so off)",
     )
     programmatic_launch: bool = option(
-        False,
+        True,
         "on a CUDA device of compute capability 9.0 or more: the step's Triton kernels launch with programmatic "
         "dependent launch, so each kernel's programs are scheduled while the one before it finishes (each waits for "
-        "it before touching memory: the same bits; runs 171-172: the 1.7B step 16-17% faster at 1 row, 8% at 16, "
-        "3% at 32, 0.7-1.0% slower at 512, so off)",
+        "it before touching memory: the same bits), in steps of at most programmatic_launch_max_rows rows (runs "
+        "171-174, the 1.7B step: 16-17% faster at 1 row, 8% at 16, 3% at 32, 0.7% at 64, 0.1% at 128, 1.2-1.3% "
+        "slower at 256, 0.5-1.0% at 512)",
     )
     programmatic_launch_max_rows: int = option(
-        0,
+        64,
         "with programmatic_launch: only the decode steps (each CUDA graph bucket as captured) and prefills of at most "
-        "this many rows (prefill: padded positions) launch with it, the others as before; 0: every launch",
+        "this many rows (prefill: padded positions) launch with it, the others as before; 0: every launch (run 173: "
+        "the bound leaves larger steps' times as without the launch, within 0.25%)",
     )
     programmatic_early_weights: bool = option(
         False,

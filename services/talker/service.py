@@ -367,7 +367,8 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
 
         supported = device_supports()
         if config.programmatic_launch and not supported:
-            log.warning("programmatic_launch needs a GPU of compute capability 9.0 or more and a Triton with it: off")
+            # info, not a warning: on by default, so every GPU before the H100 would warn
+            log.info("programmatic_launch needs a GPU of compute capability 9.0 or more and a Triton with it: off")
         on = config.programmatic_launch and supported
         set_programmatic_launch(
             on, early_weights=on and config.programmatic_early_weights, max_rows=config.programmatic_launch_max_rows

@@ -9,7 +9,8 @@
 # better (18.2-19.3, 193.9-204.7, 346.9-367.2 audio-s/s); decides nothing.
 source tools/device/setup.sh
 stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
+# Today's defaults: since run 173 (session 45) with programmatic launch in steps of at most 64 rows.
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
 talker_order 1.7B 64,256,512 "$M,$M+codes-by-row+embedding-lookup" ab1
 talker_order 1.7B 64,256,512 "$M+codes-by-row+embedding-lookup,$M" ab2
 $S --concurrency 1 16 32 --out /tmp/stack; save stack

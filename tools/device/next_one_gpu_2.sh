@@ -20,7 +20,8 @@
 # steps are >= 1% faster in both orders.
 source tools/device/setup.sh
 stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32
+# Today's defaults: since run 173 (session 45) with programmatic launch in steps of at most 64 rows.
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
 # The order (session 43): the draw and the A/B first, the profile last, so a call cut at its time limit loses only the
 # profile (the whole call was ~9 minutes against a 590 s limit).
 python3 tools/bench_draw.py --rows 1 16 32 --num-warps default 1 2 4 --top-k-search bisection radix \
