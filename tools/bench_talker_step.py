@@ -146,11 +146,11 @@ def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
 def compare_programmatic_launch(
     talker, flags: dict, config, steps: int, device: str, early_weights: bool, max_rows: int = 0
 ) -> dict:
-    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`, up to
-    `max_rows`), then
-    through graphs captured without it (a runner each, one after the other, steps at 1, 5, 16 and 64 rows in turn, at
-    least one at each): the launch only lets a kernel's programs be scheduled before the kernel ahead of it ends, so
-    codes, caches, hidden state and slot state must be equal to the bit. Leaves the switch as the mode has it."""
+    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`; in steps
+    of at most `max_rows` rows), then through graphs captured without it (a runner each, one after the other, steps at
+    1, 5, 16 and 64 rows in turn, at least one at each): the launch only lets a kernel's programs be scheduled before
+    the kernel ahead of it ends, so codes, caches, hidden state and slot state must be equal to the bit. Leaves the
+    switch as the mode has it."""
     batches = (1, 5, 16, 64)
     slots, steps = 64, max(steps, len(batches))
     max_len = PROMPT_LEN + steps + 8
