@@ -1,4 +1,5 @@
-"""Programmatic dependent launch (sm_90+) for the talker step's kernels: a process-wide switch, off by default.
+"""Programmatic dependent launch (sm_90+) for the talker step's kernels: a process-wide switch, off until the talker
+service sets it (its `programmatic_launch`: on by default since run 173, in steps of at most 64 rows).
 
 A step at a few rows is a chain of ~1,000 short kernels (run 168: a 1-row 1.7B step 3,640 us of wall time, 3,330 us
 of kernels), each launched only when the one before it has finished. Launched with CUDA's programmatic stream
@@ -17,8 +18,8 @@ kernel ahead of it runs. The same sums in the same order; it changes only when t
 interpreter runs it too.
 
 With `max_rows`, only the launches inside a step of at most that many rows (omni/launch_rows.py: the runner's
-decode steps and prefills; in CUDA graphs, each bucket as it was captured) take it, none outside a step: runs 171-172
-made the 1.7B step 16% faster at 1 row and 3% at 32 but 0.7-1.0% slower at 512.
+decode steps and prefills; in CUDA graphs, each bucket as it was captured) take it, none outside a step: runs 171-173
+made the 1.7B step 16% faster at 1 row, 3% at 32 and 0.7% at 64, but 1.2% slower at 256 and 0.5-1.0% at 512.
 """
 
 import torch
