@@ -143,7 +143,7 @@ class TalkerConfig(ServiceConfig):
         "with skinny_linear: each MLP's SiLU(gate) * up formed inside its down projection's kernel as it loads its "
         "input, wherever that projection runs through the kernels, instead of one kernel before it (the same bits; "
         "one kernel fewer per layer; run 174: the 1.7B step 1-2% faster at 1 row but 27% slower at 16 rows and 30% "
-        "at 32, where every dot program forms the whole gated input again, so off)",
+        "at 32, where each of a projection's column blocks forms the gated input again, so off)",
     )
     programmatic_launch: bool = option(
         True,
