@@ -87,10 +87,8 @@ def test_with_max_rows_only_steps_of_at_most_that_many_rows_launch_programmatica
     that many with the launch (a CUDA graph keeps what its bucket's capture launched); no launch outside a step takes
     it; without max_rows every launch does."""
     runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
-    one, two = (
-        step_launches(runner, True, monkeypatch, rows=1, max_rows=1),
-        step_launches(runner, True, monkeypatch, 2, 1),
-    )
+    one = step_launches(runner, True, monkeypatch, rows=1, max_rows=1)
+    two = step_launches(runner, True, monkeypatch, rows=2, max_rows=1)
     assert len(one) > 300 and all(pdl is True and launch is True for _, pdl, launch in one)
     assert len(two) == len(one) and all(pdl is False and launch is False for _, pdl, launch in two)
     monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
