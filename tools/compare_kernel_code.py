@@ -174,12 +174,12 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
     for case in cases:
         fewest, most = gemm_rows.get(case.name, (1, None))
         if not limit or fewest <= limit:
-            launched.append(Case(case.module, case.kernel, {**case.constexprs, "PDL": True},
-                                 {**case.options, "launch_pdl": True}, case.types, case.values))  # fmt: skip
+            constexprs, options = {**case.constexprs, "PDL": True}, {**case.options, "launch_pdl": True}
             if case.module == "skinny_linear" and settings.programmatic_early_weights:
-                launched[-1].constexprs["EARLY_WEIGHTS"] = True
+                constexprs["EARLY_WEIGHTS"] = True
                 if case.kernel == DOT:
-                    launched[-1].options["num_stages"] = dot_stages(case.options, True)
+                    options["num_stages"] = dot_stages(case.options, True)
+            launched.append(dataclasses.replace(case, constexprs=constexprs, options=options))
         if limit and (most is None or most > limit):
             launched.append(case)
     return launched
