@@ -5,12 +5,16 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # the step below runs its kernels on the CPU; the tool unsets it
 
+import inspect
 import json
 import shutil
 import subprocess
 import sys
 
 import pytest
+import torch
+import triton
+import triton.language as tl
 
 from tests.tool_modules import TOOLS, load_tool
 
@@ -102,7 +106,7 @@ def test_the_step_kernels_compile_to_the_snapshot_of_the_timed_code():
     not), then write the snapshot again: python tools/compare_kernel_code.py --write-snapshot kernels/timed_code.json"""
     saved = json.loads(SNAPSHOT.read_text())
     assert saved["triton"] == triton_version(), "the snapshot was compiled by another Triton: write it again"
-    names = [case.name for case in tool.step_cases()]
+    names = [case.name for case in tool.all_cases()]
     assert names == list(saved["cases"]), "the cases changed: write the snapshot again"
     rows = tool.compare(str(SNAPSHOT), str(ROOT))
     assert all(row["verdict"] == "same" for row in rows), [
@@ -117,6 +121,46 @@ def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
     runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
     launched = {name for name, _, _ in step_launches(runner, False, monkeypatch)}
     assert len(launched) >= 8 and launched <= {case.kernel for case in tool.step_cases()}, launched
+
+
+def test_the_codec_cases_cover_every_kernel_a_codec_step_launches():
+    """The tiny decoder as the codec service builds it on a GPU, stepped under the interpreter (census_codec_step):
+    every Triton kernel it launches has a codec case, recorded from the released-shape decoder's steps."""
+    census = load_tool("census_codec_step")
+    decoder = census.build(tiny=True, on=[], off=[])
+    state = decoder.new_state(3)
+    codes = torch.randint(0, decoder.cfg.codebook_size, (2, 4, decoder.cfg.num_quantizers))
+    rows, frames = torch.arange(2), torch.full((2,), 4)
+    with torch.no_grad():
+        counted = census.census(lambda: census.codec_step(decoder, state, codes, rows, frames), census.OpCounter())
+    codec = [case for case in tool.codec_cases() if case.tag.startswith("codec")]
+    assert len(codec) == len(tool.codec_cases()) >= 10 and set(counted["launches"]) == {case.kernel for case in codec}
+
+
+@triton.jit
+def _specialized_kernel(x_ptr, codes_ptr, n, length, stride, scale, flag, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), tl.load(codes_ptr).to(tl.bfloat16) * scale + n + length + stride + flag)
+
+
+def test_a_launch_becomes_the_case_the_launcher_would_compile():
+    """case_from_launch: a tensor a pointer of its dtype (a view off the 16-byte grid keeps its address modulo 16),
+    an integer of 1 a constant, one not a multiple of 16 by value, a float fp32, a bool i1, constexprs by value; the
+    name says each; `signature` then marks exactly the aligned pointers and the multiples of 16 divisible."""
+    x, codes = torch.zeros(64, dtype=torch.bfloat16), torch.zeros(8, dtype=torch.long)
+    case = tool.case_from_launch(_specialized_kernel, (x, codes[1:], 32, 1, 7, 0.5, True), {"BLOCK": 64,
+                                 "num_warps": 2}, "test")  # fmt: skip
+    assert case.kernel == "_specialized_kernel" and case.constexprs == {"BLOCK": 64}
+    assert case.options == {"num_warps": 2}
+    assert case.types == {"codes_ptr": "*i64", "scale": "fp32", "flag": "i1"}
+    assert case.values == {"codes_ptr": 8, "length": 1, "stride": 7}
+    assert case.name == ("_specialized_kernel BLOCK=64 num_warps=2 [test; 1: length; not /16: codes_ptr,stride; "
+                         "types: codes_ptr=*i64,scale=fp32,flag=i1]")  # fmt: skip
+    params = list(inspect.signature(_specialized_kernel.fn).parameters)
+    types, constexprs, attrs = tool.signature(params, case)
+    assert constexprs == {"length": 1, "BLOCK": 64} and types["codes_ptr"] == "*i64" and types["n"] == "i32"
+    assert sorted(index for (index,) in attrs) == [params.index("x_ptr"), params.index("n")]
+    aligned = tool.case_from_launch(_specialized_kernel, (x, codes, 32, 16, 48, 0.5, False), {"BLOCK": 64}, "test")
+    assert aligned.values == {} and aligned.name != case.name
 
 
 def test_a_case_is_specialized_as_the_launcher_specializes_it():

@@ -1,10 +1,11 @@
-"""Whether a change to the kernels changed the machine code of the launches the talker's step makes today, found on
-the CPU: every launch of a 1.7B decode step with the talker service's default settings (`step_cases`: the GEMM
+"""Whether a change to the kernels changed the machine code of the launches the talker's and codec's steps make today,
+found on the CPU: every launch of a 1.7B decode step with the talker service's default settings (`step_cases`: the GEMM
 launches `module_launch` gives the service-built talker's weights at 1 to 32 rows, the norms, the K/V writes, decode
-attention, the draws; with the options the defaults turn on: today programmatic launch in steps of at most 64 rows,
-so every GEMM launch with it and the other kernels both ways) is compiled for sm_90 (H100/H200) from two
-trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the
-same wheel).
+attention, the draws; with the options the defaults turn on: today programmatic launch in steps of at most 64 rows, so
+every GEMM launch with it and the other kernels both ways), and every launch of the codec's decode step with the codec
+service's default settings (`codec_cases`: recorded, not run, from the released-shape decoder's steps on the CPU at 1 to
+16 streams and 1 to 15 frames), is compiled for sm_90 (H100/H200) from two trees of kernels/ with the Triton wheel's own
+toolchain, and each pair of SASS listings compared (nvdisasm, from the same wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
     python tools/compare_kernel_code.py --base kernels/timed_code.json --check
@@ -57,11 +58,12 @@ class Case:
     options: dict = field(default_factory=dict)  # num_warps, num_stages
     types: dict = field(default_factory=dict)  # pointer and scalar types other than *bf16 and i32
     values: dict = field(default_factory=dict)  # integer arguments that are not multiples of 16 at this launch
+    tag: str = ""  # a recorded launch's origin and specialization (codec_cases), part of its name
 
     @property
     def name(self) -> str:
         launch = " ".join(f"{k}={v}" for k, v in {**self.constexprs, **self.options}.items())
-        return f"{self.kernel} {launch}"
+        return f"{self.kernel} {launch}" + (f" [{self.tag}]" if self.tag else "")
 
 
 ROW = "_skinny_linear_kernel"
@@ -185,17 +187,118 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
     return launched
 
 
+# (streams, frames) of the codec steps recorded: the graphs' smallest batch buckets and every chunk length they hold
+CODEC_STEPS = ((1, 1), (1, 4), (2, 8), (16, 15))
+TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
+    ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("int64", "i64"), ("int32", "i32"),
+    ("int8", "i8"), ("uint8", "u8"), ("bool", "i1"),
+)}  # fmt: skip
+
+
+@functools.cache
+def codec_cases() -> tuple[Case, ...]:
+    """The launches of the codec's decode step with the codec service's default settings on a GPU, as
+    `record_codec_launches` records them in a child process (the launches depend on omni.kernels' INTERPRETED tiles,
+    and this process may have imported it interpreted)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "codec_cases.json"
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+        done = subprocess.run([sys.executable, __file__, "--record-codec-into", str(out)], env=env,
+                              capture_output=True, text=True, timeout=600)  # fmt: skip
+        if done.returncode:
+            raise SystemExit(f"recording the codec's launches failed:\n{done.stderr[-3000:]}")
+        return tuple(Case(**fields) for fields in json.loads(out.read_text()))
+
+
+def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
+    """In a process that has not imported omni.kernels interpreted: the released-shape codec decoder (random weights,
+    bf16) with the kernels `apply_kernels` turns on by default on a GPU, stepped on the CPU with every Triton launch
+    recorded instead of run (the PyTorch ops run; values do not steer the step), two steps a stream (a fresh
+    state, then one with history) at each of `steps`; one case per launch as the launcher specializes it."""
+    import torch
+    from omni.services.codec.config import CodecConfig
+    from omni.services.codec.engine import apply_kernels
+    from triton.runtime.jit import JITFunction
+
+    from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
+    from omni.models.qwen3_tts.codec_graphs import codec_step
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        raise SystemExit("record the codec's launches without TRITON_INTERPRET (its launches take the GPU's tiles)")
+    launched = []
+    JITFunction.run = lambda self, *args, grid, warmup, **kwargs: launched.append((self, args, kwargs))
+    torch.manual_seed(0)
+    decoder = CodecDecoder(CodecDecoderConfig()).to(torch.bfloat16).eval()
+    apply_kernels(decoder, CodecConfig(dtype="bfloat16"))
+    with torch.no_grad():
+        for streams, frames in steps:
+            state = decoder.new_state(streams + 1)
+            codes = torch.zeros((streams, frames, decoder.cfg.num_quantizers), dtype=torch.long)
+            rows, lengths = torch.arange(streams), torch.full((streams,), frames)
+            for _ in range(2):
+                codec_step(decoder, state, codes, rows, lengths)
+    cases: dict[str, Case] = {}
+    for fn, args, kwargs in launched:
+        case = case_from_launch(fn, args, kwargs, "codec")
+        cases.setdefault(case.name, case)  # the name says all the launcher specializes on: one case a name
+    return list(cases.values())
+
+
+def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
+    """A Triton launch `fn[grid](*args, **kwargs)` as a Case: constexprs by value, tensors as pointers of their dtype
+    (with their address modulo 16 where it is not 0), integers of 1 or not multiples of 16 by value (the launcher
+    specializes on those), floats as fp32; the tag names `origin` and which integers were specialized how."""
+    params = inspect.signature(fn.fn).parameters
+    bound = dict(zip(params, args, strict=False)) | {k: v for k, v in kwargs.items() if k in params}
+    constexpr_names = {name for name, param in params.items() if "constexpr" in str(param.annotation)}
+    constexprs, types, values = {}, {}, {}
+    for name, value in bound.items():
+        if name in constexpr_names:
+            constexprs[name] = value
+        elif hasattr(value, "data_ptr"):  # a tensor
+            types[name] = "*" + TRITON_TYPES[str(value.dtype).removeprefix("torch.")]
+            if value.data_ptr() % 16:
+                values[name] = value.data_ptr() % 16
+        elif isinstance(value, bool):
+            types[name] = "i1"
+        elif isinstance(value, int):
+            if not -(2**31) <= value < 2**31:
+                types[name] = "i64"
+            if value == 1 or value % 16:
+                values[name] = value
+        elif isinstance(value, float):
+            types[name] = "fp32"
+        else:
+            raise TypeError(f"{fn.fn.__name__}: argument {name} = {value!r} of a type cases do not describe")
+    types = {name: kind for name, kind in types.items() if kind != ("*bf16" if name.endswith("_ptr") else "i32")}
+    options = {k: v for k, v in kwargs.items() if k not in params}
+    ones = [name for name, value in values.items() if value == 1 and not types.get(name, "i").startswith("*")]
+    others = [name for name in values if name not in ones]
+    typed = [f"{name}={kind}" for name, kind in types.items()]
+    tag = "; ".join([origin] + [f"{label}: {','.join(names)}" for label, names in
+                                (("1", ones), ("not /16", others), ("types", typed)) if names])  # fmt: skip
+    return Case(fn.fn.__module__.removeprefix("omni.kernels."), fn.fn.__name__, constexprs, options, types, values,
+                tag)  # fmt: skip
+
+
+def all_cases() -> tuple[Case, ...]:
+    """Every case the tool compiles: the talker step's (`step_cases`) and the codec step's (`codec_cases`)."""
+    return step_cases() + codec_cases()
+
+
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
     """The kernel's signature, constexprs and attributes for `case` as Triton's launcher specializes a launch: its
     constexprs and the off options the kernel has; an integer argument of 1 a constexpr; pointers (PyTorch allocates
     at 256 bytes) and the integers that are multiples of 16 (all but `case.values`) marked divisible by 16, which
     lets loads vectorize and copy asynchronously (a launch compiled without the marks has other code)."""
+    declared = {p: case.types.get(p, "*bf16" if p.endswith("_ptr") else "i32") for p in params}
     constexprs = {k: v for k, v in {**OFF, **case.constexprs}.items() if k in params}
-    constexprs |= {k: 1 for k, v in case.values.items() if v == 1 and k in params}
-    types = {p: "constexpr" if p in constexprs else case.types.get(p, "*bf16" if p.endswith("_ptr") else "i32")
-             for p in params}  # fmt: skip
-    divisible = [i for i, p in enumerate(params) if types[p].startswith("*") or (types[p] == "i32" and
-                 case.values.get(p, 16) % 16 == 0)]  # fmt: skip
+    constexprs |= {k: 1 for k, v in case.values.items() if v == 1 and k in params and declared[k][0] == "i"}
+    types = {p: "constexpr" if p in constexprs else declared[p] for p in params}
+    # A pointer's value, where given, is its address modulo 16 (a view that starts off the 16-byte grid).
+    divisible = [i for i, p in enumerate(params) if (types[p][0] == "*" or types[p] in ("i32", "i64")) and
+                 case.values.get(p, 16) % 16 == 0]  # fmt: skip
     return types, constexprs, {(i,): [["tt.divisibility", 16]] for i in divisible}
 
 
@@ -314,7 +417,7 @@ def fingerprints(source: str, only: str | None = None, python: str = sys.executa
     if source.endswith(".json"):
         cases = json.loads(Path(source).read_text())["cases"]
         return {name: code for name, code in cases.items() if not only or only in name}
-    cases = {str(index): case for index, case in enumerate(step_cases()) if not only or only in case.name}
+    cases = {str(index): case for index, case in enumerate(all_cases()) if not only or only in case.name}
     with tempfile.TemporaryDirectory() as tmp:
         out = compile_tree(source, Path(tmp), cases, python)
         failed = json.loads((out / "failed.json").read_text())
@@ -371,9 +474,14 @@ def main() -> None:
     parser.add_argument("--write-snapshot", type=Path, help="write --new's fingerprints here (a .json) and stop")
     parser.add_argument("--note", default="", help="with --write-snapshot: which GPU run timed this code")
     parser.add_argument("--compile-into", type=Path, help=argparse.SUPPRESS)  # the child process's job
+    parser.add_argument("--record-codec-into", type=Path, help=argparse.SUPPRESS)  # the other child's
     args = parser.parse_args()
     if args.compile_into:
         compile_cases(args.compile_into)
+        return
+    if args.record_codec_into:
+        cases = [dataclasses.asdict(case) for case in record_codec_launches()]
+        args.record_codec_into.write_text(json.dumps(cases))
         return
     if args.write_snapshot:
         snapshot(args.write_snapshot, args.new, args.python, note=args.note)
