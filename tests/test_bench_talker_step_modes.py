@@ -183,6 +183,9 @@ def test_silu_down_mode_sets_every_mlp_and_its_check_steps_the_rows_the_kernels_
     assert same == {"codes_equal": True, "caches_equal": True, "hidden_equal": True, "state_equal": True, "steps": 2}
     bench.build_mode(talker, mode)
     assert not any("silu_down" in m.__dict__ for m in mlps)
+    assert bench.known_extra("silu-down-to-1") and not bench.known_extra("silu-down-to-0")
+    bench.build_mode(talker, f"{mode}+silu-down+silu-down-to-1")  # only the 1-row forwards
+    assert all(m.silu_down == 1 for m in mlps)
 
 
 def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeypatch):
@@ -230,3 +233,4 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
             assert bench.parse_modes(modes), (script.name, modes)
             lists.append(modes)
     assert any("+pdl+pdl-to-64+early-weights" in modes for modes in lists)  # next_one_gpu_3.sh
+    assert any("+silu-down+silu-down-to-1" in modes for modes in lists)  # next_one_gpu_4.sh

@@ -223,3 +223,8 @@ def test_the_cases_follow_the_settings():
     gated = [case for case in gemms if case.constexprs.get("SILU_GATE")]
     assert 0 < len(gated) < len(gemms), [case.name for case in gated]
     assert {case.constexprs.get("SPLIT_K", 1) for case in gated} == {1, 4}  # the row launches and split-K (K >= 2N)
+    # skinny_linear_silu_down_max_rows 1: only the row kernel's 1-row launches take the gate/up output
+    one_row = tool.launch_cases(TalkerConfig(skinny_linear_silu_down=True, skinny_linear_silu_down_max_rows=1))
+    gated_one = [case for case in one_row if case.constexprs.get("SILU_GATE")]
+    assert gated_one and all(case.kernel == tool.ROW for case in gated_one)
+    assert any(case.kernel == tool.DOT for case in gated)  # without the bound the dot launches take it too

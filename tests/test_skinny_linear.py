@@ -402,6 +402,34 @@ def test_silu_down_takes_the_silu_kernel_out_of_each_mlp_with_the_same_bits(tiny
     assert len(calls) == 3
 
 
+def test_silu_down_with_max_rows_gates_only_the_forwards_of_that_many_rows(monkeypatch):
+    """use_silu_down(max_rows=1): a 1-row forward of a fused MLP forms SiLU(gate) * up in the down projection's
+    kernel, a 2-row one (which the kernels also take) runs silu_mul first; the same bits as the plain MLP both ways."""
+    from omni.models.qwen3_tts import talker_fused
+
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    plain = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(plain, add_norm=True)
+    use_skinny_linear(plain, dot=True, by_shape=True, dot_32=True)
+    gated = copy.deepcopy(plain)
+    use_silu_down(gated, max_rows=1)
+    mlps = [layer.mlp for layer in gated.model.layers]
+    assert all(m.silu_down == 1 for m in mlps)
+    calls = []
+    real_silu_mul = talker_fused.silu_mul
+    monkeypatch.setattr(talker_fused, "silu_mul", lambda g, u: calls.append(g.shape[:-1]) or real_silu_mul(g, u))
+    x = torch.randn(1, 2, gated.cfg.hidden_size)
+    with torch.no_grad():
+        for rows, silu_muls in ((1, 0), (2, 1)):
+            calls.clear()
+            got = gated.model.layers[0].mlp(x[:, :rows])
+            assert len(calls) == silu_muls, (rows, calls)
+            calls.clear()
+            assert torch.equal(got, plain.model.layers[0].mlp(x[:, :rows])) and len(calls) == 1
+    use_silu_down(gated)
+    assert all(m.silu_down == KERNEL_MAX_ROWS for m in mlps)  # 0: every forward the kernels take
+
+
 def test_the_talker_service_gates_the_down_projections_only_when_asked():
     """skinny_linear_silu_down (off by default: not yet timed on a GPU) sets every fused MLP, and only with
     skinny_linear on."""
@@ -418,6 +446,10 @@ def test_the_talker_service_gates_the_down_projections_only_when_asked():
     assert all(m.silu_down for m in mlps)
     apply_kernels(talker, TalkerConfig(skinny_linear_silu_down=True, skinny_linear=False), on_cuda=True)
     assert not any("silu_down" in m.__dict__ for m in mlps)
+    apply_kernels(talker, TalkerConfig(skinny_linear_silu_down=True, skinny_linear_silu_down_max_rows=1), on_cuda=True)
+    assert all(m.silu_down == 1 for m in mlps)
+    with pytest.raises(ValueError, match="skinny_linear_silu_down_max_rows"):
+        TalkerConfig(skinny_linear_silu_down_max_rows=-1).validate()
 
 
 @pytest.mark.parametrize("launch", [None, LAUNCH, DOT, SPLIT], ids=["interpreted", "gpu_launch", "dot", "split_k"])

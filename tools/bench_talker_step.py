@@ -406,14 +406,25 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
 
 
 def known_extra(token: str) -> bool:
-    """An extra the bench takes: one of MODE_EXTRAS, or pdl-to-N (N rows, N >= 1)."""
-    return token in MODE_EXTRAS or re.fullmatch(r"pdl-to-[1-9][0-9]*", token) is not None
+    """An extra the bench takes: one of MODE_EXTRAS, or pdl-to-N or silu-down-to-N (N rows, N >= 1)."""
+    return token in MODE_EXTRAS or re.fullmatch(r"(pdl|silu-down)-to-[1-9][0-9]*", token) is not None
+
+
+def max_rows(tokens: set[str], extra: str) -> int:
+    """N of a mode's +<extra>-to-N; 0 (every step) without it."""
+    return next((int(t.removeprefix(f"{extra}-to-")) for t in tokens if t.startswith(f"{extra}-to-")), 0)
 
 
 def pdl_max_rows(tokens: set[str]) -> int:
     """+pdl-to-N (with +pdl): programmatic launch only in steps of at most N rows (the talker service's
     programmatic_launch_max_rows); 0 (every step) without it."""
-    return next((int(t.removeprefix("pdl-to-")) for t in tokens if t.startswith("pdl-to-")), 0)
+    return max_rows(tokens, "pdl")
+
+
+def silu_down_max_rows(tokens: set[str]) -> int:
+    """+silu-down-to-N (with +silu-down): the SiLU in the down projections only in steps of at most N rows (the
+    talker service's skinny_linear_silu_down_max_rows); 0 (every step the kernels take) without it."""
+    return max_rows(tokens, "silu-down")
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -440,7 +451,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
-        use_silu_down(talker, on="silu-down" in tokens)
+        use_silu_down(talker, on="silu-down" in tokens, max_rows=silu_down_max_rows(tokens))
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -523,7 +534,8 @@ def main() -> None:
         "+pdl: every Triton kernel of the step launched with programmatic dependent launch (the talker service's "
         "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
         "wait (programmatic_early_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
-        "with it (each graph as captured; programmatic_launch_max_rows)"
+        "with it (each graph as captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): "
+        "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

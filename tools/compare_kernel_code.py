@@ -109,7 +109,8 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
 
     talker, config = build_talker(model, torch.bfloat16, "meta")
     apply_kernels(talker, settings, on_cuda=True)  # programmatic launch stays off here (no GPU): read from settings
-    gated = {id(mlp.down_proj) for mlp in talker.modules() if mlp.__dict__.get("silu_down")}
+    # Each gated down projection's most rows (use_silu_down's max_rows) by the module
+    gated = {id(mlp.down_proj): mlp.__dict__["silu_down"] for mlp in talker.modules() if "silu_down" in mlp.__dict__}
     gemms: dict[tuple, Case] = {}
     gemm_rows: dict[str, list[int]] = {}  # each GEMM launch's fewest and most rows (the other kernels: every step)
     for module, weight, bias in skinny_gemms(talker).values():
@@ -118,7 +119,7 @@ def launch_cases(settings, model: str = "1.7B") -> list[Case]:
             if launch is None:
                 continue
             constexprs = {"HAS_BIAS": bias is not None, "BLOCK_N": launch["block_n"], "BLOCK_K": launch["block_k"]}
-            if id(module) in gated:  # _fused_mlp hands the gate/up output whole to the down projection's kernel
+            if rows <= gated.get(id(module), 0):  # _fused_mlp hands the gate/up output whole to the down projection
                 constexprs["SILU_GATE"] = True
             options = {k: launch[k] for k in ("num_warps", "num_stages") if k in launch}
             if launch.get("dot"):

@@ -145,6 +145,12 @@ class TalkerConfig(ServiceConfig):
         "one kernel fewer per layer; run 174: the 1.7B step 1-2% faster at 1 row but 27% slower at 16 rows and 30% "
         "at 32, where each of a projection's column blocks forms the gated input again, so off)",
     )
+    skinny_linear_silu_down_max_rows: int = option(
+        0,
+        "with skinny_linear_silu_down: only in forwards of at most this many rows (decode steps: each CUDA graph "
+        "bucket as captured; 1: the row kernel's one-row launches, where run 174 gained); 0: every forward whose down "
+        "projections run the kernels",
+    )
     programmatic_launch: bool = option(
         True,
         "on a CUDA device of compute capability 9.0 or more: the step's Triton kernels launch with programmatic "
@@ -206,6 +212,10 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
         if self.busy_streams < 0:
             raise ValueError(f"busy_streams must be >= 0, got {self.busy_streams}")
+        if self.skinny_linear_silu_down_max_rows < 0:
+            raise ValueError(
+                f"skinny_linear_silu_down_max_rows must be >= 0, got {self.skinny_linear_silu_down_max_rows}"
+            )
         if self.programmatic_launch_max_rows < 0:
             raise ValueError(f"programmatic_launch_max_rows must be >= 0, got {self.programmatic_launch_max_rows}")
         if not self.min_lead_ms >= 0:

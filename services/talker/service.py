@@ -383,7 +383,8 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
         fuse_talker_kernels(talker, add_norm=config.fused_add_norm)
         use_skinny_linear(talker, on=config.skinny_linear, dot=config.skinny_linear_dot,
                           by_shape=config.skinny_linear_by_shape, dot_32=config.skinny_linear_dot_32)  # fmt: skip
-        use_silu_down(talker, on=config.skinny_linear and config.skinny_linear_silu_down)
+        use_silu_down(talker, on=config.skinny_linear and config.skinny_linear_silu_down,
+                      max_rows=config.skinny_linear_silu_down_max_rows)  # fmt: skip
     return {
         "decode_kernel": fused,
         "sampler_kernel": config.sampler_kernel and on_cuda,

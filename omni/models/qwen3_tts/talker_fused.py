@@ -98,8 +98,9 @@ def _fused_project_write(
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
     gate_up = module_linear(self, x, self.gate_up_weight)
     down = self.down_proj
-    if self.__dict__.get("silu_down"):  # the SiLU in the down projection's kernel where it runs one (use_silu_down)
-        launch = module_launch(down, down.weight, gate_up.numel() // gate_up.shape[-1])
+    rows = gate_up.numel() // gate_up.shape[-1]
+    if rows <= self.__dict__.get("silu_down", 0):  # the SiLU in the down projection's kernel (use_silu_down)
+        launch = module_launch(down, down.weight, rows)
         if launch is not None:
             return skinny_linear(
                 gate_up, down.weight, down.bias, max_rows=KERNEL_MAX_ROWS, launch=launch, silu_gate=True
@@ -202,16 +203,16 @@ def use_skinny_linear(
     return len(gemms)
 
 
-def use_silu_down(talker: Qwen3TTSTalker, on: bool = True) -> int:
+def use_silu_down(talker: Qwen3TTSTalker, on: bool = True, max_rows: int = 0) -> int:
     """Every fused MLP of the talker and its code predictor forms SiLU(gate) * up inside its down projection's
-    skinny_linear kernel (`silu_gate`) wherever that projection runs one (`use_skinny_linear`'s rows), instead of
-    one silu_mul kernel before it: one kernel fewer per layer, the same bits. With `on` False, silu_mul again.
-    Returns how many MLPs it set."""
+    skinny_linear kernel (`silu_gate`) wherever that projection runs one (`use_skinny_linear`'s rows) in a forward of
+    at most `max_rows` rows (0: any), instead of one silu_mul kernel before it: one kernel fewer per layer, the same
+    bits. With `on` False, silu_mul again. Returns how many MLPs it set."""
     mlps = [m for m in talker.modules() if isinstance(m, MLP) and getattr(m, "fused", False)]
     for mlp in mlps:
         mlp.__dict__.pop("silu_down", None)
         if on:
-            mlp.silu_down = True
+            mlp.silu_down = max_rows or KERNEL_MAX_ROWS  # the most rows the kernels take
     return len(mlps)
 
 
