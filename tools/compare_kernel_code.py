@@ -249,7 +249,9 @@ def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
 def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
     """A Triton launch `fn[grid](*args, **kwargs)` as a Case: constexprs by value, tensors as pointers of their dtype
     (with their address modulo 16 where it is not 0), integers of 1 or not multiples of 16 by value (the launcher
-    specializes on those), floats as fp32; the tag names `origin` and which integers were specialized how."""
+    specializes on those), floats as fp32, bools i1. The tag names `origin`, the integers specialized as 1 and as not
+    multiples of 16, the pointers off the 16-byte grid and the types other than the defaults (*bf16 for a name ending
+    in _ptr, else i32): the name then says everything the launcher specializes on."""
     params = inspect.signature(fn.fn).parameters
     bound = dict(zip(params, args, strict=False)) | {k: v for k, v in kwargs.items() if k in params}
     constexpr_names = {name for name, param in params.items() if "constexpr" in str(param.annotation)}
@@ -291,8 +293,9 @@ def all_cases() -> tuple[Case, ...]:
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
     """The kernel's signature, constexprs and attributes for `case` as Triton's launcher specializes a launch: its
     constexprs and the off options the kernel has; an integer argument of 1 a constexpr; pointers (PyTorch allocates
-    at 256 bytes) and the integers that are multiples of 16 (all but `case.values`) marked divisible by 16, which
-    lets loads vectorize and copy asynchronously (a launch compiled without the marks has other code)."""
+    at 256 bytes; a pointer in `case.values` is a view off the 16-byte grid) and the integers that are multiples of 16
+    (all but `case.values`) marked divisible by 16, which lets loads vectorize and copy asynchronously (a launch
+    compiled without the marks has other code)."""
     declared = {p: case.types.get(p, "*bf16" if p.endswith("_ptr") else "i32") for p in params}
     constexprs = {k: v for k, v in {**OFF, **case.constexprs}.items() if k in params}
     constexprs |= {k: 1 for k, v in case.values.items() if v == 1 and k in params and declared[k][0] == "i"}
