@@ -226,7 +226,8 @@ def expand_variables(text: str, names: dict[str, str]) -> str:
 
 def test_the_next_device_scripts_name_only_modes_the_bench_takes():
     """Every mode list a tools/device/next_*.sh script hands bench_talker_step (through talker_order or --modes, with
-    its M expanded) parses: an unknown extra would cost a device call's machine start before the bench refuses it."""
+    its mode variables expanded) parses: an unknown extra would cost a device call's machine start before the bench
+    refuses it."""
     bench = load_bench()
     lists = []
     for script in sorted((ROOT / "tools" / "device").glob("next_*.sh")):

@@ -428,6 +428,9 @@ def test_silu_down_with_max_rows_gates_only_the_forwards_of_that_many_rows(monke
             assert torch.equal(got, plain.model.layers[0].mlp(x[:, :rows])) and len(calls) == 1
     use_silu_down(gated)
     assert all(m.silu_down == KERNEL_MAX_ROWS for m in mlps)  # 0: every forward the kernels take
+    calls.clear()
+    with torch.no_grad():
+        assert torch.equal(gated.model.layers[0].mlp(x), plain.model.layers[0].mlp(x)) and len(calls) == 1  # plain's
 
 
 def test_the_talker_service_gates_the_down_projections_only_when_asked():
