@@ -224,13 +224,13 @@ class TalkerRunner:
         end, end+1, ...); no query reads it: queries attend only to positions <= their own, and the next chunk or
         decode step writes each of those positions before anything attends to it.
         """
-        with launching_rows(len(chunks) * max((end - start for _, _, start, end in chunks), default=0)):
-            return self._prefill_batch(chunks)
-
-    def _prefill_batch(self, chunks: list[tuple[int, torch.Tensor, int, int]]) -> list[int]:
         if not chunks:
             return []
         width = max(end - start for _, _, start, end in chunks)
+        with launching_rows(len(chunks) * width):
+            return self._prefill_batch(chunks, width)
+
+    def _prefill_batch(self, chunks: list[tuple[int, torch.Tensor, int, int]], width: int) -> list[int]:
         x = torch.zeros(len(chunks), width, self.config.talker.hidden_size, dtype=self.dtype, device=self.device)
         starts = to_device(torch.tensor([start for _, _, start, _ in chunks]), self.device)
         for row, (_, emb, start, end) in enumerate(chunks):
