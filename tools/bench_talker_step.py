@@ -410,21 +410,11 @@ def known_extra(token: str) -> bool:
     return token in MODE_EXTRAS or re.fullmatch(r"(pdl|silu-down)-to-[1-9][0-9]*", token) is not None
 
 
-def max_rows(tokens: set[str], extra: str) -> int:
-    """N of a mode's +<extra>-to-N; 0 (every step) without it."""
+def rows_bound(tokens: set[str], extra: str) -> int:
+    """N of a mode's +<extra>-to-N, 0 (every step) without it: +pdl-to-N, programmatic launch only in steps of at most
+    N rows (the talker service's programmatic_launch_max_rows); +silu-down-to-N, the SiLU in the down projections
+    only there (skinny_linear_silu_down_max_rows)."""
     return next((int(t.removeprefix(f"{extra}-to-")) for t in tokens if t.startswith(f"{extra}-to-")), 0)
-
-
-def pdl_max_rows(tokens: set[str]) -> int:
-    """+pdl-to-N (with +pdl): programmatic launch only in steps of at most N rows (the talker service's
-    programmatic_launch_max_rows); 0 (every step) without it."""
-    return max_rows(tokens, "pdl")
-
-
-def silu_down_max_rows(tokens: set[str]) -> int:
-    """+silu-down-to-N (with +silu-down): the SiLU in the down projections only in steps of at most N rows (the
-    talker service's skinny_linear_silu_down_max_rows); 0 (every step the kernels take) without it."""
-    return max_rows(tokens, "silu-down")
 
 
 def mode_extras(mode: str) -> set[str]:
@@ -445,13 +435,13 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
     set_programmatic_launch(  # the same bits either way
-        "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=pdl_max_rows(tokens)
+        "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=rows_bound(tokens, "pdl")
     )
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
-        use_silu_down(talker, on="silu-down" in tokens, max_rows=silu_down_max_rows(tokens))
+        use_silu_down(talker, on="silu-down" in tokens, max_rows=rows_bound(tokens, "silu-down"))
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -636,7 +626,7 @@ def main() -> None:
                 key = f"{label}_pdl_vs_serial_graphs"
                 early = "early-weights" in tokens
                 out[key] = compare_programmatic_launch(
-                    talker, flags, config, args.check_steps, device, early, pdl_max_rows(tokens)
+                    talker, flags, config, args.check_steps, device, early, rows_bound(tokens, "pdl")
                 )
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
