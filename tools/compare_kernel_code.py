@@ -203,13 +203,18 @@ def codec_cases() -> tuple[Case, ...]:
     and this process may have imported it interpreted)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "codec_cases.json"
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-        done = subprocess.run([sys.executable, __file__, "--record-codec-into", str(out)], env=env,
-                              capture_output=True, text=True, timeout=600)  # fmt: skip
-        if done.returncode:
-            raise SystemExit(f"recording the codec's launches failed:\n{done.stderr[-3000:]}")
+        pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+        run_child("--record-codec-into", out, {"PYTHONPATH": pythonpath}, "recording the codec's launches", 600)
         return tuple(Case(**fields) for fields in json.loads(out.read_text()))
+
+
+def run_child(flag: str, out: Path, env: dict, what: str, timeout: int, python: str = sys.executable) -> None:
+    """This tool run as `python tool flag out` with `env` added and without TRITON_INTERPRET (the interpreter
+    compiles nothing, and takes its own tiles); stops with the child's errors, named `what`, if it fails."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | env
+    done = subprocess.run([python, __file__, flag, str(out)], env=env, capture_output=True, text=True, timeout=timeout)
+    if done.returncode:
+        raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
 
 
 def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
@@ -352,13 +357,8 @@ def compile_tree(source: str, work: Path, cases: dict[str, Case], python: str = 
     out = work / "cubins"
     out.mkdir(parents=True)
     (out / "cases.json").write_text(json.dumps({index: dataclasses.asdict(case) for index, case in cases.items()}))
-    path = kernels_tree(source, work / "tree")
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # the interpreter compiles nothing
-    env |= {"PYTHONPATH": str(path), "TRITON_CACHE_DIR": str(work / "cache")}
-    done = subprocess.run([python, __file__, "--compile-into", str(out)], env=env, capture_output=True, text=True,
-                          timeout=1800)  # fmt: skip
-    if done.returncode:
-        raise SystemExit(f"compiling {source} failed:\n{done.stderr[-3000:]}")
+    env = {"PYTHONPATH": str(kernels_tree(source, work / "tree")), "TRITON_CACHE_DIR": str(work / "cache")}
+    run_child("--compile-into", out, env, f"compiling {source}", 1800, python)
     return out
 
 
