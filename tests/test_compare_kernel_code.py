@@ -21,9 +21,12 @@ from tests.tool_modules import TOOLS, load_tool
 ROOT = TOOLS.parent
 tool = load_tool("compare_kernel_code")
 SNAPSHOT = ROOT / "kernels" / "timed_code.json"
-# One case each among today's (the GEMMs launch programmatically; the norms both ways: this is the one without)
-ROW = "_skinny_linear_kernel HAS_BIAS=False BLOCK_N=4 BLOCK_K=1024 PDL=True num_warps=2"
-NORM = "_rms_norm_kernel BLOCK=1024 num_warps=4"
+# One case each among today's (a GEMM launch of the decode steps; a norm of the prefills, without programmatic launch)
+ROW = (
+    "_skinny_linear_kernel HAS_BIAS=False SILU_GATE=False BLOCK_N=4 BLOCK_K=1024 EARLY_WEIGHTS=False PDL=True "
+    "num_warps=2"
+)
+NORM = "_rms_norm_kernel BLOCK=2048 PDL=False num_warps=4"
 
 
 def triton_version() -> str:
@@ -94,7 +97,7 @@ def test_a_snapshot_is_a_base(trees, tmp_path):
     tool.snapshot(snapshot, trees["copy"], only=ROW)
     saved = json.loads(snapshot.read_text())
     assert saved["triton"] == triton_version()
-    assert list(saved["cases"]) == [case.name for case in tool.step_cases() if ROW in case.name]
+    assert list(saved["cases"]) == [case.name for case in tool.talker_cases() if ROW in case.name]
     (same,) = tool.compare(str(snapshot), str(ROOT), only=ROW)
     (planted,) = tool.compare(str(snapshot), trees["planted"], only=ROW)
     assert same["verdict"] == "same" and planted["verdict"] == "differs", (same, planted)
@@ -115,12 +118,29 @@ def test_the_step_kernels_compile_to_the_snapshot_of_the_timed_code():
 
 
 def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
-    """The tiny talker as the service builds it on a GPU: every Triton kernel its decode step launches has a case."""
+    """The tiny talker as the service builds it on a GPU: every Triton kernel its decode step launches has a case,
+    recorded from the 1.7B talker's decode steps, prefills and prompt embeddings."""
     from tests.test_programmatic_launch import step_launches
 
     runner = load_tool("census_talker_step").build("tiny", 2, rope_per_forward=False)
     launched = {name for name, _, _ in step_launches(runner, False, monkeypatch)}
-    assert len(launched) >= 8 and launched <= {case.kernel for case in tool.step_cases()}, launched
+    talker = tool.talker_cases()
+    assert len(launched) >= 8 and launched <= {case.kernel for case in talker}, launched
+    assert all(case.tag.startswith("talker") for case in talker)
+
+
+def test_the_talker_cases_hold_the_prefills_and_the_prompt_embeddings():
+    """Beyond the decode steps (1 position a slot: T a constant 1): the prefill graphs' launches (T a multiple of 16;
+    above 64 rows without programmatic launch) and the prompt embedding's GEMMs (outside a step: without it; the text
+    projection's bias), each with the pointer types of its launch."""
+    talker = tool.talker_cases()
+    writes = [case for case in talker if case.kernel == "_norm_rope_write_kernel"]
+    assert any(case.values.get("T") == 1 for case in writes)
+    assert any("T" not in case.values and not case.constexprs["PDL"] for case in writes), [c.name for c in writes]
+    outside = [case for case in talker if case.module == "skinny_linear" and not case.constexprs["PDL"]]
+    assert any(case.constexprs["HAS_BIAS"] for case in outside), [case.name for case in outside]
+    attention = [case for case in talker if case.kernel == "_decode_attention_kernel"]
+    assert len(attention) == 2 and all(case.types["lengths_ptr"] == "*i64" for case in attention)
 
 
 def test_the_codec_cases_cover_every_kernel_a_codec_step_launches():
@@ -175,47 +195,38 @@ def test_a_case_is_specialized_as_the_launcher_specializes_it():
     assert attrs == {(0,): [["tt.divisibility", 16]], (2,): [["tt.divisibility", 16]]}
 
 
-def test_with_max_rows_a_launch_is_a_case_with_programmatic_launch_if_a_small_step_makes_it():
-    """programmatic_launch_max_rows 4: the kernels every step launches are cases both ways; a GEMM launch with it only
-    if a step of at most 4 rows takes it (a dot launch: its fewest rows M), without it only if a larger step does."""
-    from omni.services.talker.config import TalkerConfig
-
-    plain = {case.name: case for case in tool.launch_cases(TalkerConfig(programmatic_launch=False))}
-    cases = tool.launch_cases(TalkerConfig(programmatic_launch=True, programmatic_launch_max_rows=4))
-    with_it = [case for case in cases if case.constexprs.get("PDL")]
-    without = {case.name for case in cases if "PDL" not in case.constexprs}
-    assert all(case.options["launch_pdl"] for case in with_it) and without <= set(plain)
-    others = {name for name, case in plain.items() if case.module != "skinny_linear"}
-    assert others <= without and others <= {case.name.replace(" PDL=True", "").replace(" launch_pdl=True", "")
-                                            for case in with_it}  # fmt: skip
-    dots = [case for case in with_it if case.kernel == tool.DOT]
-    assert dots and all(case.values["M"] <= 4 for case in dots)
-    late = [case for case in plain.values() if case.kernel == tool.DOT and case.values["M"] > 4]
-    assert late and all(case.name in without for case in late)
-    assert len(with_it) < len(plain) < len(cases)
+def without_pdl(name: str) -> str:
+    """A case's name as the same launch would have it without programmatic launch."""
+    return name.replace("PDL=True", "PDL=False").replace("launch_pdl=True", "launch_pdl=False")
 
 
 def test_the_cases_follow_the_settings():
     """Every option off: no option in any case. Today's defaults (programmatic launch in steps of at most 64 rows):
-    every GEMM launch (1 to 32 rows) with it, the other kernels both ways. With the SiLU in the down projections and
-    programmatic launch in every step with early weights, the down projections' launches take the gate/up output,
-    every launch waits for the kernels ahead (launch_pdl), and the GEMMs load their first weights early."""
+    the decode steps' launches with it, the wider prefills' and the prompt embeddings' without, and nothing else
+    changes (each case is one of the launches without it). With the SiLU in the down projections and programmatic
+    launch everywhere with early weights: every launch waits for the kernels ahead (launch_pdl), the GEMMs load their
+    first weights early, some down projections take the gate/up output; with the SiLU bounded to 1-row forwards only
+    row-kernel launches do."""
     from omni.services.talker.config import TalkerConfig
 
     options = ("PDL", "EARLY_WEIGHTS", "SILU_GATE")
-    off = tool.launch_cases(TalkerConfig(programmatic_launch=False))
-    assert not any(key in case.constexprs for case in off for key in options)
-    defaults = tool.step_cases()
-    assert all(case.constexprs.get("PDL") for case in defaults if case.module == "skinny_linear")
-    others = [case for case in off if case.module != "skinny_linear"]
-    assert len(defaults) == len(off) + len(others) and all(case in defaults for case in others)
+    off = tool.talker_cases(TalkerConfig(programmatic_launch=False))
+    assert not any(case.constexprs.get(key) for case in off for key in options)
+    assert all(not case.options.get("launch_pdl") for case in off)
+    defaults = tool.talker_cases()
+    with_it = [case for case in defaults if case.constexprs.get("PDL")]
+    assert all(case.options["launch_pdl"] for case in with_it)
+    assert {without_pdl(case.name) for case in defaults} == {case.name for case in off}
+    kernels = {case.kernel for case in defaults}
+    both = {case.kernel for case in with_it} & {case.kernel for case in defaults if not case.constexprs.get("PDL")}
+    assert {"_rms_norm_kernel", "_add_rms_norm_kernel", "_silu_mul_kernel", tool.ROW, tool.DOT} <= both < kernels
     settings = TalkerConfig(
         skinny_linear_silu_down=True,
         programmatic_launch=True,
         programmatic_early_weights=True,
         programmatic_launch_max_rows=0,
     )
-    cases = tool.launch_cases(settings)
+    cases = tool.talker_cases(settings)
     assert all(case.constexprs["PDL"] and case.options["launch_pdl"] for case in cases)
     gemms = [case for case in cases if case.module == "skinny_linear"]
     assert all(case.constexprs["EARLY_WEIGHTS"] for case in gemms)
@@ -224,7 +235,7 @@ def test_the_cases_follow_the_settings():
     assert 0 < len(gated) < len(gemms), [case.name for case in gated]
     assert {case.constexprs.get("SPLIT_K", 1) for case in gated} == {1, 4}  # the row launches and split-K (K >= 2N)
     # skinny_linear_silu_down_max_rows 1: only the row kernel's 1-row launches take the gate/up output
-    one_row = tool.launch_cases(TalkerConfig(skinny_linear_silu_down=True, skinny_linear_silu_down_max_rows=1))
+    one_row = tool.talker_cases(TalkerConfig(skinny_linear_silu_down=True, skinny_linear_silu_down_max_rows=1))
     gated_one = [case for case in one_row if case.constexprs.get("SILU_GATE")]
     assert gated_one and all(case.kernel == tool.ROW for case in gated_one)
     assert any(case.kernel == tool.DOT for case in gated)  # without the bound the dot launches take it too

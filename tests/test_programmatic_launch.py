@@ -187,11 +187,11 @@ print("compiled")
 
 
 def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for_sm90(tmp_path):
-    """Every launch of a 1.7B step with programmatic launch on, the SiLU in the down projections too
-    (tools/compare_kernel_code.py's cases, specialized as Triton's launcher specializes them, so loads vectorize and
-    pipeline as on the GPU), compiled for sm_90, with early weights and without: the kernel fits an H200 SM's shared
-    memory (run 171's early weights did not) and lets the next one in, and no global load, store, atomic or async
-    copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it."""
+    """Every launch of the 1.7B talker service with programmatic launch on, the SiLU in the down projections too
+    (tools/compare_kernel_code.py's recorded cases, specialized as Triton's launcher specializes them, so loads
+    vectorize and pipeline as on the GPU), compiled for sm_90, with early weights and without: the kernel fits an H200
+    SM's shared memory (run 171's early weights did not) and lets the next one in, and no global load, store, atomic
+    or async copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it."""
     import dataclasses
     import json
 
@@ -206,7 +206,7 @@ def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for
             skinny_linear_silu_down=True,
             programmatic_launch_max_rows=0,
         )
-        launches += tool.launch_cases(settings)
+        launches += tool.talker_cases(settings)
     assert sum(case.constexprs.get("SILU_GATE", False) for case in launches) >= 4
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([dataclasses.asdict(case) for case in launches]))

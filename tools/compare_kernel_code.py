@@ -1,11 +1,10 @@
-"""Whether a change to the kernels changed the machine code of the launches the talker's and codec's steps make today,
-found on the CPU: every launch of a 1.7B decode step with the talker service's default settings (`step_cases`: the GEMM
-launches `module_launch` gives the service-built talker's weights at 1 to 32 rows, the norms, the K/V writes, decode
-attention, the draws; with the options the defaults turn on: today programmatic launch in steps of at most 64 rows, so
-every GEMM launch with it and the other kernels both ways), and every launch of the codec's decode step with the codec
-service's default settings (`codec_cases`: recorded, not run, from the released-shape decoder's steps on the CPU at 1 to
-16 streams and 1 to 15 frames), is compiled for sm_90 (H100/H200) from two trees of kernels/ with the Triton wheel's own
-toolchain, and each pair of SASS listings compared (nvdisasm, from the same wheel).
+"""Whether a change to the kernels changed the machine code of the launches the talker and codec services make today,
+found on the CPU: every launch of the talker service with its default settings (`talker_cases`: recorded, not run,
+from the 1.7B talker's decode steps at each CUDA-graph batch bucket, its prefills at each (batch, width) bucket and
+its prompt embeddings at 1 to 32 positions, with programmatic launch as on an sm_90 GPU), and every launch of the
+codec's decode step with the codec service's default settings (`codec_cases`: recorded from the released-shape
+decoder's steps at 1 to 16 streams and 1 to 15 frames), is compiled for sm_90 (H100/H200) from two trees of kernels/
+with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the same wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
     python tools/compare_kernel_code.py --base kernels/timed_code.json --check
@@ -26,7 +25,9 @@ arguments of 1 made constants): compiled without the marks the loads neither vec
 
 Why: session 43 restructured the GEMM kernels for options that are off by default and left their default launches
 with other code (up to 16% more SASS instructions with Triton 3.6.0), which only a GPU timing would otherwise have
-shown.
+shown. The talker's launches were listed by hand until session 47: 19 of those 43 cases were not code the service
+runs (decode attention's lengths and the rope tables of another type, the dot kernels' 32-row M taken as not a
+multiple of 16, kernels the defaults never launch), and none was a prefill's.
 """
 
 import argparse
@@ -68,126 +69,10 @@ class Case:
 
 ROW = "_skinny_linear_kernel"
 DOT = "_skinny_linear_dot_kernel"
-FP32 = {"eps": "fp32", "q_eps": "fp32", "k_eps": "fp32", "scale": "fp32"}
-IDS = {"slots_ptr": "*i64", "positions_ptr": "*i64", "lengths_ptr": "*i32"}
-DRAW = {
-    "logits_ptr": "*bf16", "index_ptr": "*i64", "do_sample_ptr": "*i1", "temperature_ptr": "*fp32",
-    "top_k_ptr": "*i64", "top_p_ptr": "*fp32", "seed_ptr": "*i64", "counter_ptr": "*i64", "out_ptr": "*i64",
-}  # fmt: skip
-DRAW_TALKER = {
-    **DRAW, "slots_ptr": "*i64", "generated_ptr": "*i64", "seen_ptr": "*i1", "penalty_ptr": "*fp32",
-    "min_new_ptr": "*i64", "max_new_ptr": "*i64", "suppressed_ptr": "*i1", "ids_ptr": "*i64", "pending_ptr": "*i64",
-    "drawn_ptr": "*i64", "finished_ptr": "*i1", "finished_rows_ptr": "*i1",
-}  # fmt: skip
-
-ONE_POSITION = {"T": 1, "pos_stride_b": 1, "pos_stride_t": 1}  # a decode step's positions [B, 1]
-
-
-@functools.cache
-def step_cases(model: str = "1.7B") -> tuple[Case, ...]:
-    """`launch_cases` with the talker service's default settings (cached: a test and the tool ask often)."""
-    from omni.services.talker.config import TalkerConfig
-
-    return tuple(launch_cases(TalkerConfig(), model))
-
-
-def launch_cases(settings, model: str = "1.7B") -> list[Case]:
-    """The launches a decode step of `model` makes with the talker `settings`: every GEMM launch `module_launch`
-    gives the talker `apply_kernels` builds (on the meta device: shapes only) at 1 to 32 rows, the norms at both
-    widths, SiLU · up, the K/V writes, decode attention at both cache lengths' launches, both draws; with the options
-    the settings turn on (the SiLU in the down projections, programmatic launch and early weights; with its max_rows,
-    the launches of larger steps without it, each GEMM launch by the rows that take it). An integer
-    argument is taken as a multiple of 16 unless given: a dot launch's rows M are the fewest that take it."""
-    import torch
-    import triton
-    from bench_talker_step import build_talker
-    from omni.kernels import decode_attention, sampling
-    from omni.kernels.skinny_linear import dot_stages
-    from omni.services.talker.service import apply_kernels
-
-    from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms
-
-    talker, config = build_talker(model, torch.bfloat16, "meta")
-    apply_kernels(talker, settings, on_cuda=True)  # programmatic launch stays off here (no GPU): read from settings
-    # Each gated down projection's most rows (use_silu_down's max_rows) by the module
-    gated = {id(mlp.down_proj): mlp.__dict__["silu_down"] for mlp in talker.modules() if "silu_down" in mlp.__dict__}
-    gemms: dict[tuple, Case] = {}
-    gemm_rows: dict[str, list[int]] = {}  # each GEMM launch's fewest and most rows (the other kernels: every step)
-    for module, weight, bias in skinny_gemms(talker).values():
-        for rows in range(1, 33):
-            launch = module_launch(module, weight, rows, interpreted=False)
-            if launch is None:
-                continue
-            constexprs = {"HAS_BIAS": bias is not None, "BLOCK_N": launch["block_n"], "BLOCK_K": launch["block_k"]}
-            if rows <= gated.get(id(module), 0):  # _fused_mlp hands the gate/up output whole to the down projection
-                constexprs["SILU_GATE"] = True
-            options = {k: launch[k] for k in ("num_warps", "num_stages") if k in launch}
-            if launch.get("dot"):
-                rows_pad = max(16, triton.next_power_of_2(rows))
-                constexprs |= {"ROWS_PAD": rows_pad, "SPLIT_K": launch.get("split_k", 1), "DOT_FP32": False}
-                case = Case("skinny_linear", DOT, constexprs, options, {"part_ptr": "*fp32", "ticket_ptr": "*i32"},
-                            {"M": rows})  # fmt: skip
-            else:
-                case = Case("skinny_linear", ROW, constexprs, options)
-            gemms.setdefault((case.kernel, case.name), case)  # the first (fewest rows) of each launch
-            gemm_rows.setdefault(case.name, [rows, rows])[1] = rows
-    cases = [gemms[key] for key in sorted(gemms)]
-    predictor = config.talker.code_predictor
-    for width in sorted({config.talker.hidden_size, predictor.hidden_size}, reverse=True):
-        norm = {"BLOCK": triton.next_power_of_2(width)}, {"num_warps": 4 if width >= 1024 else 1}
-        cases += [
-            Case("transformer_fused", "_rms_norm_kernel", *norm, FP32),
-            Case("transformer_fused", "_add_rms_norm_kernel", {"HAS_SCALE": False, **norm[0]}, norm[1], FP32),
-        ]
-    t = config.talker
-    heads, kv_heads, dim = t.num_attention_heads, t.num_key_value_heads, t.head_dim
-    pad = triton.next_power_of_2
-    cases += [
-        Case("transformer_fused", "_silu_mul_kernel", {"BLOCK": 1024}),
-        Case("kv_write", "_write_kv_kernel", {"N": kv_heads * dim, "BLOCK": pad(kv_heads * dim)}, {}, IDS,
-             ONE_POSITION),
-        Case("kv_write", "_norm_rope_write_kernel",
-             {"HEADS": heads, "KV_HEADS": kv_heads, "HALF": dim // 2, "HEADS_PAD": pad(heads),
-              "KV_HEADS_PAD": pad(kv_heads), "HALF_PAD": pad(dim // 2), "V_BLOCK": pad(kv_heads * dim)},
-             {}, {**FP32, **IDS, "cos_ptr": "*fp32", "sin_ptr": "*fp32"}, ONE_POSITION),
-    ]  # fmt: skip
-    for launch in (decode_attention.LAUNCH, decode_attention.LAUNCH_SHORT):
-        group = heads // kv_heads
-        constexprs = {"GROUP": group, "GROUP_PAD": max(16, pad(group)), "DIM": dim, "DIM_PAD": max(16, pad(dim)),
-                      "BLOCK_N": launch["block_n"], "PRECISION": "ieee", "DOT_FP32": False}  # fmt: skip
-        options = {"num_warps": launch["num_warps"], "num_stages": launch["num_stages"]}
-        cases += [Case("decode_attention", "_decode_attention_kernel", constexprs, options, {**FP32, **IDS})]
-    for kernel, vocab, values in (
-        ("_draw_kernel", predictor.vocab_size, {"counter_offset": 3, "out_stride": 1}),
-        ("_draw_talker_kernel", t.vocab_size, {"eos_id": t.codec_eos_token_id}),
-    ):
-        chosen = sampling._launch_options(vocab, None, False)
-        constexprs = {"BLOCK": chosen["BLOCK"], "LIBDEVICE": True}  # libdevice on a GPU (not the interpreter)
-        if kernel == "_draw_kernel":
-            cases += [Case("sampling", kernel, {"INDEXED": indexed, **constexprs}, {"num_warps": chosen["num_warps"]},
-                           DRAW, values) for indexed in (False, True)]  # fmt: skip
-        else:
-            constexprs["DRAWS_PER_FRAME"] = sampling.DRAWS_PER_FRAME
-            cases += [Case("sampling", kernel, constexprs, {"num_warps": chosen["num_warps"]}, DRAW_TALKER, values)]
-    if not settings.programmatic_launch:
-        return cases
-    # Every launch of a step of at most max_rows rows (0: of every step) launches with it (apply_kernels on a GPU);
-    # with max_rows, a launch also made in larger steps is a case both ways.
-    limit, launched = settings.programmatic_launch_max_rows, []
-    for case in cases:
-        fewest, most = gemm_rows.get(case.name, (1, None))
-        if not limit or fewest <= limit:
-            constexprs, options = {**case.constexprs, "PDL": True}, {**case.options, "launch_pdl": True}
-            if case.module == "skinny_linear" and settings.programmatic_early_weights:
-                constexprs["EARLY_WEIGHTS"] = True
-                if case.kernel == DOT:
-                    options["num_stages"] = dot_stages(case.options, True)
-            launched.append(dataclasses.replace(case, constexprs=constexprs, options=options))
-        if limit and (most is None or most > limit):
-            launched.append(case)
-    return launched
-
-
+# The talker recorded with a cache this long (the service's default is 2048): a launch depends on the cache length only
+# through strides (multiples of 16 at any length) and decode attention's short-cache launch (64 positions or fewer),
+# and a cache of 33 slots x 2048 positions would fill 7.7 GB of this machine's memory with zeros.
+RECORD_CONTEXT = 512
 # (streams, frames) of the codec steps recorded: the graphs' smallest batch buckets and every chunk length they hold
 CODEC_STEPS = ((1, 1), (1, 4), (2, 8), (16, 15))
 TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
@@ -196,25 +81,119 @@ TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
 )}  # fmt: skip
 
 
-@functools.cache
+def talker_cases(settings=None) -> tuple[Case, ...]:
+    """The launches the talker service makes on an sm_90 GPU with `settings` (a TalkerConfig; default: its defaults),
+    as `record_talker_launches` records them in a child process (the launches depend on omni.kernels' INTERPRETED
+    tiles, and this process may have imported it interpreted)."""
+    from omni.services.talker.config import TalkerConfig
+
+    return _recorded("--record-talker-into", json.dumps(dataclasses.asdict(settings or TalkerConfig())))
+
+
 def codec_cases() -> tuple[Case, ...]:
     """The launches of the codec's decode step with the codec service's default settings on a GPU, as
-    `record_codec_launches` records them in a child process (the launches depend on omni.kernels' INTERPRETED tiles,
-    and this process may have imported it interpreted)."""
+    `record_codec_launches` records them in a child process."""
+    return _recorded("--record-codec-into")
+
+
+@functools.cache
+def _recorded(flag: str, settings: str = "{}") -> tuple[Case, ...]:
+    """The cases a child process records with `flag` and `settings` (JSON; cached: tests and the tool ask often)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "codec_cases.json"
+        out = Path(tmp) / "cases.json"
         pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-        run_child("--record-codec-into", out, {"PYTHONPATH": pythonpath}, "recording the codec's launches", 600)
+        run_child(flag, out, {"PYTHONPATH": pythonpath}, f"recording ({flag})", 600, args=("--settings", settings))
         return tuple(Case(**fields) for fields in json.loads(out.read_text()))
 
 
-def run_child(flag: str, out: Path, env: dict, what: str, timeout: int, python: str = sys.executable) -> None:
-    """This tool run as `python tool flag out` with `env` added and without TRITON_INTERPRET (the interpreter
+def run_child(
+    flag: str, out: Path, env: dict, what: str, timeout: int, python: str = sys.executable, args: tuple = ()
+) -> None:
+    """This tool run as `python tool flag out *args` with `env` added and without TRITON_INTERPRET (the interpreter
     compiles nothing, and takes its own tiles); stops with the child's errors, named `what`, if it fails."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | env
-    done = subprocess.run([python, __file__, flag, str(out)], env=env, capture_output=True, text=True, timeout=timeout)
+    command = [python, __file__, flag, str(out), *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     if done.returncode:
         raise SystemExit(f"{what} failed:\n{done.stderr[-3000:]}")
+
+
+def record_launches(origin: str) -> list[Case]:
+    """From now on in this process (a child's: there is no going back), every Triton launch is recorded instead of
+    run, and fills its integer and bool tensors with zeros (where a kernel would have written ids or flags, the
+    PyTorch ops after it then index in range); returns the list the cases go into (`unique_cases` after the run)."""
+    import torch
+    from triton.runtime.jit import JITFunction
+
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        raise SystemExit("record launches without TRITON_INTERPRET (the launches take the GPU's tiles)")
+    launched = []
+
+    def record(fn, *args, grid, warmup, **kwargs):
+        launched.append(case_from_launch(fn, args, kwargs, origin))
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, torch.Tensor) and not value.is_floating_point():
+                value.zero_()
+
+    JITFunction.run = record
+    return launched
+
+
+def unique_cases(launched: list[Case]) -> list[Case]:
+    """One case a name, in the order first launched: the name says all the launcher specializes on."""
+    cases: dict[str, Case] = {}
+    for case in launched:
+        cases.setdefault(case.name, case)
+    return list(cases.values())
+
+
+def record_talker_launches(settings) -> list[Case]:
+    """In a process that has not imported omni.kernels interpreted: the 1.7B talker (weights left uninitialized, bf16)
+    with the kernels `apply_kernels` turns on with `settings` on an sm_90 GPU (programmatic launch as there), in a
+    runner of the service's slots, and every launch the service's graphs and its eager prompt embedding make,
+    recorded instead of run: a decode step at each captured batch bucket, a prefill at each captured (batch, width)
+    bucket, and the prompt embeddings at 1 to MAX_ROWS positions (rows the GEMM kernels take).
+    The PyTorch ops that do not launch Triton and cost the most on a CPU (the cuBLAS GEMMs, SDPA and its cache gather)
+    return uninitialized tensors of their shapes: a launch is specialized by shapes, strides and types, not values."""
+    import torch
+    import torch.nn.functional as F
+    from bench_talker_step import build_talker
+    from omni.kernels.programmatic_launch import set_programmatic_launch
+    from omni.kernels.skinny_linear import MAX_ROWS
+    from omni.services.common.config import capture_buckets
+    from omni.services.talker.service import apply_kernels
+
+    from omni.models.qwen3_tts.talker import KVCache
+    from omni.talker.cuda_graphs import PREFILL_GRAPH_POSITIONS, PrefillInputs, prefill_graph_buckets
+    from omni.talker.model_runner import TalkerRunner
+    from omni.talker.prompt import NO_ID, TalkerPrompt
+
+    launched = record_launches("talker")
+    F.linear = lambda x, weight, bias=None: x.new_empty(*x.shape[:-1], weight.shape[0])
+    # In the layout the attention's transpose and reshape after it read without a copy
+    F.scaled_dot_product_attention = lambda q, k, v, **_: q.new_empty(q.shape[0], q.shape[2], q.shape[1],
+                                                                      v.shape[-1]).transpose(1, 2)  # fmt: skip
+    KVCache.read = lambda self, layer, slots, kv_len: (self.k.new_empty(len(slots), kv_len, *self.k.shape[3:]),) * 2
+    talker, config = build_talker("1.7B", torch.bfloat16, "meta")
+    talker = talker.to_empty(device="cpu")
+    kernels = apply_kernels(talker, settings, on_cuda=True)
+    # As apply_kernels sets it on an sm_90 GPU (here device_supports says no)
+    set_programmatic_launch(settings.programmatic_launch, settings.programmatic_early_weights,
+                            settings.programmatic_launch_max_rows)  # fmt: skip
+    slots = settings.max_streams
+    runner = TalkerRunner(talker, config, slots, RECORD_CONTEXT, "cpu", scratch_slot=True, **kernels)
+    with torch.no_grad():
+        for batch in capture_buckets(settings.graph_batch_buckets, slots):
+            runner.decode_step_padded(torch.full((batch,), runner.scratch_slot))
+        if settings.prefill_graphs:
+            buckets = prefill_graph_buckets(settings.prefill_batch_buckets, settings.prefill_widths(), slots,
+                                            settings.max_context, PREFILL_GRAPH_POSITIONS)  # fmt: skip
+            for batch, width in buckets:
+                PrefillInputs(runner, batch, width).run()
+        for length in range(1, MAX_ROWS + 1):
+            ids = torch.zeros(length, dtype=torch.long)
+            runner.embed_prompts([TalkerPrompt(text_ids=ids, codec_ids=torch.full_like(ids, NO_ID), trailing_ids=ids)])
+    return unique_cases(launched)
 
 
 def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
@@ -225,15 +204,11 @@ def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
     import torch
     from omni.services.codec.config import CodecConfig
     from omni.services.codec.engine import apply_kernels
-    from triton.runtime.jit import JITFunction
 
     from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
     from omni.models.qwen3_tts.codec_graphs import codec_step
 
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        raise SystemExit("record the codec's launches without TRITON_INTERPRET (its launches take the GPU's tiles)")
-    launched = []
-    JITFunction.run = lambda self, *args, grid, warmup, **kwargs: launched.append((self, args, kwargs))
+    launched = record_launches("codec")
     torch.manual_seed(0)
     decoder = CodecDecoder(CodecDecoderConfig()).to(torch.bfloat16).eval()
     apply_kernels(decoder, CodecConfig(dtype="bfloat16"))
@@ -244,11 +219,7 @@ def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
             rows, lengths = torch.arange(streams), torch.full((streams,), frames)
             for _ in range(2):
                 codec_step(decoder, state, codes, rows, lengths)
-    cases: dict[str, Case] = {}
-    for fn, args, kwargs in launched:
-        case = case_from_launch(fn, args, kwargs, "codec")
-        cases.setdefault(case.name, case)  # the name says all the launcher specializes on: one case a name
-    return list(cases.values())
+    return unique_cases(launched)
 
 
 def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
@@ -291,8 +262,8 @@ def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
 
 
 def all_cases() -> tuple[Case, ...]:
-    """Every case the tool compiles: the talker step's (`step_cases`) and the codec step's (`codec_cases`)."""
-    return step_cases() + codec_cases()
+    """Every case the tool compiles: the talker service's (`talker_cases`) and the codec step's (`codec_cases`)."""
+    return talker_cases() + codec_cases()
 
 
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
@@ -478,7 +449,9 @@ def main() -> None:
     parser.add_argument("--write-snapshot", type=Path, help="write --new's fingerprints here (a .json) and stop")
     parser.add_argument("--note", default="", help="with --write-snapshot: which GPU run timed this code")
     parser.add_argument("--compile-into", type=Path, help=argparse.SUPPRESS)  # the child process's job
-    parser.add_argument("--record-codec-into", type=Path, help=argparse.SUPPRESS)  # the other child's
+    parser.add_argument("--record-codec-into", type=Path, help=argparse.SUPPRESS)  # the recording children's
+    parser.add_argument("--record-talker-into", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--settings", default="{}", help=argparse.SUPPRESS)  # a recording's TalkerConfig, as JSON
     args = parser.parse_args()
     if args.compile_into:
         compile_cases(args.compile_into)
@@ -486,6 +459,12 @@ def main() -> None:
     if args.record_codec_into:
         cases = [dataclasses.asdict(case) for case in record_codec_launches()]
         args.record_codec_into.write_text(json.dumps(cases))
+        return
+    if args.record_talker_into:
+        from omni.services.talker.config import TalkerConfig
+
+        cases = record_talker_launches(TalkerConfig(**json.loads(args.settings)))
+        args.record_talker_into.write_text(json.dumps([dataclasses.asdict(case) for case in cases]))
         return
     if args.write_snapshot:
         snapshot(args.write_snapshot, args.new, args.python, note=args.note)

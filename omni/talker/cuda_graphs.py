@@ -144,6 +144,20 @@ def prefill_bucket_captured(batch: int, width: int, batch_buckets: Sequence[int]
     return max_positions is None or batch * width <= max_positions or batch == min(batch_buckets)
 
 
+def prefill_graph_buckets(
+    batch_buckets: Sequence[int], width_buckets: Sequence[int], num_slots: int, max_len: int, max_positions: int | None
+) -> list[tuple[int, int]]:
+    """The (batch, width) buckets PrefillGraphs captures over a runner of `num_slots` slots of `max_len` positions,
+    most padded positions first (the smaller graphs then fit in the memory the first one reserved in the shared
+    pool); also tools/compare_kernel_code.py's recorded prefills."""
+    batches = sorted({min(b, num_slots) for b in batch_buckets})
+    widths = sorted({min(w, max_len) for w in width_buckets})
+    buckets = [
+        (b, w) for b, w in itertools.product(batches, widths) if prefill_bucket_captured(b, w, batches, max_positions)
+    ]
+    return sorted(buckets, key=lambda bw: bw[0] * bw[1], reverse=True)
+
+
 def _smallest_bucket(
     n: int, width: int, batch_buckets: Sequence[int], width_buckets: Sequence[int], max_positions: int | None
 ) -> tuple[int, int] | None:
@@ -226,13 +240,8 @@ class PrefillGraphs:
         self.replays = 0  # forwards served by a graph
         self.eager_calls = 0  # forwards of chunks wider than every bucket, run eagerly
         pool = torch.cuda.graph_pool_handle()
-        # Most positions first, so the smaller graphs fit in the memory the first one reserved in the shared pool.
-        buckets = [
-            (b, w)
-            for b, w in itertools.product(self.batch_buckets, self.width_buckets)
-            if prefill_bucket_captured(b, w, self.batch_buckets, max_positions)
-        ]
-        for bucket in sorted(buckets, key=lambda bw: bw[0] * bw[1], reverse=True):
+        buckets = prefill_graph_buckets(batch_buckets, width_buckets, runner.num_slots, runner.max_len, max_positions)
+        for bucket in buckets:
             self.graphs[bucket] = self._capture(PrefillInputs(runner, *bucket), pool)
 
     @torch.no_grad()
