@@ -157,6 +157,16 @@ def test_the_codec_cases_cover_every_kernel_a_codec_step_launches():
     assert len(codec) == len(tool.codec_cases()) >= 10 and set(counted["launches"]) == {case.kernel for case in codec}
 
 
+def test_the_codec_cases_follow_the_graphs_captured():
+    """With one graph (1 stream x 1 frame) the recorded cases are some of the defaults' (those of 28 graphs and the
+    eager steps): the recording steps the graphs the settings capture."""
+    from omni.services.codec.config import CodecConfig
+
+    one = tool.codec_cases(CodecConfig(dtype="bfloat16", graph_batch_buckets=[1], graph_chunk_lengths=[1]))
+    defaults = {case.name for case in tool.codec_cases()}
+    assert {case.name for case in one} < defaults and len(one) < len(defaults) - 4
+
+
 @triton.jit
 def _specialized_kernel(x_ptr, codes_ptr, n, length, stride, scale, flag, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, BLOCK), tl.load(codes_ptr).to(tl.bfloat16) * scale + n + length + stride + flag)

@@ -2,9 +2,10 @@
 found on the CPU: every launch of the talker service with its default settings (`talker_cases`: recorded, not run,
 from the 1.7B talker's decode steps at each CUDA-graph batch bucket, its prefills at each (batch, width) bucket and
 its prompt embeddings at 1 to 32 positions, with programmatic launch as on an sm_90 GPU), and every launch of the
-codec's decode step with the codec service's default settings (`codec_cases`: recorded from the released-shape
-decoder's steps at 1 to 16 streams and 1 to 15 frames), is compiled for sm_90 (H100/H200) from two trees of kernels/
-with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the same wheel).
+codec service with its default settings (`codec_cases`: recorded from the released-shape decoder's steps in each
+CUDA graph, (batch bucket, chunk length), and eager steps of longer chunks), is compiled for sm_90 (H100/H200) from
+two trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from
+the same wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
     python tools/compare_kernel_code.py --base kernels/timed_code.json --check
@@ -27,7 +28,8 @@ Why: session 43 restructured the GEMM kernels for options that are off by defaul
 with other code (up to 16% more SASS instructions with Triton 3.6.0), which only a GPU timing would otherwise have
 shown. The talker's launches were listed by hand until session 47: 19 of those 43 cases were not code the service
 runs (decode attention's lengths and the rope tables of another type, the dot kernels' 32-row M taken as not a
-multiple of 16, kernels the defaults never launch), and none was a prefill's.
+multiple of 16, kernels the defaults never launch), and none was a prefill's. The codec's, recorded since session 46
+from four steps, missed 16 of the 48 its graphs and eager steps launch.
 """
 
 import argparse
@@ -73,8 +75,8 @@ DOT = "_skinny_linear_dot_kernel"
 # through strides (multiples of 16 at any length) and decode attention's short-cache launch (64 positions or fewer),
 # and a cache of 33 slots x 2048 positions would fill 7.7 GB of this machine's memory with zeros.
 RECORD_CONTEXT = 512
-# (streams, frames) of the codec steps recorded: the graphs' smallest batch buckets and every chunk length they hold
-CODEC_STEPS = ((1, 1), (1, 4), (2, 8), (16, 15))
+# (streams, frames) of the eager codec steps recorded: chunks longer than every graph's, of 16 frames and of others
+EAGER_CODEC_STEPS = ((1, 16), (1, 100), (3, 37))
 TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
     ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("int64", "i64"), ("int32", "i32"),
     ("int8", "i8"), ("uint8", "u8"), ("bool", "i1"),
@@ -90,10 +92,12 @@ def talker_cases(settings=None) -> tuple[Case, ...]:
     return _recorded("--record-talker-into", json.dumps(dataclasses.asdict(settings or TalkerConfig())))
 
 
-def codec_cases() -> tuple[Case, ...]:
-    """The launches of the codec's decode step with the codec service's default settings on a GPU, as
-    `record_codec_launches` records them in a child process."""
-    return _recorded("--record-codec-into")
+def codec_cases(settings=None) -> tuple[Case, ...]:
+    """The launches the codec service makes on a GPU with `settings` (a CodecConfig; default: its defaults at bf16, as
+    deployed), as `record_codec_launches` records them in a child process."""
+    from omni.services.codec.config import CodecConfig
+
+    return _recorded("--record-codec-into", json.dumps(dataclasses.asdict(settings or CodecConfig(dtype="bfloat16"))))
 
 
 @functools.cache
@@ -196,30 +200,57 @@ def record_talker_launches(settings) -> list[Case]:
     return unique_cases(launched)
 
 
-def record_codec_launches(steps=CODEC_STEPS) -> list[Case]:
+def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
     """In a process that has not imported omni.kernels interpreted: the released-shape codec decoder (random weights,
-    bf16) with the kernels `apply_kernels` turns on by default on a GPU, stepped on the CPU with every Triton launch
-    recorded instead of run (the PyTorch ops run; values do not steer the step), two steps a stream (a fresh
-    state, then one with history) at each of `steps`; one case per launch as the launcher specializes it."""
+    bf16) with the kernels `apply_kernels` turns on with `settings` (a CodecConfig) on a GPU,
+    and every launch the service's graphs make, recorded instead of run: at each captured (batch bucket, chunk
+    length), the graph's two warm-up steps and its captured one on its static inputs; then eager steps (chunks longer
+    than every graph's: reference codes, long client chunks) at `eager` (streams, frames). The vocoder's cuDNN convs
+    return uninitialized tensors of their shapes and strides (worked out on the meta device): their cost on a CPU."""
+    import numpy as np
     import torch
-    from omni.services.codec.config import CodecConfig
-    from omni.services.codec.engine import apply_kernels
+    import torch.nn.functional as F
+    from omni.services.codec.engine import apply_kernels, codec_graph_buckets
 
     from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
-    from omni.models.qwen3_tts.codec_graphs import codec_step
+    from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, decode_eager
 
     launched = record_launches("codec")
+    for name in ("conv2d", "conv_transpose2d"):
+        shaped = conv_shaped(getattr(torch, name))
+        setattr(torch, name, shaped)
+        setattr(F, name, shaped)
     torch.manual_seed(0)
     decoder = CodecDecoder(CodecDecoderConfig()).to(torch.bfloat16).eval()
-    apply_kernels(decoder, CodecConfig(dtype="bfloat16"))
+    apply_kernels(decoder, settings)
+    buckets = codec_graph_buckets(settings.graph_batch_buckets, settings.max_streams)
+    lengths = sorted({min(t, settings.max_chunk_frames) for t in settings.graph_chunk_lengths})  # as the engine
+    state = decoder.new_state(settings.max_streams + 1)
+    graphs = CodecGraphs(decoder, state, buckets, lengths, capture=False)
     with torch.no_grad():
-        for streams, frames in steps:
-            state = decoder.new_state(streams + 1)
-            codes = torch.zeros((streams, frames, decoder.cfg.num_quantizers), dtype=torch.long)
-            rows, lengths = torch.arange(streams), torch.full((streams,), frames)
-            for _ in range(2):
-                codec_step(decoder, state, codes, rows, lengths)
+        for _, io in graphs.graphs.values():
+            for _ in range(3):
+                codec_step(decoder, state, io["codes"], io["rows"], io["frames"])
+        for streams, frames in eager:
+            codes = np.zeros((frames, decoder.cfg.num_quantizers), dtype=np.int64)
+            decode_eager(decoder, state, list(range(streams)), [codes] * streams)
     return unique_cases(launched)
+
+
+def conv_shaped(conv):
+    """`conv` as an op that returns an uninitialized tensor of its output's shape (worked out on the meta device) in
+    the memory format ATen's convs choose (channels-last where the input's or the weight's strides suggest it; the
+    channels-last vocoder checks)."""
+    import torch
+    from torch._prims_common import suggest_memory_format
+
+    def run(x, weight, *args, **kwargs):
+        meta = [value.to("meta") if isinstance(value, torch.Tensor) else value for value in args]
+        shape = conv(x.to("meta"), weight.to("meta"), *meta, **kwargs).shape
+        last = any(t.dim() == 4 and suggest_memory_format(t) == torch.channels_last for t in (x, weight))
+        return torch.empty(shape, dtype=x.dtype, memory_format=torch.channels_last if last else torch.contiguous_format)
+
+    return run
 
 
 def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
@@ -451,14 +482,16 @@ def main() -> None:
     parser.add_argument("--compile-into", type=Path, help=argparse.SUPPRESS)  # the child process's job
     parser.add_argument("--record-codec-into", type=Path, help=argparse.SUPPRESS)  # the recording children's
     parser.add_argument("--record-talker-into", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--settings", default="{}", help=argparse.SUPPRESS)  # a recording's TalkerConfig, as JSON
+    parser.add_argument("--settings", default="{}", help=argparse.SUPPRESS)  # a recording's service config, as JSON
     args = parser.parse_args()
     if args.compile_into:
         compile_cases(args.compile_into)
         return
     if args.record_codec_into:
-        cases = [dataclasses.asdict(case) for case in record_codec_launches()]
-        args.record_codec_into.write_text(json.dumps(cases))
+        from omni.services.codec.config import CodecConfig
+
+        cases = record_codec_launches(CodecConfig(**json.loads(args.settings)))
+        args.record_codec_into.write_text(json.dumps([dataclasses.asdict(case) for case in cases]))
         return
     if args.record_talker_into:
         from omni.services.talker.config import TalkerConfig
