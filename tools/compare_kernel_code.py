@@ -3,9 +3,10 @@ found on the CPU: every launch of the talker service with its default settings (
 from the 1.7B talker's decode steps at each CUDA-graph batch bucket, its prefills at each (batch, width) bucket and
 its prompt embeddings at 1 to 32 positions, with programmatic launch as on an sm_90 GPU), and every launch of the
 codec service with its default settings (`codec_cases`: recorded from the released-shape decoder's steps in each
-CUDA graph, (batch bucket, chunk length), and eager steps of longer chunks), is compiled for sm_90 (H100/H200) from
-two trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from
-the same wheel).
+CUDA graph, (batch bucket, chunk length), and eager steps of longer chunks), and those the profile the chart deploys
+adds (qwen3-tts-1.7b-h200: the talker's 128- and 256-row steps), is compiled for sm_90 (H100/H200) from two trees of
+kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the same
+wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
     python tools/compare_kernel_code.py --base kernels/timed_code.json --check
@@ -72,9 +73,11 @@ class Case:
 ROW = "_skinny_linear_kernel"
 DOT = "_skinny_linear_dot_kernel"
 # The talker recorded with a cache this long (the service's default is 2048): a launch depends on the cache length only
-# through strides (multiples of 16 at any length) and decode attention's short-cache launch (64 positions or fewer),
-# and a cache of 33 slots x 2048 positions would fill 7.7 GB of this machine's memory with zeros.
-RECORD_CONTEXT = 512
+# through strides (multiples of 16 at any length) and decode attention's short-cache launch (SHORT_CACHE, 64 positions
+# or fewer), and the deployed profile's 257 slots x 2048 positions would fill 30 GB of this machine's memory with zeros.
+RECORD_CONTEXT = 80
+# The profile the chart deploys by default (charts/omni/values.yaml): its launches are cases too
+PROFILE = "qwen3-tts-1.7b-h200"
 # (streams, frames) of the eager codec steps recorded: chunks longer than every graph's, of 16 frames and of others
 EAGER_CODEC_STEPS = ((1, 16), (1, 100), (3, 37))
 TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
@@ -202,11 +205,11 @@ def record_talker_launches(settings) -> list[Case]:
 
 def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
     """In a process that has not imported omni.kernels interpreted: the released-shape codec decoder (random weights,
-    bf16) with the kernels `apply_kernels` turns on with `settings` (a CodecConfig) on a GPU,
-    and every launch the service's graphs make, recorded instead of run: at each captured (batch bucket, chunk
-    length), the graph's two warm-up steps and its captured one on its static inputs; then eager steps (chunks longer
-    than every graph's: reference codes, long client chunks) at `eager` (streams, frames). The vocoder's cuDNN convs
-    return uninitialized tensors of their shapes and strides (worked out on the meta device): their cost on a CPU."""
+    bf16) with the kernels `apply_kernels` turns on with `settings` (a CodecConfig) on a GPU, and every launch the
+    service's graphs make, recorded instead of run: at each captured (batch bucket, chunk length), the graph's two
+    warm-up steps and its captured one on its static inputs; then eager steps (chunks longer than every graph's:
+    reference codes, long client chunks) at `eager` (streams, frames). The cuBLAS GEMMs and the vocoder's cuDNN convs
+    return uninitialized tensors of their shapes (`conv_shaped`): their cost on a CPU."""
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -216,6 +219,7 @@ def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
     from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, decode_eager
 
     launched = record_launches("codec")
+    F.linear = lambda x, weight, bias=None: x.new_empty(*x.shape[:-1], weight.shape[0])
     for name in ("conv2d", "conv_transpose2d"):
         shaped = conv_shaped(getattr(torch, name))
         setattr(torch, name, shaped)
@@ -292,9 +296,22 @@ def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
                 tag)  # fmt: skip
 
 
+@functools.cache
 def all_cases() -> tuple[Case, ...]:
-    """Every case the tool compiles: the talker service's (`talker_cases`) and the codec step's (`codec_cases`)."""
-    return talker_cases() + codec_cases()
+    """Every case the tool compiles, one a name: the talker's and the codec's launches (`talker_cases`,
+    `codec_cases`) with the services' defaults, then those only the deployed profile's settings add (`deployed`)."""
+    talker, codec = deployed()
+    return tuple(unique_cases([*talker_cases(), *talker_cases(talker), *codec_cases(), *codec_cases(codec)]))
+
+
+def deployed(profile: str = PROFILE) -> tuple:
+    """The talker's and the codec's settings in deploy profile `profile` (as the services load them, no flags)."""
+    from omni.services.codec.config import CodecConfig
+    from omni.services.common.config import load_config
+    from omni.services.talker.config import TalkerConfig
+
+    return tuple(load_config(cls, name, {}, {}, profile) for cls, name in ((TalkerConfig, "talker"),
+                                                                            (CodecConfig, "codec")))  # fmt: skip
 
 
 def signature(params: list[str], case: Case) -> tuple[dict, dict, dict]:
