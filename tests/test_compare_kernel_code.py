@@ -132,8 +132,8 @@ def test_the_cases_cover_every_kernel_a_decode_step_launches(monkeypatch):
 def test_the_talker_cases_hold_the_prefills_and_the_prompt_embeddings():
     """Beyond the decode steps (1 position a slot: T a constant 1): the prefill graphs' launches (T a multiple of 16;
     above 64 rows without programmatic launch) and the prompt embedding's GEMMs (outside a step: without it; the text
-    projection's bias), each with the pointer types of its launch; and with the deployed profile's, the larger
-    decode steps'."""
+    projection's bias), each with the pointer types of its launch; with the deployed profile's, the larger decode
+    steps'; and the 0.6B talker's."""
     talker = tool.talker_cases()
     writes = [case for case in talker if case.kernel == "_norm_rope_write_kernel"]
     assert any(case.values.get("T") == 1 for case in writes)
@@ -145,6 +145,9 @@ def test_the_talker_cases_hold_the_prefills_and_the_prompt_embeddings():
     # The chart's profile (256 streams) adds decode steps above 64 rows: their attention without programmatic launch
     deployed = [case for case in tool.all_cases() if case.kernel == "_decode_attention_kernel"]
     assert len(deployed) == 4 and {case.constexprs["PDL"] for case in deployed} == {True, False}
+    # and the 0.6B talker's shapes, launches of their own
+    small, every = {case.name for case in tool.talker_cases(model="0.6B")}, {case.name for case in tool.all_cases()}
+    assert small <= every and small - {case.name for case in talker}
 
 
 def test_the_codec_cases_cover_every_kernel_a_codec_step_launches():

@@ -4,9 +4,9 @@ from the 1.7B talker's decode steps at each CUDA-graph batch bucket, its prefill
 its prompt embeddings at 1 to 32 positions, with programmatic launch as on an sm_90 GPU), and every launch of the
 codec service with its default settings (`codec_cases`: recorded from the released-shape decoder's steps in each
 CUDA graph, (batch bucket, chunk length), and eager steps of longer chunks), and those the profile the chart deploys
-adds (qwen3-tts-1.7b-h200: the talker's 128- and 256-row steps), is compiled for sm_90 (H100/H200) from two trees of
-kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared (nvdisasm, from the same
-wheel).
+(qwen3-tts-1.7b-h200: the talker's 128- and 256-row steps) and the 0.6B talker's shapes add, is compiled for sm_90
+(H100/H200) from two trees of kernels/ with the Triton wheel's own toolchain, and each pair of SASS listings compared
+(nvdisasm, from the same wheel).
 
     python tools/compare_kernel_code.py --base 327ba4d [--new DIR] [--only skinny] [--check]
     python tools/compare_kernel_code.py --base kernels/timed_code.json --check
@@ -86,13 +86,13 @@ TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
 )}  # fmt: skip
 
 
-def talker_cases(settings=None) -> tuple[Case, ...]:
-    """The launches the talker service makes on an sm_90 GPU with `settings` (a TalkerConfig; default: its defaults),
-    as `record_talker_launches` records them in a child process (the launches depend on omni.kernels' INTERPRETED
-    tiles, and this process may have imported it interpreted)."""
+def talker_cases(settings=None, model: str = "1.7B") -> tuple[Case, ...]:
+    """The launches the talker service makes with `model`'s shapes on an sm_90 GPU with `settings` (a TalkerConfig;
+    default: its defaults), as `record_talker_launches` records them in a child process (the launches depend on
+    omni.kernels' INTERPRETED tiles, and this process may have imported it interpreted)."""
     from omni.services.talker.config import TalkerConfig
 
-    return _recorded("--record-talker-into", json.dumps(dataclasses.asdict(settings or TalkerConfig())))
+    return _recorded("--record-talker-into", json.dumps(dataclasses.asdict(settings or TalkerConfig())), model)
 
 
 def codec_cases(settings=None) -> tuple[Case, ...]:
@@ -104,12 +104,14 @@ def codec_cases(settings=None) -> tuple[Case, ...]:
 
 
 @functools.cache
-def _recorded(flag: str, settings: str = "{}") -> tuple[Case, ...]:
-    """The cases a child process records with `flag` and `settings` (JSON; cached: tests and the tool ask often)."""
+def _recorded(flag: str, settings: str, model: str = "1.7B") -> tuple[Case, ...]:
+    """The cases a child process records with `flag`, `settings` (JSON) and `model` (cached: tests and the tool ask
+    often)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "cases.json"
         pythonpath = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-        run_child(flag, out, {"PYTHONPATH": pythonpath}, f"recording ({flag})", 600, args=("--settings", settings))
+        args = ("--settings", settings, "--model", model)
+        run_child(flag, out, {"PYTHONPATH": pythonpath}, f"recording ({flag})", 600, args=args)
         return tuple(Case(**fields) for fields in json.loads(out.read_text()))
 
 
@@ -154,13 +156,13 @@ def unique_cases(launched: list[Case]) -> list[Case]:
     return list(cases.values())
 
 
-def record_talker_launches(settings) -> list[Case]:
-    """In a process that has not imported omni.kernels interpreted: the 1.7B talker (weights left uninitialized, bf16)
-    with the kernels `apply_kernels` turns on with `settings` on an sm_90 GPU (programmatic launch as there), in a
-    runner of the service's slots, and every launch the service's graphs and its eager prompt embedding make,
-    recorded instead of run: a decode step at each captured batch bucket, a prefill at each captured (batch, width)
-    bucket, and the prompt embeddings at 1 to MAX_ROWS positions (rows the GEMM kernels take).
-    The PyTorch ops that do not launch Triton and cost the most on a CPU (the cuBLAS GEMMs, SDPA and its cache gather)
+def record_talker_launches(settings, model: str = "1.7B") -> list[Case]:
+    """In a process that has not imported omni.kernels interpreted: the talker of `model`'s shapes (weights left
+    uninitialized, bf16) with the kernels `apply_kernels` turns on with `settings` on an sm_90 GPU (programmatic launch
+    as there), in a runner of the service's slots, and every launch the service's graphs and its eager prompt
+    embedding make, recorded instead of run: a decode step at each captured batch bucket, a prefill at each captured
+    (batch, width) bucket, and the prompt embeddings at 1 to MAX_ROWS positions (rows the GEMM kernels take). The
+    PyTorch ops that do not launch Triton and cost the most on a CPU (the cuBLAS GEMMs, SDPA and its cache gather)
     return uninitialized tensors of their shapes: a launch is specialized by shapes, strides and types, not values."""
     import torch
     import torch.nn.functional as F
@@ -181,7 +183,7 @@ def record_talker_launches(settings) -> list[Case]:
     F.scaled_dot_product_attention = lambda q, k, v, **_: q.new_empty(q.shape[0], q.shape[2], q.shape[1],
                                                                       v.shape[-1]).transpose(1, 2)  # fmt: skip
     KVCache.read = lambda self, layer, slots, kv_len: (self.k.new_empty(len(slots), kv_len, *self.k.shape[3:]),) * 2
-    talker, config = build_talker("1.7B", torch.bfloat16, "meta")
+    talker, config = build_talker(model, torch.bfloat16, "meta")
     talker = talker.to_empty(device="cpu")
     kernels = apply_kernels(talker, settings, on_cuda=True)
     # As apply_kernels sets it on an sm_90 GPU (here device_supports says no)
@@ -299,9 +301,11 @@ def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
 @functools.cache
 def all_cases() -> tuple[Case, ...]:
     """Every case the tool compiles, one a name: the talker's and the codec's launches (`talker_cases`,
-    `codec_cases`) with the services' defaults, then those only the deployed profile's settings add (`deployed`)."""
+    `codec_cases`) with the services' defaults, then those only the deployed profile's settings (`deployed`) and the
+    0.6B talker's shapes add."""
     talker, codec = deployed()
-    return tuple(unique_cases([*talker_cases(), *talker_cases(talker), *codec_cases(), *codec_cases(codec)]))
+    talkers = [*talker_cases(), *talker_cases(talker), *talker_cases(model="0.6B")]
+    return tuple(unique_cases([*talkers, *codec_cases(), *codec_cases(codec)]))
 
 
 def deployed(profile: str = PROFILE) -> tuple:
@@ -500,6 +504,7 @@ def main() -> None:
     parser.add_argument("--record-codec-into", type=Path, help=argparse.SUPPRESS)  # the recording children's
     parser.add_argument("--record-talker-into", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--settings", default="{}", help=argparse.SUPPRESS)  # a recording's service config, as JSON
+    parser.add_argument("--model", default="1.7B", help=argparse.SUPPRESS)  # and the talker's shapes
     args = parser.parse_args()
     if args.compile_into:
         compile_cases(args.compile_into)
@@ -513,7 +518,7 @@ def main() -> None:
     if args.record_talker_into:
         from omni.services.talker.config import TalkerConfig
 
-        cases = record_talker_launches(TalkerConfig(**json.loads(args.settings)))
+        cases = record_talker_launches(TalkerConfig(**json.loads(args.settings)), args.model)
         args.record_talker_into.write_text(json.dumps([dataclasses.asdict(case) for case in cases]))
         return
     if args.write_snapshot:
