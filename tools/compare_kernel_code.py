@@ -178,7 +178,7 @@ def record_talker_launches(settings, model: str = "1.7B") -> list[Case]:
     from omni.talker.prompt import NO_ID, TalkerPrompt
 
     launched = record_launches("talker")
-    F.linear = lambda x, weight, bias=None: x.new_empty(*x.shape[:-1], weight.shape[0])
+    F.linear = linear_shaped
     # In the layout the attention's transpose and reshape after it read without a copy
     F.scaled_dot_product_attention = lambda q, k, v, **_: q.new_empty(q.shape[0], q.shape[2], q.shape[1],
                                                                       v.shape[-1]).transpose(1, 2)  # fmt: skip
@@ -221,7 +221,7 @@ def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
     from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, decode_eager
 
     launched = record_launches("codec")
-    F.linear = lambda x, weight, bias=None: x.new_empty(*x.shape[:-1], weight.shape[0])
+    F.linear = linear_shaped
     for name in ("conv2d", "conv_transpose2d"):
         shaped = conv_shaped(getattr(torch, name))
         setattr(torch, name, shaped)
@@ -241,6 +241,11 @@ def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
             codes = np.zeros((frames, decoder.cfg.num_quantizers), dtype=np.int64)
             decode_eager(decoder, state, list(range(streams)), [codes] * streams)
     return unique_cases(launched)
+
+
+def linear_shaped(x, weight, bias=None):
+    """F.linear's output, uninitialized (a recording's cuBLAS GEMMs: only their shape reaches a launch)."""
+    return x.new_empty(*x.shape[:-1], weight.shape[0])
 
 
 def conv_shaped(conv):
