@@ -180,24 +180,27 @@ def _specialized_kernel(x_ptr, codes_ptr, n, length, stride, scale, flag, BLOCK:
 
 
 def test_a_launch_becomes_the_case_the_launcher_would_compile():
-    """case_from_launch: a tensor a pointer of its dtype (a view off the 16-byte grid keeps its address modulo 16),
-    an integer of 1 a constant, one not a multiple of 16 by value, a float fp32, a bool i1, constexprs by value; the
-    name says each; `signature` then marks exactly the aligned pointers and the multiples of 16 divisible."""
+    """case_from_launch: a tensor a pointer of its dtype (a view off the 16-byte grid keeps its address modulo 16; a
+    bool tensor *u1, as Triton's launcher has it), an integer of 1 a constant, one not a multiple of 16 by value, a
+    float fp32, a bool u1, constexprs by value; the name says each; `signature` then marks exactly the aligned
+    pointers and the multiples of 16 divisible."""
     x, codes = torch.zeros(64, dtype=torch.bfloat16), torch.zeros(8, dtype=torch.long)
     case = tool.case_from_launch(_specialized_kernel, (x, codes[1:], 32, 1, 7, 0.5, True), {"BLOCK": 64,
                                  "num_warps": 2}, "test")  # fmt: skip
     assert case.kernel == "_specialized_kernel" and case.constexprs == {"BLOCK": 64}
     assert case.options == {"num_warps": 2}
-    assert case.types == {"codes_ptr": "*i64", "scale": "fp32", "flag": "i1"}
+    assert case.types == {"codes_ptr": "*i64", "scale": "fp32", "flag": "u1"}
     assert case.values == {"codes_ptr": 8, "length": 1, "stride": 7}
     assert case.name == ("_specialized_kernel BLOCK=64 num_warps=2 [test; 1: length; not /16: codes_ptr,stride; "
-                         "types: codes_ptr=*i64,scale=fp32,flag=i1]")  # fmt: skip
+                         "types: codes_ptr=*i64,scale=fp32,flag=u1]")  # fmt: skip
     params = list(inspect.signature(_specialized_kernel.fn).parameters)
     types, constexprs, attrs = tool.signature(params, case)
     assert constexprs == {"length": 1, "BLOCK": 64} and types["codes_ptr"] == "*i64" and types["n"] == "i32"
     assert sorted(index for (index,) in attrs) == [params.index("x_ptr"), params.index("n")]
     aligned = tool.case_from_launch(_specialized_kernel, (x, codes, 32, 16, 48, 0.5, False), {"BLOCK": 64}, "test")
     assert aligned.values == {} and aligned.name != case.name
+    flags = tool.case_from_launch(_specialized_kernel, (x, codes.bool(), 32, 16, 48, 0.5, False), {"BLOCK": 64}, "t")
+    assert flags.types["codes_ptr"] == "*u1"
 
 
 def test_a_case_is_specialized_as_the_launcher_specializes_it():

@@ -80,10 +80,6 @@ RECORD_CONTEXT = 80
 PROFILE = "qwen3-tts-1.7b-h200"
 # (streams, frames) of the eager codec steps recorded: chunks longer than every graph's, of 16 frames and of others
 EAGER_CODEC_STEPS = ((1, 16), (1, 100), (3, 37))
-TRITON_TYPES = {torch_name: triton_name for torch_name, triton_name in (
-    ("bfloat16", "bf16"), ("float16", "fp16"), ("float32", "fp32"), ("int64", "i64"), ("int32", "i32"),
-    ("int8", "i8"), ("uint8", "u8"), ("bool", "i1"),
-)}  # fmt: skip
 
 
 def talker_cases(settings=None, model: str = "1.7B") -> tuple[Case, ...]:
@@ -265,11 +261,15 @@ def conv_shaped(conv):
 
 
 def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
-    """A Triton launch `fn[grid](*args, **kwargs)` as a Case: constexprs by value, tensors as pointers of their dtype
-    (with their address modulo 16 where it is not 0), integers of 1 or not multiples of 16 by value (the launcher
-    specializes on those), floats as fp32, bools i1. The tag names `origin`, the integers specialized as 1 and as not
+    """A Triton launch `fn[grid](*args, **kwargs)` as a Case, each argument specialized by Triton's launcher's own rule
+    for CUDA (`native_specialize_impl`, which the launcher calls): constexprs by value; a tensor a pointer of its dtype
+    (a bool tensor *u1), with its address modulo 16 where not divisible by 16; an integer of 1 a constant, one not a
+    multiple of 16 by value; a float fp32, a bool u1. The tag names `origin`, the integers specialized as 1 and as not
     multiples of 16, the pointers off the 16-byte grid and the types other than the defaults (*bf16 for a name ending
     in _ptr, else i32): the name then says everything the launcher specializes on."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.nvidia.compiler import CUDABackend
+
     params = inspect.signature(fn.fn).parameters
     bound = dict(zip(params, args, strict=False)) | {k: v for k, v in kwargs.items() if k in params}
     constexpr_names = {name for name, param in params.items() if "constexpr" in str(param.annotation)}
@@ -277,21 +277,16 @@ def case_from_launch(fn, args: tuple, kwargs: dict, origin: str) -> Case:
     for name, value in bound.items():
         if name in constexpr_names:
             constexprs[name] = value
-        elif hasattr(value, "data_ptr"):  # a tensor
-            types[name] = "*" + TRITON_TYPES[str(value.dtype).removeprefix("torch.")]
-            if value.data_ptr() % 16:
-                values[name] = value.data_ptr() % 16
-        elif isinstance(value, bool):
-            types[name] = "i1"
-        elif isinstance(value, int):
-            if not -(2**31) <= value < 2**31:
-                types[name] = "i64"
-            if value == 1 or value % 16:
-                values[name] = value
-        elif isinstance(value, float):
-            types[name] = "fp32"
-        else:
-            raise TypeError(f"{fn.fn.__name__}: argument {name} = {value!r} of a type cases do not describe")
+            continue
+        kind, key = native_specialize_impl(CUDABackend, value, False, True, True)  # (type, "D" if divisible by 16)
+        if kind == "constexpr":
+            if value != 1:  # None: no kernel of ours takes one
+                raise TypeError(f"{fn.fn.__name__}: argument {name} = {value!r} of a type cases do not describe")
+            values[name] = 1
+            continue
+        types[name] = kind
+        if key == "":  # an integer or a pointer not divisible by 16
+            values[name] = value.data_ptr() % 16 if hasattr(value, "data_ptr") else value
     types = {name: kind for name, kind in types.items() if kind != ("*bf16" if name.endswith("_ptr") else "i32")}
     options = {k: v for k, v in kwargs.items() if k not in params}
     ones = [name for name, value in values.items() if value == 1 and not types.get(name, "i").startswith("*")]
