@@ -211,7 +211,7 @@ def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
     import numpy as np
     import torch
     import torch.nn.functional as F
-    from omni.services.codec.engine import apply_kernels, codec_graph_buckets
+    from omni.services.codec.engine import apply_kernels, codec_graph_buckets, codec_graph_chunk_lengths
 
     from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
     from omni.models.qwen3_tts.codec_graphs import CodecGraphs, codec_step, decode_eager
@@ -226,7 +226,7 @@ def record_codec_launches(settings, eager=EAGER_CODEC_STEPS) -> list[Case]:
     decoder = CodecDecoder(CodecDecoderConfig()).to(torch.bfloat16).eval()
     apply_kernels(decoder, settings)
     buckets = codec_graph_buckets(settings.graph_batch_buckets, settings.max_streams)
-    lengths = sorted({min(t, settings.max_chunk_frames) for t in settings.graph_chunk_lengths})  # as the engine
+    lengths = codec_graph_chunk_lengths(settings.graph_chunk_lengths, settings.max_chunk_frames)
     state = decoder.new_state(settings.max_streams + 1)
     graphs = CodecGraphs(decoder, state, buckets, lengths, capture=False)
     with torch.no_grad():

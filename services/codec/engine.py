@@ -531,6 +531,11 @@ def codec_graph_buckets(requested: list[int], max_streams: int) -> list[int]:
     return sorted({min(b, max_streams) for b in requested if b >= 1})
 
 
+def codec_graph_chunk_lengths(requested: list[int], max_chunk_frames: int) -> list[int]:
+    """The chunk lengths the codec captures: the requested ones, capped at `max_chunk_frames` (no chunk is longer)."""
+    return sorted({min(t, max_chunk_frames) for t in requested})
+
+
 def apply_kernels(decoder, config: CodecConfig) -> None:
     """The configured Triton kernels on `decoder` (on its device and dtype; the service applies them on CUDA): the
     vocoder's fused kernels, then the decoder's kernel switches, each a codec setting of the same name."""
@@ -565,7 +570,7 @@ def engine_from_config(decoder, config: CodecConfig, metrics: CodecMetrics | Non
             torch.backends.cudnn.allow_tf32 = False
         apply_kernels(decoder, config)
     buckets: list[int] = []
-    lengths = sorted({min(t, config.max_chunk_frames) for t in config.graph_chunk_lengths})
+    lengths = codec_graph_chunk_lengths(config.graph_chunk_lengths, config.max_chunk_frames)
     if on_cuda and config.cuda_graphs:
         buckets = codec_graph_buckets(config.graph_batch_buckets, config.max_streams)
     else:
