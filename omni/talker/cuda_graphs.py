@@ -23,6 +23,12 @@ from omni.talker.model_runner import TalkerRunner
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
+def capped_sizes(sizes: Sequence[int], limit: int) -> list[int]:
+    """`sizes` capped at `limit`, sorted and distinct: the buckets a runner can fill (no call has more rows than
+    its slots, or more positions than its cache)."""
+    return sorted({min(size, limit) for size in sizes})
+
+
 class TalkerGraphs:
     """Captured decode steps of `runner` (built on CUDA with `scratch_slot=True`), one per batch bucket."""
 
@@ -35,7 +41,7 @@ class TalkerGraphs:
             raise ValueError(f"buckets must be positive batch sizes, got {list(buckets)}")
         self.runner = runner
         # A bucket above the slot count can never be filled by real slots; the largest useful one is num_slots.
-        self.buckets = sorted({min(b, runner.num_slots) for b in buckets})
+        self.buckets = capped_sizes(buckets, runner.num_slots)
         self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, torch.Tensor, torch.Tensor, torch.Tensor]] = {}
         self.replays = 0  # steps served by a graph
         self.eager_steps = 0  # steps larger than every bucket, run eagerly
@@ -150,8 +156,7 @@ def prefill_graph_buckets(
     """The (batch, width) buckets PrefillGraphs captures over a runner of `num_slots` slots of `max_len` positions,
     most padded positions first (the smaller graphs then fit in the memory the first one reserved in the shared
     pool); also tools/compare_kernel_code.py's recorded prefills."""
-    batches = sorted({min(b, num_slots) for b in batch_buckets})
-    widths = sorted({min(w, max_len) for w in width_buckets})
+    batches, widths = capped_sizes(batch_buckets, num_slots), capped_sizes(width_buckets, max_len)
     buckets = [
         (b, w) for b, w in itertools.product(batches, widths) if prefill_bucket_captured(b, w, batches, max_positions)
     ]
@@ -233,8 +238,8 @@ class PrefillGraphs:
             raise ValueError(f"buckets must be positive sizes, got {list(batch_buckets)}, {list(width_buckets)}")
         self.runner = runner
         # As TalkerGraphs: no bucket beyond what a call can fill (num_slots rows, max_len positions).
-        self.batch_buckets = sorted({min(b, runner.num_slots) for b in batch_buckets})
-        self.width_buckets = sorted({min(w, runner.max_len) for w in width_buckets})
+        self.batch_buckets = capped_sizes(batch_buckets, runner.num_slots)
+        self.width_buckets = capped_sizes(width_buckets, runner.max_len)
         self.max_positions = max_positions
         self.graphs: dict[tuple[int, int], tuple[torch.cuda.CUDAGraph, PrefillInputs]] = {}
         self.replays = 0  # forwards served by a graph
