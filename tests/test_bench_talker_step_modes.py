@@ -240,5 +240,5 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
             assert "$" not in modes, (script.name, found)
             assert bench.parse_modes(modes), (script.name, modes)
             lists.append(modes)
-    assert any("+pdl+pdl-to-64+early-weights" in modes for modes in lists)  # next_one_gpu_3.sh
-    assert any("+silu-down+silu-down-to-1" in modes for modes in lists)  # next_one_gpu_3.sh too
+    assert any(modes.endswith("+pdl+pdl-to-64+radix-top-k") for modes in lists)  # next_one_gpu_2.sh
+    assert any("+pdl+pdl-to-64+codes-by-row+embedding-lookup" in modes for modes in lists)  # next_one_gpu.sh
