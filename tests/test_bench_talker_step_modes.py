@@ -247,4 +247,3 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
             lists.append(modes)
     assert any(modes.endswith("+pdl+pdl-to-64+radix-top-k") for modes in lists)  # next_one_gpu_2.sh
     assert any("+pdl+pdl-to-64+codes-by-row+embedding-lookup" in modes for modes in lists)  # next_one_gpu.sh
-    assert any("+pdl+pdl-to-64+draw-warps-1," in modes for modes in lists)  # next_one_gpu_3.sh
