@@ -405,14 +405,13 @@ def draw_talker(
     drawn: torch.Tensor,
     finished: torch.Tensor,
     radix_top_k: bool = False,
-    num_warps: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """`omni.talker.sampling.draw_talker` in one kernel: the talker's processors (repetition penalty over `seen`,
     EOS blocked before min_new_tokens, `suppressed`), the draw, and the slots' counters written (`pending` id,
     `drawn` = generated + 1, `finished`), every per-slot value read at its slot (no gathers). logits [B, V] of the
     rows of `slots` [B]; generated [B] (the rows' drawn counts, gathered before: the kernel writes `drawn`); seen
-    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool; `radix_top_k` and `num_warps` as `draw`'s.
-    Returns ids [B] and finished [B]."""
+    [S, V] bool; `params` a SlotSampling of S slots; suppressed [V] bool; `radix_top_k` as `draw`'s. Returns ids [B]
+    and finished [B]."""
     _check_logits(logits)
     b, vocab = logits.shape
     n = seen.shape[0]
@@ -457,7 +456,7 @@ def draw_talker(
         finished,
         finished_rows,
         DRAWS_PER_FRAME=DRAWS_PER_FRAME,
-        **_launch_options(vocab, num_warps, radix_top_k),
+        **_launch_options(vocab, None, radix_top_k),
     )
     return ids, finished_rows
 

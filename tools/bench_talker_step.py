@@ -406,13 +406,8 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
 
 
 def known_extra(token: str) -> bool:
-    """An extra the bench takes: one of MODE_EXTRAS, pdl-to-N or silu-down-to-N (N rows, N >= 1), or draw-warps-N
-    (N warps: 1, 2, 4, 8 or 16)."""
-    return (
-        token in MODE_EXTRAS
-        or re.fullmatch(r"(pdl|silu-down)-to-[1-9][0-9]*", token) is not None
-        or re.fullmatch(r"draw-warps-(1|2|4|8|16)", token) is not None
-    )
+    """An extra the bench takes: one of MODE_EXTRAS, or pdl-to-N or silu-down-to-N (N rows, N >= 1)."""
+    return token in MODE_EXTRAS or re.fullmatch(r"(pdl|silu-down)-to-[1-9][0-9]*", token) is not None
 
 
 def rows_bound(tokens: set[str], extra: str) -> int:
@@ -464,28 +459,17 @@ def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
 def runner_paths(runner: TalkerRunner, tokens: set[str]) -> None:
     """The runner-level extras of a mode, on the timed runner and in compare_bitwise: +codes-by-row (a session 42
     A/B) keeps decode_step's codes row-major, as before (each codebook's lookup reads a strided column);
-    +radix-top-k (with +sampler+fused-draws) has both draw kernels search top-k by radix select; +draw-warps-N (with
-    +sampler+fused-draws) launches both with N warps a row (draw's num_warps)."""
+    +radix-top-k (with +sampler+fused-draws) has both draw kernels search top-k by radix select."""
     if "codes-by-row" in tokens:
         runner.codes_by_group = False
-    launch = draw_launch(tokens)
-    if launch:
+    if "radix-top-k" in tokens:
         from omni.kernels.sampling import draw as kernel_draw
         from omni.kernels.sampling import draw_talker as kernel_draw_talker
 
         if runner.draw_talker is not kernel_draw_talker:
-            raise SystemExit("+radix-top-k and +draw-warps-N need +sampler+fused-draws (both draw kernels)")
-        runner.draw = partial(kernel_draw, **launch)
-        runner.draw_talker = partial(kernel_draw_talker, **launch)
-
-
-def draw_launch(tokens: set[str]) -> dict:
-    """The draw kernels' speed options a mode names (+radix-top-k, +draw-warps-N); {} for the defaults."""
-    launch: dict = {"radix_top_k": True} if "radix-top-k" in tokens else {}
-    warps = [int(t.removeprefix("draw-warps-")) for t in tokens if t.startswith("draw-warps-")]
-    if warps:
-        launch["num_warps"] = warps[0]
-    return launch
+            raise SystemExit("+radix-top-k needs +sampler+fused-draws (both draw kernels)")
+        runner.draw = partial(kernel_draw, radix_top_k=True)
+        runner.draw_talker = partial(kernel_draw_talker, radix_top_k=True)
 
 
 def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: str, prompt_len: int) -> TalkerRunner:
@@ -541,9 +525,7 @@ def main() -> None:
         "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
         "wait (programmatic_early_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
         "with it (each graph as captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): "
-        "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows); "
-        "+draw-warps-2 (with +sampler+fused-draws; 1, 2, 4, 8 or 16): both draw kernels launched with that many warps "
-        "a row (draw's num_warps; default 4 up to 1,024 ids, else 8)"
+        "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -647,11 +629,11 @@ def main() -> None:
                     talker, flags, config, args.check_steps, device, early, rows_bound(tokens, "pdl")
                 )
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
-            if "codes-by-row" in tokens or draw_launch(tokens):
+            if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "codes by row / draw launch vs the default paths", out[key], flush=True)
+                print(name, mode, "codes by row / radix top-k vs the default paths", out[key], flush=True)
             runner = timed_runner(talker, config, mode, max(batches), args.max_len, device, args.prompt_len)
             start = time.perf_counter()
             graphs = TalkerGraphs(runner, batches)
