@@ -29,6 +29,7 @@ import json
 import os
 import re
 import time
+from collections import defaultdict
 from functools import partial
 
 import torch
@@ -223,11 +224,26 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
+def exposed_time(spans: list[tuple[str, float, float]]) -> dict[str, float]:
+    """Each kernel's time not covered by the kernels before it on one stream: spans are (name, start, end). With
+    programmatic launch a kernel starts before the one ahead of it ends and waits for it, so its own span counts that
+    wait; its exposed part runs from the later of its start and the latest end before it to its end. The parts sum to
+    the union of the spans (the time the GPU was busy), so they say where a step's time goes where the spans' sum,
+    overlapped, does not (run 177: 125-160% of the wall time)."""
+    exposed: dict[str, float] = defaultdict(float)
+    reach = -float("inf")
+    for name, start, end in sorted(spans, key=lambda span: span[1]):
+        exposed[name] += max(0.0, end - max(start, reach))
+        reach = max(reach, end)
+    return dict(exposed)
+
+
 def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kernel: str = "") -> dict:
     """Every CUDA kernel of `iters` graph replays, as microseconds per step, against the steps' wall time: at small
-    batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. With
-    `kernel` (a regex), also that kernel's calls in step order, each the mean of its `iters` replays (which pass or
-    layer a slow call is)."""
+    batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. `kernels`
+    holds each kernel's own spans (overlapped under programmatic launch), `exposed` its time past the kernels before it
+    (`exposed_time`; they sum to `busy_us`). With `kernel` (a regex), also that kernel's calls in step order, each the
+    mean of its `iters` replays (which pass or layer a slow call is)."""
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
@@ -241,18 +257,22 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
         wall = time.perf_counter() - start
     events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
     kernels = {e.key[:120]: [round(e.self_device_time_total / iters, 2), e.count / iters] for e in events}
-    busy = sum(us for us, _ in kernels.values())
+    spans_sum = sum(us for us, _ in kernels.values())
     launches = sum(n for _, n in kernels.values())
     gemm = sum(us for name, (us, _) in kernels.items() if name.startswith("nvjet") or "cublas" in name)
+    gpu_events = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    spans = [(e.name[:120], e.time_range.start, e.time_range.end) for e in gpu_events]
+    exposed = {name: round(us / iters, 2) for name, us in exposed_time(spans).items()}
     calls = []
     if kernel:
-        starts = sorted((e.time_range.start, e.time_range.elapsed_us()) for e in prof.events()
-                        if e.device_type.name == "CUDA" and re.search(kernel, e.name))  # fmt: skip
+        matched = [e for e in gpu_events if re.search(kernel, e.name)]
+        starts = sorted((e.time_range.start, e.time_range.elapsed_us()) for e in matched)
         per_step = len(starts) // iters
         calls = [round(sum(d for _, d in starts[i::per_step]) / iters, 2) for i in range(per_step)]
-    return {"wall_us": round(wall / iters * 1e6, 1), "kernel_us": round(busy, 1), "gemm_us": round(gemm, 1),
-            "launches": launches, "calls_us": calls,
-            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0]))}  # fmt: skip
+    return {"wall_us": round(wall / iters * 1e6, 1), "kernel_us": round(spans_sum, 1), "gemm_us": round(gemm, 1),
+            "busy_us": round(sum(exposed.values()), 1), "launches": launches, "calls_us": calls,
+            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0])),
+            "exposed": dict(sorted(exposed.items(), key=lambda kv: -kv[1]))}  # fmt: skip
 
 
 def check_skinny_linear(talker: Qwen3TTSTalker, device: str) -> dict:
@@ -652,7 +672,10 @@ def main() -> None:
                     graphs, torch.arange(b, device=device), args.iters, args.profile_kernel
                 )
                 print(name, mode, f"replays at {b}: wall {p['wall_us']} us, kernels {p['kernel_us']} us "
-                      f"(GEMMs {p['gemm_us']}), {p['launches']:.0f} launches", flush=True)  # fmt: skip
+                      f"(GEMMs {p['gemm_us']}), busy {p['busy_us']} us, {p['launches']:.0f} launches",
+                      flush=True)  # fmt: skip
+                top = ", ".join(f"{k[:40]} {us}" for k, us in list(p["exposed"].items())[:10])
+                print(name, mode, f"exposed at {b}: {top}", flush=True)
                 if p["calls_us"]:
                     print(name, mode, f"{args.profile_kernel} call by call at {b}: {p['calls_us']}", flush=True)
             if args.profile:

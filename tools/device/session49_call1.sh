@@ -1,4 +1,4 @@
-# Run 176 (session 49, call 1): next_one_gpu_2.sh whole (draw by warps and radix select, radix A/B at 16 and 32 rows both orders, 1/16/32-row profile).
+# Run 176 (session 49, call 1, an H100: the draw bench took 464 s there and the call was cut at 590 s in the radix A/B): next_one_gpu_2.sh whole.
 # One-GPU call (nvidia-h200, ~9 minutes), any time: the draw kernel by warps a row and top-k search
 # (tools/bench_draw.py); then the radix select A/B'd in the step; last, where a 1-, 16- and 32-row 1.7B step's time
 # goes with today's defaults, kernel by kernel from graph replays (bench_talker_step --profile-replays), as run 168
