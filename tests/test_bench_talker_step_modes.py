@@ -260,3 +260,15 @@ def test_exposed_time_splits_overlapped_kernels_into_the_busy_time():
     assert sum(exposed.values()) == 12.0 + 10.0  # [0, 12] and [20, 30], the union
     serial = [("a", 0.0, 1.5), ("b", 1.5, 4.0), ("a", 5.0, 6.0)]
     assert bench.exposed_time(serial) == {"a": 2.5, "b": 2.5}  # without overlap, each kernel's own durations
+
+
+def test_span_totals_sum_kernels_that_share_a_name():
+    """The spans' view sums every launch of a name (the kept prefix of two kernels is one name) and counts them; what
+    it reports is what exposed_time splits, so no kernel's exposed time passes its spans."""
+    bench = load_bench()
+    spans = [("index", 0.0, 2.0), ("gemm", 1.0, 6.0), ("index", 6.0, 9.5), ("gemm", 9.0, 10.0)]
+    totals = bench.span_totals(spans)
+    assert totals == {"index": (5.5, 2), "gemm": (6.0, 2)}
+    exposed = bench.exposed_time(spans)
+    assert all(exposed[name] <= total for name, (total, _) in totals.items())
+    assert sum(total for total, _ in totals.values()) - sum(exposed.values()) == 1.0 + 0.5  # the two overlaps

@@ -238,6 +238,17 @@ def exposed_time(spans: list[tuple[str, float, float]]) -> dict[str, float]:
     return dict(exposed)
 
 
+def span_totals(spans: list[tuple[str, float, float]]) -> dict[str, tuple[float, int]]:
+    """Each kernel's summed span and its launch count, by name. Kernels whose names share the kept prefix are summed,
+    not one put in the other's place (run 178: two index kernels of one 120-character prefix, where a dict of
+    `key_averages` kept only the last, counted less than their exposed time)."""
+    totals: dict[str, list] = defaultdict(lambda: [0.0, 0])
+    for name, start, end in spans:
+        totals[name][0] += end - start
+        totals[name][1] += 1
+    return {name: (total, count) for name, (total, count) in totals.items()}
+
+
 def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kernel: str = "") -> dict:
     """Every CUDA kernel of `iters` graph replays, as microseconds per step, against the steps' wall time: at small
     batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. `kernels`
@@ -255,13 +266,12 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
             graphs.decode_step(slots)
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
-    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
-    kernels = {e.key[:120]: [round(e.self_device_time_total / iters, 2), e.count / iters] for e in events}
+    gpu_events = [e for e in prof.events() if e.device_type.name == "CUDA"]
+    spans = [(e.name[:120], e.time_range.start, e.time_range.end) for e in gpu_events]
+    kernels = {name: [total / iters, count / iters] for name, (total, count) in span_totals(spans).items()}
     spans_sum = sum(us for us, _ in kernels.values())
     launches = sum(n for _, n in kernels.values())
     gemm = sum(us for name, (us, _) in kernels.items() if name.startswith("nvjet") or "cublas" in name)
-    gpu_events = [e for e in prof.events() if e.device_type.name == "CUDA"]
-    spans = [(e.name[:120], e.time_range.start, e.time_range.end) for e in gpu_events]
     exposed = {name: us / iters for name, us in exposed_time(spans).items()}
     calls = []
     if kernel:
@@ -271,7 +281,7 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
         calls = [round(sum(d for _, d in starts[i::per_step]) / iters, 2) for i in range(per_step)]
     return {"wall_us": round(wall / iters * 1e6, 1), "kernel_us": round(spans_sum, 1), "gemm_us": round(gemm, 1),
             "busy_us": round(sum(exposed.values()), 1), "launches": launches, "calls_us": calls,
-            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1][0])),
+            "kernels": {name: [round(us, 2), n] for name, (us, n) in sorted(kernels.items(), key=lambda kv: -kv[1][0])},
             "exposed": {name: round(us, 2) for name, us in sorted(exposed.items(), key=lambda kv: -kv[1])}}  # fmt: skip
 
 
