@@ -1,16 +1,17 @@
-# One-GPU call (nvidia-h200, ~8 minutes), any time: session 42's two step changes at the large batches, then the stack
-# with today's defaults at a few streams.
-# Why: group-major codes (`TalkerRunner.codes_by_group`, run 169) and gathered lookups (`Qwen3TTSTalker.lookup`,
-# run 170) were A/B'd at 1-32 rows only. Past 16 ids a contiguous F.embedding took what the gather takes (1.43-1.47
-# us, run 169), but a strided one 3.6-3.7 us: at 64 rows and up the codes' layout is what changes.
-# Prediction: against both undone (+codes-by-row+embedding-lookup), 64 rows -0.5 to -1.5%, 256 and 512 rows within
-# +-0.5% (17 lookups of a few us in 5.5-11 ms). Rule: if 256 or 512 rows is > 0.5% slower in both orders, gather only
-# up to 64 ids (the lookup's threshold) and A/B again. The stack: 1 / 16 / 32 streams within run 167's spread or
-# better (18.2-19.3, 193.9-204.7, 346.9-367.2 audio-s/s); decides nothing.
+# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~6 minutes), any time: the GEMMs' weights asked of L2 before their
+# wait (`programmatic_prefetch_weights`, bench +prefetch-weights), A/B at 1, 16, 32 and 64 rows, both orders.
+# Why: run 178 (H200, today's defaults, 16 rows) put the GEMM kernels' exposed time at 2,763 us of a 4,462 us step
+# (445 launches, 6.2 us each) for ~5.3 GB of weights: ~1.9 TB/s, where a weight streamed alone reads more. The kernel
+# ahead of each GEMM (add+norm 1.4 us, norm+RoPE+write 2.4, attention 4.2, SiLU 1.0 exposed) runs while the GEMM's
+# programs, launched programmatically, wait; early weights (run 175) loaded a first chunk into registers there but
+# cost the dot kernel a pipeline stage (16 rows +13.9%). A prefetch to L2 (8 MB a GEMM over its programs) holds no
+# register or stage, and the loads after the wait find those lines in L2.
+# Prediction: 16 and 32 rows -3 to -8%, 1 row -1 to -4%, 64 rows -1 to -4%; every check equal (the same bits).
+# Rule: on by default if 1, 16 and 32 rows are each >= 1% faster in both orders and 64 rows is not > 0.3% slower in
+# both; else off (if only 1 row loses, bound the prefetch to the dot kernel and A/B again).
 source tools/device/setup.sh
 stamp start
 # Today's defaults: since run 173 (session 45) with programmatic launch in steps of at most 64 rows.
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
-talker_order 1.7B 64,256,512 "$M,$M+codes-by-row+embedding-lookup" ab1
-talker_order 1.7B 64,256,512 "$M+codes-by-row+embedding-lookup,$M" ab2
-$S --concurrency 1 16 32 --out /tmp/stack; save stack
+talker_order 1.7B 1,16,32,64 "$M,$M+prefetch-weights" ab1 --profile-replays 16
+talker_order 1.7B 1,16,32,64 "$M+prefetch-weights,$M" ab2
