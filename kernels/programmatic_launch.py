@@ -17,11 +17,6 @@ With `early_weights`, the GEMM kernels (kernels/skinny_linear.py) load their fir
 kernel ahead of it runs. The same sums in the same order; it changes only when the loads are issued, so the
 interpreter runs it too.
 
-With `prefetch_weights`, the GEMM kernels instead ask L2 for their first weights before the wait (`PREFETCH_CHUNKS`
-chunks a program, `prefetch.global.L2`): no register or shared memory holds them, so the pipeline keeps its stages
-(early weights cost the dot kernel one: run 175, 16 rows +13.9%), and the loads after the wait find them in L2. Off
-the interpreter only (it runs no PTX).
-
 With `max_rows`, only the launches inside a step of at most that many rows (omni/launch_rows.py: the runner's
 decode steps and prefills; in CUDA graphs, each bucket as it was captured) take it, none outside a step: runs 171-173
 made the 1.7B step 16% faster at 1 row, 3% at 32 and 0.7% at 64, but 1.2% slower at 256 and 0.5-1.0% at 512.
@@ -39,20 +34,17 @@ try:
 except ImportError:  # a Triton without it: device_supports says no, so PDL is never set
     gdc_launch_dependents = gdc_wait = None
 
-_ON = [False, False, 0, False]  # the switch, early_weights, max_rows, prefetch_weights (set in place, read per launch)
+_ON = [False, False, 0]  # the switch, early_weights and max_rows (a list: set in place, read at every launch)
 
 
-def set_programmatic_launch(
-    on: bool, early_weights: bool = False, max_rows: int = 0, prefetch_weights: bool = False
-) -> None:
+def set_programmatic_launch(on: bool, early_weights: bool = False, max_rows: int = 0) -> None:
     """Turn programmatic dependent launch on or off for every later launch of the kernels that take it (the talker
     service's `programmatic_launch` setting; bench_talker_step's +pdl), and the GEMMs' first weights before their
-    wait (`programmatic_early_weights`; +early-weights) or their L2 prefetch (`programmatic_prefetch_weights`;
-    +prefetch-weights); with `max_rows` (> 0) only in steps of at most that many rows (`programmatic_launch_max_rows`;
-    +pdl-to-N). Graphs captured before keep theirs."""
+    wait (`programmatic_early_weights`; +early-weights); with `max_rows` (> 0) only in steps of at most that many rows
+    (`programmatic_launch_max_rows`; +pdl-to-N). Graphs captured before keep theirs."""
     if max_rows < 0:
         raise ValueError(f"max_rows must be 0 (every step) or positive, got {max_rows}")
-    _ON[:] = [bool(on), bool(early_weights), int(max_rows), bool(prefetch_weights)]
+    _ON[:] = [bool(on), bool(early_weights), int(max_rows)]
 
 
 def _within_rows() -> bool:
@@ -64,12 +56,6 @@ def _within_rows() -> bool:
 def early_weights() -> bool:
     """Whether the GEMM kernels load their first weight chunk before waiting for the kernels ahead."""
     return _ON[1] and _within_rows()
-
-
-def prefetch_weights() -> bool:
-    """Whether the GEMM kernels ask L2 for their first weights before waiting (only where they launch
-    programmatically: without it there is nothing ahead to overlap)."""
-    return _ON[3] and programmatic_launch()
 
 
 def device_supports() -> bool:
@@ -97,12 +83,3 @@ def wait_for_prior_kernels(PDL: tl.constexpr):
     if PDL:
         gdc_wait()
         gdc_launch_dependents()
-
-
-@triton.jit
-def prefetch_to_l2(ptrs):
-    """Ask L2 for the 128-byte line at each pointer (`prefetch.global.L2`: no register receives it, nothing waits for
-    it). The result is a dummy, for inline asm must give one."""
-    return tl.inline_asm_elementwise(
-        "prefetch.global.L2 [$1];\n\tmov.u32 $0, 0;", "=r,l", [ptrs], dtype=tl.int32, is_pure=False, pack=1
-    )

@@ -35,13 +35,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.programmatic_launch import (
-    early_weights,
-    launch_options,
-    prefetch_to_l2,
-    prefetch_weights,
-    wait_for_prior_kernels,
-)
+from omni.kernels.programmatic_launch import early_weights, launch_options, wait_for_prior_kernels
 from omni.kernels.transformer_fused import silu_mul_reference, silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
@@ -62,17 +56,6 @@ def _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K: tl.constexpr):
     k_ok = k < K
     w = tl.load(w_ptr + n[:, None].to(tl.int64) * K + k[None, :], mask=n_ok[:, None] & k_ok[None, :], other=0.0)
     return w, k, k_ok
-
-
-@triton.jit
-def _prefetch_chunks(w_ptr, n, N, K, k_start, k_stop, BLOCK_K: tl.constexpr, CHUNKS: tl.constexpr):
-    """Ask L2 for the weights of features n over the first CHUNKS K chunks from k_start (to k_stop): one prefetch a
-    128-byte line of each feature's row. Features and columns past the weight's end ask again for its last ones."""
-    LINE: tl.constexpr = 1024 // w_ptr.dtype.element_ty.primitive_bitwidth  # elements a line
-    rows = tl.minimum(n, N - 1)[:, None].to(tl.int64) * K
-    for c in tl.static_range(CHUNKS):
-        k = k_start + c * BLOCK_K + tl.arange(0, BLOCK_K // LINE) * LINE
-        prefetch_to_l2(w_ptr + rows + tl.minimum(k, tl.minimum(k_stop, K) - 1)[None, :])
 
 
 @triton.jit
@@ -122,16 +105,12 @@ def _skinny_linear_kernel(
     BLOCK_K: tl.constexpr,
     PDL: tl.constexpr,
     EARLY_WEIGHTS: tl.constexpr,
-    PREFETCH_CHUNKS: tl.constexpr,
 ):
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1)
     n_ok = n < N
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     k_first = 0
-    if PREFETCH_CHUNKS > 0:  # before the wait, by the first row's programs (the others read the same weights)
-        if row == 0:
-            _prefetch_chunks(w_ptr, n, N, K, 0, K, BLOCK_K, PREFETCH_CHUNKS)
     if EARLY_WEIGHTS:  # the first chunk's weights before the wait: they do not depend on the kernels ahead
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, 0, BLOCK_K)
         wait_for_prior_kernels(PDL)
@@ -171,7 +150,6 @@ def _skinny_linear_dot_kernel(
     DOT_FP32: tl.constexpr,
     PDL: tl.constexpr,
     EARLY_WEIGHTS: tl.constexpr,
-    PREFETCH_CHUNKS: tl.constexpr,
 ):
     block = tl.program_id(0)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -186,8 +164,6 @@ def _skinny_linear_dot_kernel(
         k_stop = k_start + k_span
     acc = tl.zeros((BLOCK_N, ROWS_PAD), dtype=tl.float32)  # y^T: the features along the MMA's M
     k_first = k_start
-    if PREFETCH_CHUNKS > 0:  # before the wait, as in the row kernel
-        _prefetch_chunks(w_ptr, n, N, K, k_start, k_stop, BLOCK_K, PREFETCH_CHUNKS)
     if EARLY_WEIGHTS:  # as in the row kernel
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k_start, BLOCK_K)
         wait_for_prior_kernels(PDL)
@@ -265,20 +241,6 @@ def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
     else:
         block_n, block_k, stages = 64, 128 if k >= 2048 else 256, 4
     return {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": 4, "num_stages": stages}
-
-
-# With programmatic launch's prefetch_weights, what a GEMM asks L2 for before its wait, over all its programs: about
-# what ~4 TB/s moves in the 1-4 us of the small kernel ahead of a step's GEMMs (run 178, 16 rows, exposed: norm 1.4
-# us, norm + RoPE + write 2.4, attention 4.2, SiLU 1.0), and a sixth of the H200's 50 MB L2.
-PREFETCH_BYTES = 8 << 20
-
-
-def prefetch_chunks(weight: torch.Tensor, launch: dict, programs: int) -> int:
-    """How many K chunks each of a call's `programs` asks L2 for before its wait: PREFETCH_BYTES shared among them,
-    at least one chunk and at most all a program streams (its share of K under split-K)."""
-    chunk_bytes = launch["block_n"] * launch["block_k"] * weight.element_size()
-    chunks = triton.cdiv(triton.cdiv(weight.shape[1], launch.get("split_k", 1)), launch["block_k"])
-    return min(chunks, max(1, PREFETCH_BYTES // (programs * chunk_bytes)))
 
 
 def dot_stages(launch: dict, early: bool) -> int:
@@ -378,8 +340,7 @@ def skinny_linear(
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
-    early = early_weights()  # the switches as this launch reads them (kernels/programmatic_launch.py)
-    prefetch = prefetch_weights()
+    early = early_weights()  # the switch as this launch reads it (kernels/programmatic_launch.py)
     launch = launch or launch_for(weight, rows)
     b_arg = bias if bias is not None else weight
     if launch.get("dot"):
@@ -389,20 +350,17 @@ def skinny_linear(
         if split_k > 1:
             part = torch.empty(split_k, rows_pad, n, dtype=torch.float32, device=x.device)
             tickets = split_tickets(x.device, blocks)
-        chunks = prefetch_chunks(weight, launch, blocks * split_k) if prefetch else 0
         _skinny_linear_dot_kernel[(blocks, split_k)](
             x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
             num_warps=launch["num_warps"], num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early,
-            PREFETCH_CHUNKS=chunks, **launch_options(),
+            **launch_options(),
         )  # fmt: skip
     else:
-        blocks = triton.cdiv(n, launch["block_n"])
-        chunks = prefetch_chunks(weight, launch, blocks) if prefetch else 0
-        _skinny_linear_kernel[(blocks, rows)](
+        _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
             x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, PREFETCH_CHUNKS=chunks, **launch_options(),
+            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, **launch_options(),
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

@@ -240,7 +240,7 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
             assert "$" not in modes, (script.name, found)
             assert bench.parse_modes(modes), (script.name, modes)
             lists.append(modes)
-    assert any(modes.endswith("+pdl+pdl-to-64+prefetch-weights") for modes in lists)  # next_one_gpu.sh
+    assert any("+pdl+pdl-to-64+codes-by-row+embedding-lookup" in modes for modes in lists)  # next_one_gpu.sh
 
 
 def test_exposed_time_splits_overlapped_kernels_into_the_busy_time():

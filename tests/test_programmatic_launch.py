@@ -92,21 +92,15 @@ def test_with_max_rows_only_steps_of_at_most_that_many_rows_launch_programmatica
     assert len(one) > 300 and all(pdl is True and launch is True for _, pdl, launch in one)
     assert len(two) == len(one) and all(pdl is False and launch is False for _, pdl, launch in two)
     monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
-    switch(True, early_weights=True, max_rows=16, prefetch_weights=True)
+    switch(True, early_weights=True, max_rows=16)
     assert not programmatic_launch.programmatic_launch() and not programmatic_launch.early_weights()  # not in a step
-    assert not programmatic_launch.prefetch_weights()
     with launching_rows(16):
         assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
-        assert programmatic_launch.prefetch_weights()
         with launching_rows(17):
             assert launch_options() == {"PDL": False, "launch_pdl": False} and not programmatic_launch.early_weights()
-            assert not programmatic_launch.prefetch_weights()
         assert launch_options() == {"PDL": True, "launch_pdl": True}
     switch(True, early_weights=True)
     assert programmatic_launch.programmatic_launch() and programmatic_launch.early_weights()
-    assert not programmatic_launch.prefetch_weights()
-    switch(False, prefetch_weights=True)  # nothing ahead to overlap without the launch
-    assert not programmatic_launch.prefetch_weights()
     with pytest.raises(ValueError, match="max_rows must be 0"):
         switch(True, max_rows=-1)
 
@@ -167,12 +161,6 @@ def test_the_talker_service_turns_it_on_only_where_the_gpu_has_it(switch, monkey
     assert switch_at(64) == (True, True) and switch_at(65) == (False, False)
     apply_kernels(talker, TalkerConfig(programmatic_launch=False, programmatic_early_weights=True), on_cuda=True)
     assert switch_at(1) == (False, False)  # early weights only with the launch
-    assert not defaults.programmatic_prefetch_weights and not programmatic_launch.prefetch_weights()
-    apply_kernels(talker, TalkerConfig(programmatic_prefetch_weights=True), on_cuda=True)
-    with launching_rows(64):
-        assert programmatic_launch.prefetch_weights() and not programmatic_launch.early_weights()
-    with launching_rows(65):
-        assert not programmatic_launch.prefetch_weights()
     apply_kernels(talker, TalkerConfig(programmatic_launch_max_rows=0), on_cuda=True)
     assert switch_at(512) == (True, False) and programmatic_launch.programmatic_launch()  # every launch
     with pytest.raises(ValueError, match="programmatic_launch_max_rows must be >= 0"):
@@ -191,8 +179,7 @@ for fields in json.loads(open(sys.argv[2]).read()):
     ptx = compiled.asm["ptx"]
     assert compiled.metadata.launch_pdl and "griddepcontrol.launch_dependents" in ptx, case.name
     assert compiled.metadata.shared <= 232448, (case.name, compiled.metadata.shared)  # an H200 SM's shared memory
-    # Nothing touches global memory before the wait (an L2 prefetch moves nothing into the program); with early
-    # weights only loads (the first weight chunk).
+    # Nothing touches global memory before the wait; with early weights only loads (the first weight chunk).
     before = {m.group(0) for m in ACCESS.finditer(ptx[: ptx.index("griddepcontrol.wait")])}
     assert before == ({"ld.global"} if case.constexprs.get("EARLY_WEIGHTS") else set()), (case.name, before)
 print("compiled")
@@ -204,8 +191,7 @@ def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for
     (tools/compare_kernel_code.py's recorded cases, specialized as Triton's launcher specializes them, so loads
     vectorize and pipeline as on the GPU), compiled for sm_90, with early weights and without: the kernel fits an H200
     SM's shared memory (run 171's early weights did not) and lets the next one in, and no global load, store, atomic
-    or async copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it, and
-    with prefetch weights both GEMM kernels ask L2 for weights before it."""
+    or async copy comes before its wait; with early weights only the GEMMs' first weight chunk is loaded before it."""
     import dataclasses
     import json
 
@@ -213,18 +199,15 @@ def test_every_launch_of_a_step_waits_before_it_touches_memory_when_compiled_for
 
     tool = load_tool("compare_kernel_code")
     launches = []
-    for early, prefetch in ((False, False), (True, False), (False, True)):
+    for early in (False, True):
         settings = TalkerConfig(  # in every step: each launch with it
             programmatic_launch=True,
             programmatic_early_weights=early,
-            programmatic_prefetch_weights=prefetch,
             skinny_linear_silu_down=True,
             programmatic_launch_max_rows=0,
         )
         launches += tool.talker_cases(settings)
     assert sum(case.constexprs.get("SILU_GATE", False) for case in launches) >= 4
-    prefetching = [case for case in launches if case.constexprs.get("PREFETCH_CHUNKS", 0) > 0]
-    assert {case.kernel for case in prefetching} == {"_skinny_linear_kernel", "_skinny_linear_dot_kernel"}
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([dataclasses.asdict(case) for case in launches]))
     done = compile_for_sm90(COMPILE, tmp_path, str(TOOLS), str(cases))

@@ -478,24 +478,6 @@ def test_the_first_weights_loaded_before_the_wait_give_the_same_bits(launch):
             assert torch.equal(got, want), (rows, gate)
 
 
-def test_prefetch_shares_its_bytes_among_the_programs_and_stays_within_each_ones_share_of_k():
-    """prefetch_chunks: PREFETCH_BYTES (8 MB) over a call's programs, a whole number of K chunks each, at least one and
-    at most the chunks a program streams."""
-    from omni.kernels.skinny_linear import PREFETCH_BYTES, dot_launch_for, prefetch_chunks, row_launch_for
-
-    def weight(n, k):
-        return torch.empty(n, k, dtype=torch.bfloat16, device="meta")
-
-    o_proj, gate_up, down = weight(1024, 2048), weight(12288, 2048), weight(2048, 6144)
-    assert PREFETCH_BYTES == 8 << 20
-    assert prefetch_chunks(o_proj, dot_launch_for(o_proj), 64) == 4  # 4 MB: the whole weight, its 4 chunks
-    assert prefetch_chunks(gate_up, dot_launch_for(gate_up), 192) == 2  # 16 KB chunks: 2 of 16 (6 MB)
-    split = dot_launch_for(down, split=True)
-    assert split["split_k"] == 4 and prefetch_chunks(down, split, 64 * 4) == 4  # of the 12 in a quarter of K
-    assert prefetch_chunks(gate_up, row_launch_for(gate_up), 6144) == 1  # 4 KB chunks, 24 MB: still one
-    assert prefetch_chunks(weight(1024, 256), {"block_n": 16, "block_k": 512}, 64) == 1  # K in one chunk
-
-
 def test_max_rows_is_checked():
     x, w, _ = operands(2, 64, 16, torch.float32)
     assert torch.equal(skinny_linear(x, w, max_rows=1), F.linear(x, w))  # 2 rows > 1: F.linear itself
@@ -511,22 +493,19 @@ from omni.kernels.skinny_linear import LAUNCH, MAX_ROWS, _skinny_linear_dot_kern
 signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "K": "i32", "N": "i32",
              "x_stride": "i32", "y_stride": "i32", "up_offset": "i32", "HAS_BIAS": "constexpr",
              "SILU_GATE": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "PDL": "constexpr",
-             "EARLY_WEIGHTS": "constexpr", "PREFETCH_CHUNKS": "constexpr"}
+             "EARLY_WEIGHTS": "constexpr"}
 for has_bias, gate, block_n, block_k, warps in ((False, False, LAUNCH["block_n"], LAUNCH["block_k"],
                                                  LAUNCH["num_warps"]), (True, False, 8, 512, 4),
                                                 (False, False, 16, 256, 4), (False, True, 4, 2048, 4),
                                                 (True, True, 2, 1024, 1), (False, True, *LAUNCH.values())):
-    for early, prefetch in ((False, 0), (True, 0), (False, 2)) if gate else ((False, 0),):
+    for early in (False, True) if gate else (False,):
         constexprs = {"HAS_BIAS": has_bias, "SILU_GATE": gate, "BLOCK_N": block_n, "BLOCK_K": block_k, "PDL": gate,
-                      "EARLY_WEIGHTS": early, "PREFETCH_CHUNKS": prefetch}
+                      "EARLY_WEIGHTS": early}
         ptx = compile(ASTSource(_skinny_linear_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                       options={"num_warps": warps, "launch_pdl": gate}).asm["ptx"]
         assert ("griddepcontrol.wait" in ptx) == gate
-        assert ("prefetch.global.L2" in ptx) == (prefetch > 0)
         if gate:  # with early weights a load (the first weight chunk's) before the wait; without, none
             assert (ptx.index("ld.global") < ptx.index("griddepcontrol.wait")) == early
-        if prefetch:  # the prefetches before the wait, no load
-            assert ptx.rindex("prefetch.global.L2") < ptx.index("griddepcontrol.wait") < ptx.index("ld.global")
 dot_signature = {**signature, "M": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32", "ROWS_PAD": "constexpr",
                  "SPLIT_K": "constexpr", "DOT_FP32": "constexpr"}
 for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, False), (32, 256, 4, 1, 16, False),
@@ -535,16 +514,13 @@ for block_n, block_k, stages, split_k, rows_pad, gate in ((16, 512, 3, 1, 16, Fa
                                                          (32, 128, 4, 4, 32, True)):
     constexprs = {"HAS_BIAS": not gate, "SILU_GATE": gate, "ROWS_PAD": rows_pad, "BLOCK_N": block_n,
                   "BLOCK_K": block_k, "SPLIT_K": split_k, "DOT_FP32": False, "PDL": split_k > 1,
-                  "EARLY_WEIGHTS": gate, "PREFETCH_CHUNKS": 3 if split_k > 1 and not gate else 0}
+                  "EARLY_WEIGHTS": gate}
     options = {"num_warps": 4, "num_stages": stages, "launch_pdl": split_k > 1}
     ptx = compile(ASTSource(_skinny_linear_dot_kernel, dot_signature, constexprs), target=GPUTarget("cuda", 90, 32),
                   options=options).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == (split_k > 1)
-    assert ("prefetch.global.L2" in ptx) == (constexprs["PREFETCH_CHUNKS"] > 0)
     if split_k > 1:
         assert (ptx.index("ld.global") < ptx.index("griddepcontrol.wait")) == gate
-    if constexprs["PREFETCH_CHUNKS"]:
-        assert ptx.rindex("prefetch.global.L2") < ptx.index("griddepcontrol.wait") < ptx.index("ld.global")
 print("compiled")
 """
 

@@ -145,17 +145,9 @@ def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
 
 
 def compare_programmatic_launch(
-    talker,
-    flags: dict,
-    config,
-    steps: int,
-    device: str,
-    early_weights: bool,
-    max_rows: int = 0,
-    prefetch_weights: bool = False,
+    talker, flags: dict, config, steps: int, device: str, early_weights: bool, max_rows: int = 0
 ) -> dict:
-    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`,
-    `prefetch_weights`; in steps
+    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`; in steps
     of at most `max_rows` rows), then through graphs captured without it (a runner each, one after the other, steps at
     1, 5, 16 and 64 rows in turn, at least one at each): the launch only lets a kernel's programs be scheduled before
     the kernel ahead of it ends, so codes, caches, hidden state and slot state must be equal to the bit. Leaves the
@@ -165,16 +157,14 @@ def compare_programmatic_launch(
     max_len = PROMPT_LEN + steps + 8
     runners, codes = [], []
     for on in (True, False):
-        set_programmatic_launch(
-            on, early_weights=on and early_weights, max_rows=max_rows, prefetch_weights=on and prefetch_weights
-        )
+        set_programmatic_launch(on, early_weights=on and early_weights, max_rows=max_rows)
         runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **flags)
         prefill_all(runner, seed=0)
         graphs = TalkerGraphs(runner, batches)
         codes.append([graphs.decode_step(torch.arange(batches[i % 4], device=device))[0].clone() for i in range(steps)])
         runners.append(runner)
         del graphs
-    set_programmatic_launch(True, early_weights=early_weights, max_rows=max_rows, prefetch_weights=prefetch_weights)
+    set_programmatic_launch(True, early_weights=early_weights, max_rows=max_rows)
     codes_equal = all(torch.equal(x, y) for x, y in zip(*codes, strict=True))
     return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
 
@@ -442,8 +432,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
-               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
-               "prefetch-weights"}  # fmt: skip
+               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
 def known_extra(token: str) -> bool:
@@ -476,9 +465,8 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
     set_programmatic_launch(  # the same bits either way
-        "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=rows_bound(tokens, "pdl"),
-        prefetch_weights="prefetch-weights" in tokens,
-    )  # fmt: skip
+        "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=rows_bound(tokens, "pdl")
+    )
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
@@ -565,8 +553,7 @@ def main() -> None:
         "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down); "
         "+pdl: every Triton kernel of the step launched with programmatic dependent launch (the talker service's "
         "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
-        "wait (programmatic_early_weights); +prefetch-weights (with +pdl): instead asked of L2 before it "
-        "(programmatic_prefetch_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
+        "wait (programmatic_early_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
         "with it (each graph as captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): "
         "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows)"
     )
@@ -667,9 +654,9 @@ def main() -> None:
                 del apart
             if "pdl" in tokens:
                 key = f"{label}_pdl_vs_serial_graphs"
-                early, prefetch = "early-weights" in tokens, "prefetch-weights" in tokens
+                early = "early-weights" in tokens
                 out[key] = compare_programmatic_launch(
-                    talker, flags, config, args.check_steps, device, early, rows_bound(tokens, "pdl"), prefetch
+                    talker, flags, config, args.check_steps, device, early, rows_bound(tokens, "pdl")
                 )
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:

@@ -51,8 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))  # bench_talker_step builds the talker as its benchmark does
-# options off by default
-OFF = {"PDL": False, "EARLY_WEIGHTS": False, "PREFETCH_CHUNKS": 0, "SILU_GATE": False, "RADIX": False}
+OFF = {"PDL": False, "EARLY_WEIGHTS": False, "SILU_GATE": False, "RADIX": False}  # options off by default
 
 
 @dataclass
@@ -185,7 +184,7 @@ def record_talker_launches(settings, model: str = "1.7B") -> list[Case]:
     kernels = apply_kernels(talker, settings, on_cuda=True)
     # As apply_kernels sets it on an sm_90 GPU (here device_supports says no)
     set_programmatic_launch(settings.programmatic_launch, settings.programmatic_early_weights,
-                            settings.programmatic_launch_max_rows, settings.programmatic_prefetch_weights)  # fmt: skip
+                            settings.programmatic_launch_max_rows)  # fmt: skip
     slots = settings.max_streams
     runner = TalkerRunner(talker, config, slots, RECORD_CONTEXT, "cpu", scratch_slot=True, **kernels)
     with torch.no_grad():

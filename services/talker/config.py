@@ -172,12 +172,6 @@ class TalkerConfig(ServiceConfig):
         "fewer for the early chunk's tiles; run 175: the 1.7B step 0.6-0.8% faster at 1 row but 14% slower at 16 "
         "rows, so off)",
     )
-    programmatic_prefetch_weights: bool = option(
-        False,
-        "with programmatic_launch: the GEMM kernels ask L2 for their first weights (8 MB a GEMM over its programs) "
-        "before waiting for the kernels ahead of them, with no register or pipeline stage given to them (the same "
-        "bits)",
-    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

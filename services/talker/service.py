@@ -371,10 +371,7 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
             log.info("programmatic_launch needs a GPU of compute capability 9.0 or more and a Triton with it: off")
         on = config.programmatic_launch and supported
         set_programmatic_launch(
-            on,
-            early_weights=on and config.programmatic_early_weights,
-            max_rows=config.programmatic_launch_max_rows,
-            prefetch_weights=on and config.programmatic_prefetch_weights,
+            on, early_weights=on and config.programmatic_early_weights, max_rows=config.programmatic_launch_max_rows
         )
     if fused:
         from omni.models.qwen3_tts.talker_fused import (  # imports Triton: CUDA serving only
