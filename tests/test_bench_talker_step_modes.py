@@ -240,13 +240,14 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
             assert "$" not in modes, (script.name, found)
             assert bench.parse_modes(modes), (script.name, modes)
             lists.append(modes)
-    assert any("+pdl+pdl-to-64+codes-by-row+embedding-lookup" in modes for modes in lists)  # next_one_gpu.sh
+    assert any(modes.endswith("+dot-32+pdl+pdl-to-64") for modes in lists)  # next_one_gpu.sh
 
 
 def test_exposed_time_splits_overlapped_kernels_into_the_busy_time():
     """Under programmatic launch a kernel starts before the one ahead ends and waits: its span overlaps. The exposed
     parts count each moment once, to the kernel that ended it past the ones before, and sum to the spans' union (gaps
-    are in neither); spans given out of order are taken in start order."""
+    are in neither); spans given out of order are taken in start order, and each launch's part is given in the order
+    of the spans (what --profile-kernel reports call by call)."""
     bench = load_bench()
     spans = [
         ("gemm", 0.0, 10.0),
@@ -256,6 +257,7 @@ def test_exposed_time_splits_overlapped_kernels_into_the_busy_time():
         ("gemm", 22.5, 30.0),
     ]
     exposed = bench.exposed_time(list(reversed(spans)))
+    assert bench.exposed_parts(list(reversed(spans))) == [7.0, 0.0, 3.0, 2.0, 10.0]  # each launch's, in the order given
     assert exposed == {"gemm": 10.0 + 7.0, "silu": 2.0, "norm": 3.0, "draw": 0.0}  # the 2nd GEMM from the norm's end
     assert sum(exposed.values()) == 12.0 + 10.0  # [0, 12] and [20, 30], the union
     serial = [("a", 0.0, 1.5), ("b", 1.5, 4.0), ("a", 5.0, 6.0)]

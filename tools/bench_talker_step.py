@@ -224,17 +224,26 @@ def profile_step(runner: TalkerRunner, slots: torch.Tensor, top: int = 15) -> li
     return rows
 
 
-def exposed_time(spans: list[tuple[str, float, float]]) -> dict[str, float]:
-    """Each kernel's time not covered by the kernels before it on one stream: spans are (name, start, end). With
-    programmatic launch a kernel starts before the one ahead of it ends and waits for it, so its own span counts that
-    wait; its exposed part runs from the later of its start and the latest end before it to its end. The parts sum to
-    the union of the spans (the time the GPU was busy), so they say where a step's time goes where the spans' sum,
-    overlapped, does not (run 177: 125-160% of the wall time)."""
-    exposed: dict[str, float] = defaultdict(float)
+def exposed_parts(spans: list[tuple[str, float, float]]) -> list[float]:
+    """Each launch's time not covered by the launches before it on one stream, in the order given: spans are (name,
+    start, end). With programmatic launch a kernel starts before the one ahead of it ends and waits for it, so its own
+    span counts that wait; its exposed part runs from the later of its start and the latest end before it (in start
+    order) to its end. The parts sum to the union of the spans (the time the GPU was busy), so they say where a step's
+    time goes where the spans' sum, overlapped, does not (run 177: 125-160% of the wall time)."""
+    parts = [0.0] * len(spans)
     reach = -float("inf")
-    for name, start, end in sorted(spans, key=lambda span: span[1]):
-        exposed[name] += max(0.0, end - max(start, reach))
+    for i in sorted(range(len(spans)), key=lambda i: spans[i][1]):
+        _, start, end = spans[i]
+        parts[i] = max(0.0, end - max(start, reach))
         reach = max(reach, end)
+    return parts
+
+
+def exposed_time(spans: list[tuple[str, float, float]]) -> dict[str, float]:
+    """Each kernel's exposed parts (`exposed_parts`) summed by name."""
+    exposed: dict[str, float] = defaultdict(float)
+    for (name, _, _), part in zip(spans, exposed_parts(spans), strict=True):
+        exposed[name] += part
     return dict(exposed)
 
 
@@ -254,7 +263,8 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
     batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. `kernels`
     holds each kernel's own spans (overlapped under programmatic launch), `exposed` its time past the kernels before it
     (`exposed_time`; they sum to `busy_us`). With `kernel` (a regex), also that kernel's calls in step order, each the
-    mean of its `iters` replays (which pass or layer a slow call is)."""
+    mean of its `iters` replays (which pass or layer a slow call is): their spans (`calls_us`) and exposed parts
+    (`calls_exposed_us`)."""
     from torch.profiler import ProfilerActivity, profile
 
     for _ in range(3):
@@ -273,14 +283,17 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
     launches = sum(n for _, n in kernels.values())
     gemm = sum(us for name, (us, _) in kernels.items() if name.startswith("nvjet") or "cublas" in name)
     exposed = {name: us / iters for name, us in exposed_time(spans).items()}
-    calls = []
+    calls, calls_exposed = [], []
     if kernel:
-        matched = [e for e in gpu_events if re.search(kernel, e.name)]
-        starts = sorted((e.time_range.start, e.time_range.elapsed_us()) for e in matched)
-        per_step = len(starts) // iters
-        calls = [round(sum(d for _, d in starts[i::per_step]) / iters, 2) for i in range(per_step)]
+        parts = exposed_parts(spans)
+        matched = sorted((start, end - start, parts[i]) for i, (_, start, end) in enumerate(spans)
+                         if re.search(kernel, gpu_events[i].name))  # fmt: skip
+        per_step = len(matched) // iters
+        calls = [round(sum(m[1] for m in matched[i::per_step]) / iters, 2) for i in range(per_step)]
+        calls_exposed = [round(sum(m[2] for m in matched[i::per_step]) / iters, 2) for i in range(per_step)]
     return {"wall_us": round(wall / iters * 1e6, 1), "kernel_us": round(spans_sum, 1), "gemm_us": round(gemm, 1),
             "busy_us": round(sum(exposed.values()), 1), "launches": launches, "calls_us": calls,
+            "calls_exposed_us": calls_exposed,
             "kernels": {name: [round(us, 2), n] for name, (us, n) in sorted(kernels.items(), key=lambda kv: -kv[1][0])},
             "exposed": {name: round(us, 2) for name, us in sorted(exposed.items(), key=lambda kv: -kv[1])}}  # fmt: skip
 
@@ -688,6 +701,7 @@ def main() -> None:
                 print(name, mode, f"exposed at {b}: {top}", flush=True)
                 if p["calls_us"]:
                     print(name, mode, f"{args.profile_kernel} call by call at {b}: {p['calls_us']}", flush=True)
+                    print(name, mode, f"{args.profile_kernel} exposed at {b}: {p['calls_exposed_us']}", flush=True)
             if args.profile:
                 res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
                 for r in res["profile"]:

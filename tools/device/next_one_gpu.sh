@@ -1,17 +1,17 @@
-# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~6 minutes), any time: the GEMMs' weights asked of L2 before their
-# wait (`programmatic_prefetch_weights`, bench +prefetch-weights), A/B at 1, 16, 32 and 64 rows, both orders.
-# Why: run 178 (H200, today's defaults, 16 rows) put the GEMM kernels' exposed time at 2,763 us of a 4,462 us step
-# (445 launches, 6.2 us each) for ~5.3 GB of weights: ~1.9 TB/s, where a weight streamed alone reads more. The kernel
-# ahead of each GEMM (add+norm 1.4 us, norm+RoPE+write 2.4, attention 4.2, SiLU 1.0 exposed) runs while the GEMM's
-# programs, launched programmatically, wait; early weights (run 175) loaded a first chunk into registers there but
-# cost the dot kernel a pipeline stage (16 rows +13.9%). A prefetch to L2 (8 MB a GEMM over its programs) holds no
-# register or stage, and the loads after the wait find those lines in L2.
-# Prediction: 16 and 32 rows -3 to -8%, 1 row -1 to -4%, 64 rows -1 to -4%; every check equal (the same bits).
-# Rule: on by default if 1, 16 and 32 rows are each >= 1% faster in both orders and 64 rows is not > 0.3% slower in
-# both; else off (if only 1 row loses, bound the prefetch to the dot kernel and A/B again).
+# One-GPU call (nvidia-h200, ~3 minutes), any time: the 1.7B step's GEMM launches one by one at 1 and 16 rows, each
+# launch's exposed time (bench_talker_step --profile-kernel, `calls_exposed_us`), to put against its weight's bytes.
+# Why: run 178 put the GEMMs at 58-63% of a 1-32 row step (16 rows: 445 dot-kernel launches, 2,763 us, ~1.9 TB/s over
+# ~5.3 GB of weights), and run 180's L2 prefetch before the wait gave the GEMMs nothing (+1.3%) while slowing the
+# kernels ahead. Which weights read slowly decides the next change: the backbone's 112 launches (2.8 GB) or the
+# predictor's ~330 (15 passes of ~0.16 GB).
+# Prediction: at 16 rows the backbone's GEMMs >= 3 TB/s by their bytes and exposed time, the predictor's <= 1.5 TB/s;
+# at 1 row both nearer (the row kernel: ~2.4 TB/s in run 154). The launch order is mapped to weights on the CPU
+# (the recorded launches of compare_kernel_code record_talker_launches run in step order). Decides nothing alone.
 source tools/device/setup.sh
 stamp start
-# Today's defaults: since run 173 (session 45) with programmatic launch in steps of at most 64 rows.
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
-talker_order 1.7B 1,16,32,64 "$M,$M+prefetch-weights" ab1 --profile-replays 16
-talker_order 1.7B 1,16,32,64 "$M+prefetch-weights,$M" ab2
+python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 1,16 --max-len 512 --check-steps 2 \
+    --iters 20 --profile-replays 1,16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
+grep -E "Traceback|rror" $OUT/calls.txt | cut -c1-300
+grep -E "replays at|batch [0-9]+:" $OUT/calls.txt | cut -c1-300
+stamp calls
