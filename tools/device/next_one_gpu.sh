@@ -5,8 +5,8 @@
 # kernels ahead. Which weights read slowly decides the next change: the backbone's 112 launches (2.8 GB) or the
 # predictor's ~330 (15 passes of ~0.16 GB).
 # Prediction: at 16 rows the backbone's GEMMs >= 3 TB/s by their bytes and exposed time, the predictor's <= 1.5 TB/s;
-# at 1 row both nearer (the row kernel: ~2.4 TB/s in run 154). The launch order is mapped to weights on the CPU
-# (the recorded launches of compare_kernel_code record_talker_launches run in step order). Decides nothing alone.
+# at 1 row both nearer (the row kernel: ~2.4 TB/s in run 154). Launches map to weights by the order the step runs
+# them (the backbone's layers, the codec head, then the predictor's passes). Decides nothing alone.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
