@@ -274,3 +274,31 @@ def test_span_totals_sum_kernels_that_share_a_name():
     exposed = bench.exposed_time(spans)
     assert all(exposed[name] <= total for name, (total, _) in totals.items())
     assert sum(total for total, _ in totals.values()) - sum(exposed.values()) == 1.0 + 0.5  # the two overlaps
+
+
+def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
+    """gemm_weights (what --profile-kernel's GEMM calls multiply by): one eager step's GEMM kernel launches, each named
+    as skinny_gemms names its weight. The predictor's 15 passes, each its projection, every layer's four GEMMs and its
+    pass's head; then the text projection, the backbone's layers and the codec head, once each. The same weights at 1
+    and 3 rows (the row kernel, then the dot kernel), and the kernels' launcher is put back."""
+    from omni.kernels.skinny_linear import _skinny_linear_dot_kernel, _skinny_linear_kernel
+
+    from omni.models.qwen3_tts.talker_fused import skinny_gemms
+
+    bench = load_bench()
+    talker, config = bench.build_talker("tiny", torch.float32, "cpu")
+    mode = "fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32"
+    bench.build_mode(talker, mode)
+    runner = bench.timed_runner(talker, config, mode, 4, 64, "cpu", 8)
+    run = type(_skinny_linear_kernel).run, type(_skinny_linear_dot_kernel).run
+    one, three = bench.gemm_weights(runner, torch.arange(1)), bench.gemm_weights(runner, torch.arange(3))
+    assert (type(_skinny_linear_kernel).run, type(_skinny_linear_dot_kernel).run) == run
+    assert one == three and set(one) <= set(skinny_gemms(talker))
+    layers = ["self_attn.qkv_weight", "self_attn.o_proj.weight", "mlp.gate_up_weight", "mlp.down_proj.weight"]
+    backbone = [f"model.layers.{i}.{gemm}" for i in range(config.talker.num_hidden_layers) for gemm in layers]
+    depth = config.talker.code_predictor.num_hidden_layers
+    predictor = [f"code_predictor.model.layers.{i}.{gemm}" for i in range(depth) for gemm in layers]
+    passes = [["code_predictor.small_to_mtp_projection.weight", *predictor, f"code_predictor.lm_head.{g}.weight"]
+              for g in range(config.talker.num_code_groups - 1)]  # fmt: skip
+    text = ["text_projection.linear_fc1.weight", "text_projection.linear_fc2.weight"]
+    assert one == [name for p in passes for name in p] + text + backbone + ["codec_head.weight"]

@@ -258,6 +258,37 @@ def span_totals(spans: list[tuple[str, float, float]]) -> dict[str, tuple[float,
     return {name: (total, count) for name, (total, count) in totals.items()}
 
 
+def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
+    """The weight each GEMM kernel launch of one eager decode step at `slots` multiplies by, named as `skinny_gemms`
+    names it, in launch order: what --profile-kernel's GEMM calls are (a graph replays its capture's launches in
+    order). Runs the step (the slots' state moves on by it); a weight of no known name is given by its shape."""
+    from omni.kernels.skinny_linear import _skinny_linear_dot_kernel, _skinny_linear_kernel
+
+    from omni.models.qwen3_tts.talker_fused import skinny_gemms
+
+    names = {weight.data_ptr(): name for name, (_, weight, _) in skinny_gemms(runner.talker).items()}
+    gemms = (_skinny_linear_kernel, _skinny_linear_dot_kernel)
+    launched: list[str] = []
+    originals = {cls: cls.run for cls in {type(kernel) for kernel in gemms}}
+
+    def recording(original):
+        def run(kernel, *args, **kwargs):
+            if kernel in gemms:  # (x, weight, ...) in both kernels
+                launched.append(names.get(args[1].data_ptr(), f"{list(args[1].shape)}"))
+            return original(kernel, *args, **kwargs)
+
+        return run
+
+    try:
+        for cls, original in originals.items():
+            cls.run = recording(original)
+        runner.decode_step(slots)
+    finally:
+        for cls, original in originals.items():
+            cls.run = original
+    return launched
+
+
 def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kernel: str = "") -> dict:
     """Every CUDA kernel of `iters` graph replays, as microseconds per step, against the steps' wall time: at small
     batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. `kernels`
@@ -702,6 +733,9 @@ def main() -> None:
                 if p["calls_us"]:
                     print(name, mode, f"{args.profile_kernel} call by call at {b}: {p['calls_us']}", flush=True)
                     print(name, mode, f"{args.profile_kernel} exposed at {b}: {p['calls_exposed_us']}", flush=True)
+                    # after the replays: the eager step moves the slots on
+                    p["gemm_weights"] = gemm_weights(runner, torch.arange(b, device=device))
+                    print(name, mode, f"GEMM weights launch by launch at {b}: {p['gemm_weights']}", flush=True)
             if args.profile:
                 res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
                 for r in res["profile"]:

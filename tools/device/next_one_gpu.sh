@@ -5,13 +5,14 @@
 # kernels ahead. Which weights read slowly decides the next change: the backbone's 112 launches (2.8 GB) or the
 # predictor's ~330 (15 passes of ~0.16 GB).
 # Prediction: at 16 rows the backbone's GEMMs >= 3 TB/s by their bytes and exposed time, the predictor's <= 1.5 TB/s;
-# at 1 row both nearer (the row kernel: ~2.4 TB/s in run 154). Launches map to weights by the order the step runs
-# them (the backbone's layers, the codec head, then the predictor's passes). Decides nothing alone.
+# at 1 row both nearer (the row kernel: ~2.4 TB/s in run 154). Each launch's weight comes with it (`gemm_weights`: a
+# step runs the predictor's 15 passes, the text projection, the backbone's layers, the codec head). Decides nothing
+# alone.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
 python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 1,16 --max-len 512 --check-steps 2 \
     --iters 20 --profile-replays 1,16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
 grep -E "Traceback|rror" $OUT/calls.txt | cut -c1-300
-grep -E "replays at|batch [0-9]+:" $OUT/calls.txt | cut -c1-300
+grep -E "replays at|batch [0-9]+:" $OUT/calls.txt | cut -c1-300  # the calls and their weights: in talker_calls.json
 stamp calls
