@@ -733,7 +733,8 @@ def main() -> None:
                 if p["calls_us"]:
                     print(name, mode, f"{args.profile_kernel} call by call at {b}: {p['calls_us']}", flush=True)
                     print(name, mode, f"{args.profile_kernel} exposed at {b}: {p['calls_exposed_us']}", flush=True)
-                    # after the replays: the eager step moves the slots on
+                if p["calls_us"] and re.search(args.profile_kernel, "_skinny_linear_kernel _skinny_linear_dot_kernel"):
+                    # the calls are GEMMs: name their weights (after the replays: the eager step moves the slots on)
                     p["gemm_weights"] = gemm_weights(runner, torch.arange(b, device=device))
                     print(name, mode, f"GEMM weights launch by launch at {b}: {p['gemm_weights']}", flush=True)
             if args.profile:
