@@ -226,8 +226,8 @@ def expand_variables(text: str, names: dict[str, str]) -> str:
 
 def test_the_next_device_scripts_name_only_modes_the_bench_takes():
     """Every mode list a tools/device/next_*.sh script hands bench_talker_step (through talker_order or --modes, with
-    its mode variables expanded) parses: an unknown extra would cost a device call's machine start before the bench
-    refuses it."""
+    its mode variables expanded), and every mode variable itself, parses: an unknown extra would cost a device call's
+    machine start before the bench refuses it."""
     bench = load_bench()
     lists = []
     for script in sorted((ROOT / "tools" / "device").glob("next_*.sh")):
@@ -235,12 +235,14 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
         names: dict[str, str] = {}  # the script's mode variables (M=..., E=$M+...), each expanded as bash would
         for name, value in re.findall(r"^([A-Z])=(\S+)$", text, flags=re.M):
             names[name] = expand_variables(value, names)
+            lists.append(names[name])  # a mode variable: a mode list too (sweep_gemm_launch.py checks its own is M)
+            assert bench.parse_modes(names[name]), (script.name, name)
         for found in re.findall(r'(?:^talker_order \S+ \S+ |--modes )"([^"]+)"', text, flags=re.M):
             modes = expand_variables(found, names)
             assert "$" not in modes, (script.name, found)
             assert bench.parse_modes(modes), (script.name, modes)
             lists.append(modes)
-    assert any(modes.endswith("+dot-32+pdl+pdl-to-64") for modes in lists)  # next_one_gpu.sh
+    assert any(modes.endswith("+dot-32+pdl+pdl-to-64") for modes in lists)  # next_one_gpu.sh's M
 
 
 def test_exposed_time_splits_overlapped_kernels_into_the_busy_time():

@@ -332,6 +332,30 @@ def test_module_launch_is_what_module_linear_runs():
         assert torch.equal(module_linear(down, x, w), want), rows
 
 
+def test_a_launch_pinned_on_a_module_is_what_it_runs_within_its_rows():
+    """`skinny_launch` (tools/sweep_gemm_launch.py's candidates): module_launch gives it for every row count the
+    kernels take, None past skinny_rows; module_linear runs it (split-K here, which the module's own launch at these
+    rows is not); use_skinny_linear unpins it."""
+    from omni.models.qwen3_tts.talker_fused import module_launch, module_linear
+
+    config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
+    talker = Qwen3TTSTalker(config.talker).eval()
+    fuse_talker_kernels(talker)
+    use_skinny_linear(talker, dot=True, by_shape=True, dot_32=True)
+    down = talker.model.layers[0].mlp.down_proj
+    w = down.weight
+    pinned = {"dot": True, "block_n": 16, "block_k": 16, "num_warps": 4, "num_stages": 2, "split_k": 2}
+    assert launch_for(w, 8, down.skinny_dot_from, True) != pinned
+    down.skinny_launch = pinned
+    assert [module_launch(down, w, rows) for rows in (1, 8, 32)] == [pinned] * 3
+    assert module_launch(down, w, 33) is None
+    x = torch.randn(8, w.shape[1])
+    assert torch.equal(module_linear(down, x, w), skinny_linear(x, w, max_rows=8, launch=pinned))
+    torch.testing.assert_close(module_linear(down, x, w), F.linear(x, w), rtol=1e-4, atol=1e-5)
+    use_skinny_linear(talker, dot=True)
+    assert "skinny_launch" not in down.__dict__
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("launch", [None, LAUNCH, DOT, SPLIT], ids=["interpreted", "gpu_launch", "dot", "split_k"])
 def test_a_gated_input_has_the_bits_of_silu_mul_then_the_kernel(dtype, launch):

@@ -47,10 +47,14 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
 def module_launch(module: nn.Module, weight: torch.Tensor, rows: int, interpreted: bool = INTERPRETED) -> dict | None:
     """The launch `module_linear` runs a call of `rows` rows with (`launch_for` by the settings `use_skinny_linear`
     gave the module: `skinny_dot_from`, `skinny_by_shape`), or None where it runs F.linear (no `skinny_rows`, or more
-    rows). tools/bench_skinny_linear.py times each weight at it."""
+    rows). A launch pinned on the module (`skinny_launch`) is taken for every call the kernels run:
+    tools/sweep_gemm_launch.py times candidates that way, in the captured step. tools/bench_skinny_linear.py times
+    each weight at it."""
     settings = module.__dict__
     if not 0 < rows <= settings.get("skinny_rows", 0):
         return None
+    if "skinny_launch" in settings:
+        return settings["skinny_launch"]
     return launch_for(
         weight, rows, settings.get("skinny_dot_from"), settings.get("skinny_by_shape", False), interpreted
     )
@@ -187,7 +191,7 @@ def use_skinny_linear(
     within the last bit of cuBLAS's, not its bits. Returns how many it set."""
     gemms = skinny_gemms(talker)
     for module, weight, _ in gemms.values():
-        for name in ("skinny_rows", "skinny_dot_from", "skinny_by_shape"):
+        for name in ("skinny_rows", "skinny_dot_from", "skinny_by_shape", "skinny_launch"):
             module.__dict__.pop(name, None)
         if on:
             module.skinny_rows = (dot_rows_for(weight) if dot_32 else MAX_ROWS) if dot else max_rows_for(weight)
