@@ -95,6 +95,32 @@ def label(launch: dict) -> str:
     return f"{n}x{k} w{warps} s{stages} k{launch.get('split_k', 1)}"
 
 
+def check_launch(shape: tuple[int, int], rows: int, launch: dict) -> dict:
+    """One launch on a random weight of `shape` at `rows` rows, alone: eager, then in a CUDA graph under programmatic
+    launch (as the step runs it), each against F.linear in fp32 (largest error over the largest value). Run one
+    launch a process: a kernel that faults leaves the CUDA context unusable."""
+    from omni.kernels.programmatic_launch import set_programmatic_launch
+    from omni.kernels.skinny_linear import skinny_linear
+
+    torch.manual_seed(0)
+    weight = torch.randn(shape, device="cuda", dtype=torch.bfloat16) / shape[1] ** 0.5
+    x = torch.randn(rows, shape[1], device="cuda", dtype=torch.bfloat16)
+    exact = torch.nn.functional.linear(x.float(), weight.float())
+    found = {}
+    set_programmatic_launch(True)
+    try:
+        found["eager"] = skinny_linear(x, weight, max_rows=rows, launch=launch)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            found["graph"] = skinny_linear(x, weight, max_rows=rows, launch=launch)
+        graph.replay()
+        torch.cuda.synchronize()
+    finally:
+        set_programmatic_launch(False)
+    scale = float(exact.abs().max())
+    return {name: round(float((y.float() - exact).abs().max()) / scale, 5) for name, y in found.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="1.7B")
@@ -104,12 +130,22 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=512)
     ap.add_argument("--prompt-len", type=int, default=160)
     ap.add_argument("--shapes", default="", help="only these weight shapes, e.g. 1024x2048,4096x1024")
+    ap.add_argument("--skip-shapes", default="", help="not these weight shapes")
+    ap.add_argument("--check", default="", help="NxK:ROWS:I: only run candidate I (0-based) of that shape alone")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "sweep_gemm_launch.json"))
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("sweep_gemm_launch needs a CUDA GPU (the kernels' launches are covered by the CPU tests)")
+    if args.check:
+        dims, rows, index = args.check.split(":")
+        shape = tuple(int(d) for d in dims.split("x"))
+        launch = candidates_for(shape, None)[int(index)]
+        print(f"check {dims} at {rows} rows, {label(launch)}:", check_launch(shape, int(rows), launch), flush=True)
+        return
     rows_list = [int(r) for r in args.rows.split(",")]
-    only = {tuple(int(d) for d in s.split("x")) for s in args.shapes.split(",") if s}
+    only, skip = (
+        {tuple(int(d) for d in s.split("x")) for s in text.split(",") if s} for text in (args.shapes, args.skip_shapes)
+    )
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     talker, config = build_talker(args.model, torch.bfloat16, "cuda")
@@ -121,7 +157,7 @@ def main() -> None:
     for rows in rows_list:
         per_shape = results["rows"][rows] = {}
         for shape, gemms in shape_classes(talker, rows).items():
-            if only and shape not in only:
+            if (only and shape not in only) or shape in skip:
                 continue
             modules = [module for module, _ in gemms]
             default = module_launch(*gemms[0], rows, interpreted=False)
