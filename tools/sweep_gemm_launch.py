@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_talker_step import build_mode, build_talker, time_steps, timed_runner  # noqa: E402
+from bench_talker_step import build_mode, build_talker, prefill_all, time_steps, timed_runner  # noqa: E402
 
 from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms  # noqa: E402
 from omni.talker.cuda_graphs import TalkerGraphs  # noqa: E402
@@ -80,8 +80,33 @@ def pin(modules: list[torch.nn.Module], launch: dict | None) -> None:
             module.skinny_launch = launch
 
 
+class FreshSlots:
+    """Steps the runner's slots may still take: `reserve` prefills them all again first where a timing would step one
+    past its max_new_tokens (a finished slot must not be stepped; run 182's and 183's sweeps, which did, stopped on
+    "an illegal instruction"). Every slot starts at the same prompt length, so each timing's context is 160-512."""
+
+    def __init__(self, runner, prompt_len: int):
+        self.runner, self.prompt_len = runner, prompt_len
+        # prefill_all's max_new_tokens, less the id the prefill draws: a slot finishes on its last allowed step
+        self.per_prefill = runner.max_len - prompt_len - 1
+        self.left = self.per_prefill  # timed_runner prefilled them
+        self.prefills = 0
+
+    def reserve(self, steps: int) -> None:
+        if steps > self.per_prefill:
+            raise ValueError(f"{steps} steps are more than a prefill gives ({self.per_prefill})")
+        if steps > self.left:
+            prefill_all(self.runner, seed=2, prompt_len=self.prompt_len)
+            self.left, self.prefills = self.per_prefill, self.prefills + 1
+        self.left -= steps
+
+
+WARMUP_STEPS = 3  # bench_talker_step.time_steps's untimed steps before its iters
+
+
 def step_ms(runner, rows: int, iters: int) -> float:
-    """The step at `rows` rows captured as the talker captures it, then timed (ms)."""
+    """The step at `rows` rows captured as the talker captures it (its warm-up steps on the scratch slot), then timed
+    (ms): WARMUP_STEPS + iters steps on slots 0 .. rows - 1."""
     graphs = TalkerGraphs(runner, [rows])
     ms = time_steps(graphs.decode_step, torch.arange(rows, device=runner.device), iters)
     del graphs
@@ -153,6 +178,7 @@ def main() -> None:
     runner = timed_runner(talker, config, DEFAULTS, max(rows_list), args.max_len, "cuda", args.prompt_len)
     results: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "model": args.model,
                      "modes": DEFAULTS, "iters": args.iters, "rows": {}}  # fmt: skip
+    fresh = FreshSlots(runner, args.prompt_len)
     start = time.perf_counter()
     for rows in rows_list:
         per_shape = results["rows"][rows] = {}
@@ -167,6 +193,7 @@ def main() -> None:
             per_shape[f"{shape[0]}x{shape[1]}"] = found
             for turn in range(args.rounds):
                 for launch in candidates if turn % 2 == 0 else candidates[::-1]:
+                    fresh.reserve(2 * (WARMUP_STEPS + args.iters))  # the pair's steps on the real slots
                     base = step_ms(runner, rows, args.iters)
                     pin(modules, launch)
                     try:
