@@ -223,6 +223,12 @@ def row_launch_for(weight: torch.Tensor) -> dict:
     return {"block_n": 2, "block_k": 1024, "num_warps": 1}
 
 
+def dot_launch(block_n: int, block_k: int, num_warps: int = 4, num_stages: int = 3, split_k: int = 1) -> dict:
+    """A dot-kernel launch as `skinny_linear` takes it (split_k named only where K is split)."""
+    launch = {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": num_warps, "num_stages": num_stages}
+    return {**launch, "split_k": split_k} if split_k > 1 else launch
+
+
 def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
     """The dot kernel's launch for a weight [N, K], from run 159 (tools/bench_skinny_linear.py, cold weights, H200,
     18 launches at 2, 8 and 16 rows; the fastest by N, its time about the same at every row count): N <= 2048 16
@@ -233,14 +239,12 @@ def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
     on the talker's and predictor's down_proj, 0.6-5% on the [1024, 2048] weights; slower on every other weight."""
     n, k = weight.shape
     if split and k >= 2 * n:
-        return {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4, "num_stages": 4, "split_k": 4}
+        return dot_launch(32, 128, num_stages=4, split_k=4)
     if n <= 2048:
-        block_n, block_k, stages = 16, 512, 3
-    elif n <= 4096:
-        block_n, block_k, stages = 32, 256, 4
-    else:
-        block_n, block_k, stages = 64, 128 if k >= 2048 else 256, 4
-    return {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": 4, "num_stages": stages}
+        return dot_launch(16, 512, num_stages=3)
+    if n <= 4096:
+        return dot_launch(32, 256, num_stages=4)
+    return dot_launch(64, 128 if k >= 2048 else 256, num_stages=4)
 
 
 def dot_stages(launch: dict, early: bool) -> int:

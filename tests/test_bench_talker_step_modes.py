@@ -304,3 +304,30 @@ def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
               for g in range(config.talker.num_code_groups - 1)]  # fmt: skip
     text = ["text_projection.linear_fc1.weight", "text_projection.linear_fc2.weight"]
     assert one == [name for p in passes for name in p] + text + backbone + ["codec_head.weight"]
+
+
+def test_a_pin_extra_pins_the_dot_launch_of_its_shape_only_and_a_mode_without_it_unpins():
+    """+pin-NxK-BNxBKsSkP (a launch A/B): build_mode pins that dot launch on every GEMM whose weight is [N, K] and no
+    other; the next mode's build without the extra takes it off; a malformed pin is an unknown mode."""
+    from omni.kernels.skinny_linear import dot_launch
+
+    from omni.models.qwen3_tts.talker_fused import skinny_gemms
+
+    bench = load_bench()
+    talker, _ = bench.build_talker("tiny", torch.float32, "cpu")
+    base = "fused+skinny-linear+skinny-dot+by-shape+dot-32"
+    bench.build_mode(talker, base)
+    gemms = skinny_gemms(talker)
+    shape = tuple(talker.model.layers[0].self_attn.o_proj.weight.shape)
+    pin = f"pin-{shape[0]}x{shape[1]}-64x128s4k2"
+    assert bench.parse_modes(f"{base}+{pin}") == [f"{base}+{pin}"]
+    bench.build_mode(talker, f"{base}+{pin}")
+    pinned = {name for name, (m, _, _) in gemms.items() if "skinny_launch" in m.__dict__}
+    assert pinned == {name for name, (_, w, _) in gemms.items() if tuple(w.shape) == shape} and pinned
+    o_proj = talker.model.layers[0].self_attn.o_proj
+    assert o_proj.skinny_launch == dot_launch(64, 128, num_stages=4, split_k=2)
+    bench.build_mode(talker, base)
+    assert not any("skinny_launch" in m.__dict__ for m, _, _ in gemms.values())
+    for bad in ("pin-1024x2048-64x128s4", "pin-1024x2048-64x128s0k1", "pin-0x2048-64x128s4k1"):
+        with pytest.raises(SystemExit, match="unknown modes"):
+            bench.parse_modes(f"{base}+{bad}")

@@ -333,9 +333,10 @@ def test_module_launch_is_what_module_linear_runs():
 
 
 def test_a_launch_pinned_on_a_module_is_what_it_runs_within_its_rows():
-    """`skinny_launch` (tools/sweep_gemm_launch.py's candidates): module_launch gives it for every row count the
-    kernels take, None past skinny_rows; module_linear runs it (split-K here, which the module's own launch at these
-    rows is not); use_skinny_linear unpins it."""
+    """`skinny_launch` (tools/sweep_gemm_launch.py's candidates, bench_talker_step's +pin-...): module_launch gives
+    it wherever the module's own launch is the dot kernel's, its own row-kernel launch below dot_from rows, None past
+    skinny_rows; module_linear runs it (split-K here, which the module's own launch at these rows is not);
+    use_skinny_linear unpins it."""
     from omni.models.qwen3_tts.talker_fused import module_launch, module_linear
 
     config = Qwen3TTSConfig.parse(tiny_config("custom_voice"))
@@ -347,7 +348,9 @@ def test_a_launch_pinned_on_a_module_is_what_it_runs_within_its_rows():
     pinned = {"dot": True, "block_n": 16, "block_k": 16, "num_warps": 4, "num_stages": 2, "split_k": 2}
     assert launch_for(w, 8, down.skinny_dot_from, True) != pinned
     down.skinny_launch = pinned
-    assert [module_launch(down, w, rows) for rows in (1, 8, 32)] == [pinned] * 3
+    assert [module_launch(down, w, rows) for rows in (down.skinny_dot_from, 8, 32)] == [pinned] * 3
+    below = down.skinny_dot_from - 1
+    assert module_launch(down, w, below, interpreted=False) == launch_for(w, below, down.skinny_dot_from, True, False)
     assert module_launch(down, w, 33) is None
     x = torch.randn(8, w.shape[1])
     assert torch.equal(module_linear(down, x, w), skinny_linear(x, w, max_rows=8, launch=pinned))

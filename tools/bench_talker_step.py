@@ -35,6 +35,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 from omni.kernels.programmatic_launch import set_programmatic_launch
+from omni.kernels.skinny_linear import dot_launch
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
@@ -479,9 +480,28 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
+# +pin-NxK-BNxBKsSkP: the dot kernel's launch for the [N, K] weights pinned to BN features x BK-wide chunks, S stages,
+# P split-K shares, 4 warps (a launch A/B; sweep_gemm_launch.py found it)
+PIN = re.compile(r"pin-([1-9][0-9]*)x([1-9][0-9]*)-([1-9][0-9]*)x([1-9][0-9]*)s([1-9])k([1-9])")
+
+
 def known_extra(token: str) -> bool:
-    """An extra the bench takes: one of MODE_EXTRAS, or pdl-to-N or silu-down-to-N (N rows, N >= 1)."""
-    return token in MODE_EXTRAS or re.fullmatch(r"(pdl|silu-down)-to-[1-9][0-9]*", token) is not None
+    """An extra the bench takes: one of MODE_EXTRAS, pdl-to-N or silu-down-to-N (N rows, N >= 1), or a +pin-..."""
+    return (
+        token in MODE_EXTRAS
+        or re.fullmatch(r"(pdl|silu-down)-to-[1-9][0-9]*", token) is not None
+        or PIN.fullmatch(token) is not None
+    )
+
+
+def pinned_launches(tokens: set[str]) -> dict[tuple[int, int], dict]:
+    """A mode's +pin-... extras: the dot kernel's launch by weight shape [N, K]."""
+    pins = {}
+    for token in tokens:
+        if found := PIN.fullmatch(token):
+            n, k, block_n, block_k, stages, split_k = map(int, found.groups())
+            pins[(n, k)] = dot_launch(block_n, block_k, num_stages=stages, split_k=split_k)
+    return pins
 
 
 def rows_bound(tokens: set[str], extra: str) -> int:
@@ -516,6 +536,10 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
         use_silu_down(talker, on="silu-down" in tokens, max_rows=rows_bound(tokens, "silu-down"))
+        pins = pinned_launches(tokens)  # use_skinny_linear unpinned every module
+        for module, weight, _ in skinny_gemms(talker).values():
+            if tuple(weight.shape) in pins:
+                module.skinny_launch = pins[tuple(weight.shape)]
 
 
 def split_fused_draws(runner: TalkerRunner, tokens: set[str]) -> None:
@@ -599,7 +623,9 @@ def main() -> None:
         "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
         "wait (programmatic_early_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
         "with it (each graph as captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): "
-        "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows)"
+        "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows); "
+        "+pin-1024x2048-64x128s4k1 (with +skinny-dot; any shape and launch): the dot kernel's launch for the "
+        "[1024, 2048] weights pinned to 64 features x 128-wide chunks, 4 stages, 1 split-K share (4 warps)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

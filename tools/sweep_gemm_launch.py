@@ -28,6 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_talker_step import build_mode, build_talker, prefill_all, time_steps, timed_runner  # noqa: E402
+from omni.kernels.skinny_linear import dot_launch  # noqa: E402
 
 from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms  # noqa: E402
 from omni.talker.cuda_graphs import TalkerGraphs  # noqa: E402
@@ -46,12 +47,6 @@ CANDIDATES = [
     (16, 128, 4, 4, 4),
     (32, 128, 4, 4, 4),
 ]
-
-
-def dot_launch(block_n: int, block_k: int, num_warps: int, num_stages: int, split_k: int) -> dict:
-    """A dot-kernel launch as skinny_linear takes it (split_k only where it splits, as dot_launch_for writes it)."""
-    launch = {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": num_warps, "num_stages": num_stages}
-    return {**launch, "split_k": split_k} if split_k > 1 else launch
 
 
 def candidates_for(shape: tuple[int, int], default: dict | None) -> list[dict]:

@@ -47,17 +47,16 @@ def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
 def module_launch(module: nn.Module, weight: torch.Tensor, rows: int, interpreted: bool = INTERPRETED) -> dict | None:
     """The launch `module_linear` runs a call of `rows` rows with (`launch_for` by the settings `use_skinny_linear`
     gave the module: `skinny_dot_from`, `skinny_by_shape`), or None where it runs F.linear (no `skinny_rows`, or more
-    rows). A launch pinned on the module (`skinny_launch`) is taken for every call the kernels run:
-    tools/sweep_gemm_launch.py times candidates that way, in the captured step. tools/bench_skinny_linear.py times
-    each weight at it."""
+    rows). A dot-kernel launch pinned on the module (`skinny_launch`) replaces its own wherever that is the dot
+    kernel's: tools/sweep_gemm_launch.py times candidates that way, in the captured step, and bench_talker_step's
+    +pin-... extras A/B one. tools/bench_skinny_linear.py times each weight at it."""
     settings = module.__dict__
     if not 0 < rows <= settings.get("skinny_rows", 0):
         return None
-    if "skinny_launch" in settings:
-        return settings["skinny_launch"]
-    return launch_for(
+    launch = launch_for(
         weight, rows, settings.get("skinny_dot_from"), settings.get("skinny_by_shape", False), interpreted
     )
+    return settings["skinny_launch"] if launch.get("dot") and "skinny_launch" in settings else launch
 
 
 def module_linear(
