@@ -223,21 +223,31 @@ def row_launch_for(weight: torch.Tensor) -> dict:
     return {"block_n": 2, "block_k": 1024, "num_warps": 1}
 
 
+SPLIT_FREE_FROM = 16  # rows from which dot_launch_for(split=True) gives [N <= 1024, 2N <= K < 3N] no split-K
+
+
 def dot_launch(block_n: int, block_k: int, num_warps: int = 4, num_stages: int = 3, split_k: int = 1) -> dict:
     """A dot-kernel launch as `skinny_linear` takes it (split_k named only where K is split)."""
     launch = {"dot": True, "block_n": block_n, "block_k": block_k, "num_warps": num_warps, "num_stages": num_stages}
     return {**launch, "split_k": split_k} if split_k > 1 else launch
 
 
-def dot_launch_for(weight: torch.Tensor, split: bool = False) -> dict:
+def dot_launch_for(weight: torch.Tensor, split: bool = False, rows: int = 1) -> dict:
     """The dot kernel's launch for a weight [N, K], from run 159 (tools/bench_skinny_linear.py, cold weights, H200,
     18 launches at 2, 8 and 16 rows; the fastest by N, its time about the same at every row count): N <= 2048 16
     features and 512-wide K chunks, 3 stages; N <= 4096 32 and 256, 4 stages; wider 64 features (128-wide chunks at
     K >= 2048). A guess of 16 / 256 / 4 stages for every weight was 2-29% slower than each weight's fastest at 8
     rows, and with it the 2-16 row steps 2-14% longer (run 159). With `split`, at K >= 2N K shared by 4 programs a
     block of 32 features, 128-wide chunks, 4 stages: run 162 (2, 8 and 16 rows) the fastest there, 9-12% less time
-    on the talker's and predictor's down_proj, 0.6-5% on the [1024, 2048] weights; slower on every other weight."""
+    on the talker's and predictor's down_proj, 0.6-5% on the [1024, 2048] weights; slower on every other weight.
+    Except, with `split`, from SPLIT_FREE_FROM `rows` on weights of N <= 1024 and 2N <= K < 3N (the 1.7B code
+    predictor's o_proj and small_to_mtp): 64 features a program, 128-wide chunks, 4 stages, no split. In the captured
+    step (tools/sweep_gemm_launch.py, run 182; bench_talker_step A/B, run 184; H100) that took 1.4-2.3% off the 16-row
+    step and 1.4-1.7% off the 32-row one, but added 2.3% to the 8-row step: the time is not the kernel's alone, its
+    16 programs against split-K's 128 share the GPU with the kernels ahead and behind under programmatic launch."""
     n, k = weight.shape
+    if split and rows >= SPLIT_FREE_FROM and n <= 1024 and 2 * n <= k < 3 * n:
+        return dot_launch(64, 128, num_stages=4)
     if split and k >= 2 * n:
         return dot_launch(32, 128, num_stages=4, split_k=4)
     if n <= 2048:
@@ -303,7 +313,7 @@ def launch_for(
     if interpreted:
         return LAUNCH_DOT_INTERPRETED if dot else LAUNCH_INTERPRETED
     if dot:
-        return dot_launch_for(weight, split=by_shape)
+        return dot_launch_for(weight, split=by_shape, rows=rows)
     return row_launch_for(weight) if by_shape and rows == 1 else LAUNCH
 
 

@@ -17,6 +17,7 @@ from omni.kernels.skinny_linear import (
     LAUNCH_DOT_INTERPRETED,
     LAUNCH_INTERPRETED,
     MAX_ROWS,
+    SPLIT_FREE_FROM,
     dot_from_for,
     dot_launch_for,
     dot_rows_for,
@@ -249,6 +250,15 @@ def test_launches_by_shape():
     assert row_launch_for(wide) == {"block_n": 2, "block_k": 1024, "num_warps": 1}
     assert dot_launch_for(deep, split=True) == {"dot": True, "block_n": 32, "block_k": 128, "num_warps": 4,
                                                 "num_stages": 4, "split_k": 4}  # fmt: skip
+    # From SPLIT_FREE_FROM rows, N <= 1024 and 2N <= K < 3N without split-K (run 184); not at 3N, nor N > 1024
+    free = {"dot": True, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    assert dot_launch_for(deep, split=True, rows=SPLIT_FREE_FROM) == dot_launch_for(deep, True, 32) == free
+    assert dot_launch_for(deep, split=True, rows=SPLIT_FREE_FROM - 1) == dot_launch_for(deep, split=True)
+    shapes = ((1024, 3072), (1025, 2050), (512, 1024), (512, 1535))
+    assert [dot_launch_for(weight(n, k), True, 16).get("split_k") for n, k in shapes] == [4, 4, None, None]
+    assert dot_launch_for(deep, rows=16) == dot_launch_for(deep)  # without split: by N alone
+    assert launch_for(deep, 16, dot_from=5, by_shape=True, interpreted=False) == free
+    assert launch_for(deep, 8, dot_from=5, by_shape=True, interpreted=False) == dot_launch_for(deep, split=True)
     assert dot_launch_for(deep) == dot_launch_for(wide) == {**dot_launch_for(wide, split=True)}
     assert "split_k" not in dot_launch_for(wide, split=True) and "split_k" not in dot_launch_for(weight(1025, 2048))
     gpu = dict(dot_from=3, interpreted=False)
