@@ -1,5 +1,5 @@
 # Run 185 (session 51, call 5) = next_one_gpu.sh as of this commit.
-# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~5 minutes), any time: A/B of dot_launch_for's split-free launch for
+# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~3 minutes), any time: A/B of dot_launch_for's split-free launch for
 # [N <= 1024, 2N <= K < 3N] weights from 16 rows of a call (SPLIT_FREE_FROM; the 1.7B code predictor's o_proj and
 # small_to_mtp: 64 features x 128-wide chunks, 4 stages, no split-K) against the launch before it, split-K 4 of
 # 32 x 128 at every dot row count, pinned (+pin-1024x2048-32x128s4k4), at 8, 16 and 32 rows, in one process
