@@ -223,7 +223,12 @@ def row_launch_for(weight: torch.Tensor) -> dict:
     return {"block_n": 2, "block_k": 1024, "num_warps": 1}
 
 
-SPLIT_FREE_FROM = 16  # rows from which dot_launch_for(split=True) gives [N <= 1024, 2N <= K < 3N] no split-K
+# Rows from which dot_launch_for(split=True) gives [N <= 1024, 2N <= K < 3N] weights no split-K. Run 185 timed it from
+# 16; 9 gives every CUDA graph the same launches (buckets are powers of 2: 9-16 rows pad to the 16 bucket), and a call
+# of n rows the launch its bucket's padded call takes (n >= 9 exactly when its bucket is), so a padded step's codes
+# equal the unpadded step's, as bench_talker_step checks (run 185's 16 gave 1,056 / 1,104 at 5 rows padded to 8: the
+# first predictor pass has two rows a slot, 10 unpadded, 16 padded).
+SPLIT_FREE_FROM = 9
 
 
 def dot_launch(block_n: int, block_k: int, num_warps: int = 4, num_stages: int = 3, split_k: int = 1) -> dict:
@@ -242,9 +247,11 @@ def dot_launch_for(weight: torch.Tensor, split: bool = False, rows: int = 1) -> 
     on the talker's and predictor's down_proj, 0.6-5% on the [1024, 2048] weights; slower on every other weight.
     Except, with `split`, from SPLIT_FREE_FROM `rows` on weights of N <= 1024 and 2N <= K < 3N (the 1.7B code
     predictor's o_proj and small_to_mtp): 64 features a program, 128-wide chunks, 4 stages, no split. In the captured
-    step (tools/sweep_gemm_launch.py, run 182; bench_talker_step A/B, run 184; H100) that took 1.4-2.3% off the 16-row
-    step and 1.4-1.7% off the 32-row one, but added 2.3% to the 8-row step: the time is not the kernel's alone, its
-    16 programs against split-K's 128 share the GPU with the kernels ahead and behind under programmatic launch."""
+    1.7B step (H100; tools/sweep_gemm_launch.py, run 182; bench_talker_step A/B against split-K pinned, run 185) that
+    took 2.1-2.4% off the 16-row step, 1.6-1.7% off the 32-row one and 0.2% off the 8-row one (whose first predictor
+    pass has 16 rows). Below that (run 184: at every dot row count) it added 2.3% to the 8-row step: the time is not
+    the kernel's alone, its 16 programs against split-K's 128 share the GPU with the kernels ahead and behind under
+    programmatic launch."""
     n, k = weight.shape
     if split and rows >= SPLIT_FREE_FROM and n <= 1024 and 2 * n <= k < 3 * n:
         return dot_launch(64, 128, num_stages=4)
