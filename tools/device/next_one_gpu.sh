@@ -1,18 +1,22 @@
-# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~3 minutes), any time: A/B of dot_launch_for's split-free launch for
-# [N <= 1024, 2N <= K < 3N] weights from 16 rows of a call (SPLIT_FREE_FROM; the 1.7B code predictor's o_proj and
-# small_to_mtp: 64 features x 128-wide chunks, 4 stages, no split-K) against the launch before it, split-K 4 of
-# 32 x 128 at every dot row count, pinned (+pin-1024x2048-32x128s4k4), at 8, 16 and 32 rows, in one process
-# as M, P, M, P (one set-up: the device budget left 414 s): three adjacent pairs, both orders.
-# Why: run 184 (H100) pinned the split-free launch at every dot row count: 16 rows -2.32 / -1.87%, 32 rows -1.72 /
-# -1.42%, but 8 rows +2.27 / +2.25% (the kernel pads 8 and 16 rows alike to 16; the difference is the step around
-# it). From 16 rows of a call, an 8-slot step keeps split-K on 14 of its 15 predictor passes (its first pass has 16
-# rows: two positions a slot).
-# Prediction: 16 rows -1.5 to -2.5%, 32 rows -1 to -2%, 8 rows within +-0.3%; checks equal.
-# Rule: the split-free launch stays if 16 and 32 rows are each >= 0.5% faster than the pinned split-K in all three
-# adjacent pairs (M1 P1, P1 M2, M2 P2) and 8 rows is not > 0.3% slower in all three; else dot_launch_for goes back
-# to split-K at every row count.
+# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~7 minutes), any time: (1) run 185's A/B on the 0.6B talker, whose
+# backbone o_proj is also [1024, 2048] (28 of its ~103 such launches a step; no small_to_mtp): today's split-free
+# launch from 9 rows against split-K 4 of 32 x 128 pinned (+pin-1024x2048-32x128s4k4), M, P, M, P in one process at 8,
+# 16 and 32 rows; (2) the one-GPU stack with today's defaults, 1.7B, 1 / 16 / 32 streams (run 179: 20.6 / 208.8 /
+# 346.5 audio-s/s on an H200; state the card: an H100 is not comparable); (3) the 1.7B step's GEMMs launch by launch
+# at 16 rows again (run 181 before the change: the predictor's o_proj 7.6 us a launch on an H100).
+# Why: run 185 timed the 1.7B only (H100): 16 rows -2.07 to -2.35%, 32 rows -1.59 to -1.73%, 8 rows -0.16 to -0.25%.
+# Prediction: 0.6B 16 rows -1.5 to -3%, 32 rows -1 to -2.5%, 8 rows within +-0.5%; the stack at 16 and 32 streams
+# within run 179's spread or above it (H200); the o_proj launches at 16 rows 4-6 us.
+# Rule: if the 0.6B step at 8, 16 or 32 rows is > 0.3% slower with the split-free launch in all three adjacent pairs,
+# SPLIT_FREE_FROM goes off (split-K at every row count, as before run 185) until a rule good for both models is
+# timed; else it stays.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
 P=$M+pin-1024x2048-32x128s4k4
-talker_order 1.7B 8,16,32 "$M,$P,$M,$P" ab
+talker_order 0.6B 8,16,32 "$M,$P,$M,$P" ab
+$S --concurrency 1 16 32 --out /tmp/stack; save stack
+python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
+    --iters 20 --profile-replays 16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
+grep -E "Traceback|rror|replays at" $OUT/calls.txt | cut -c1-300  # the calls and their weights: talker_calls.json
+stamp calls
