@@ -464,8 +464,11 @@ def compare_sampler_runners(talker, config, steps: int, device: str) -> dict:
 SILU_DOWN_CHECK_ROWS = (1, 3, 16, 32, 64)  # the row kernel, both kernels, the dot kernel, to 32 rows, F.linear
 
 
+WARMUP_STEPS = 3  # time_steps's untimed steps before its iters
+
+
 def time_steps(step, slots: torch.Tensor, iters: int) -> float:
-    for _ in range(3):
+    for _ in range(WARMUP_STEPS):
         step(slots)
     torch.cuda.synchronize()
     start = time.perf_counter()

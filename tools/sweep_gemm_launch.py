@@ -3,8 +3,8 @@ dot-kernel candidates, the step captured as the talker replays it, timed against
 
 Why: tools/bench_skinny_linear.py times a weight alone, from HBM, with no kernel ahead of it. In the step each GEMM
 follows a norm or an attention and launches programmatically; run 181 (H100, 16 rows) had the code predictor's four
-GEMMs of a layer at 6.0-7.7 us whatever their bytes (4.2-12.6 MB), the [1024, 2048] o_proj (split-K) the slowest.
-Here a candidate is kept or dropped by what the whole step takes.
+GEMMs of a layer at 4.7-7.6 us a launch whatever their bytes (4.2-12.6 MB), the [1024, 2048] o_proj (split-K 4)
+the slowest. Here a candidate is kept or dropped by what the whole step takes.
 
 For each row count and weight shape (`shape_classes`: every module of the step whose weight has that shape and that
 runs the kernels at those rows), each candidate of `candidates_for` the shape is pinned on those modules
@@ -27,7 +27,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_talker_step import build_mode, build_talker, prefill_all, time_steps, timed_runner  # noqa: E402
+from bench_talker_step import (  # noqa: E402
+    WARMUP_STEPS,
+    build_mode,
+    build_talker,
+    prefill_all,
+    time_steps,
+    timed_runner,
+)
 from omni.kernels.skinny_linear import dot_launch  # noqa: E402
 
 from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms  # noqa: E402
@@ -94,9 +101,6 @@ class FreshSlots:
             prefill_all(self.runner, seed=2, prompt_len=self.prompt_len)
             self.left, self.prefills = self.per_prefill, self.prefills + 1
         self.left -= steps
-
-
-WARMUP_STEPS = 3  # bench_talker_step.time_steps's untimed steps before its iters
 
 
 def step_ms(runner, rows: int, iters: int) -> float:
@@ -183,7 +187,7 @@ def main() -> None:
             modules = [module for module, _ in gemms]
             default = module_launch(*gemms[0], rows, interpreted=False)
             candidates = candidates_for(shape, default)
-            found = {"gemms": len(gemms), "default": label(default), "base_ms": [],
+            found = {"modules": len(gemms), "default": label(default), "base_ms": [],
                      "candidates": {label(c): [] for c in candidates}}  # fmt: skip
             per_shape[f"{shape[0]}x{shape[1]}"] = found
             for turn in range(args.rounds):
@@ -198,7 +202,7 @@ def main() -> None:
                     found["base_ms"].append(round(base, 3))
                     found["candidates"][label(launch)].append(round((ms / base - 1) * 100, 2))
             best = min(found["candidates"].items(), key=lambda kv: statistics.mean(kv[1]), default=None)
-            print(f"rows {rows} {shape} x{len(modules)} default {found['default']}: "
+            print(f"rows {rows} {shape} {len(modules)} modules, default {found['default']}: "
                   + ", ".join(f"{k} {v}" for k, v in found["candidates"].items())
                   + (f" | best {best[0]} {statistics.mean(best[1]):+.2f}%" if best else ""),
                   f"({time.perf_counter() - start:.0f} s)", flush=True)  # fmt: skip
