@@ -306,6 +306,33 @@ def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
     assert one == [name for p in passes for name in p] + text + backbone + ["codec_head.weight"]
 
 
+def test_gemm_table_sums_each_weights_launches_across_layers_and_passes():
+    """gemm_table (the per-weight view of --profile-kernel's GEMM calls): each layer's weight of one name is one row
+    (`layers.*`), its launches and exposed µs summed, TB/s its bytes over that time; a name gemm_weights gave by shape
+    only has no TB/s; the most time first."""
+    from omni.models.qwen3_tts.talker_fused import skinny_gemms
+
+    bench = load_bench()
+    talker, config = bench.build_talker("tiny", torch.float32, "cpu")
+    bench.build_mode(talker, "fused+skinny-linear+skinny-dot+by-shape+dot-32")
+    gemms = skinny_gemms(talker)
+    names = [*gemms, *gemms, "[7, 5]"]  # every weight twice, then one of no known name
+    exposed = [float(i % 7 + 1) for i in range(len(names))]
+    table = bench.gemm_table(talker, names, exposed)
+    assert sum(row["launches"] for row in table) == len(names)
+    assert abs(sum(row["us"] for row in table) - sum(exposed)) < 1e-6
+    assert [row["us"] for row in table] == sorted((row["us"] for row in table), reverse=True)
+    layers = config.talker.num_hidden_layers
+    (qkv,) = [row for row in table if row["weight"] == "model.layers.*.self_attn.qkv_weight"]
+    weight = gemms["model.layers.0.self_attn.qkv_weight"][1]
+    want_us = sum(us for name, us in zip(names, exposed, strict=True) if name.endswith("self_attn.qkv_weight")
+                  and name.startswith("model."))  # fmt: skip
+    assert qkv["launches"] == 2 * layers and qkv["shape"] == list(weight.shape) and qkv["us"] == round(want_us, 1)
+    assert qkv["tb_per_s"] == round(2 * layers * weight.nbytes / want_us / 1e6, 2)
+    (unknown,) = [row for row in table if row["weight"] == "[7, 5]"]
+    assert unknown["tb_per_s"] is None and unknown["launches"] == 1
+
+
 def test_a_pin_extra_pins_the_dot_launch_of_its_shape_only_and_a_mode_without_it_unpins():
     """+pin-NxK-BNxBKsSkP (a launch A/B): build_mode pins that dot launch on every GEMM whose weight is [N, K] and no
     other; the next mode's build without the extra takes it off; a malformed pin is an unknown mode."""

@@ -290,6 +290,25 @@ def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
     return launched
 
 
+def gemm_table(talker: Qwen3TTSTalker, weights: list[str], exposed_us: list[float]) -> list[dict]:
+    """--profile-kernel's GEMM launches by weight (`gemm_weights`' names, each layer's alike: `layers.*`), the most
+    exposed time first: launches a step, weight shape, exposed µs a launch, and the weight's bytes over that time
+    (TB/s): which weights read slowly in the step. A weight of no known name (given by its shape) has no bytes."""
+    gemms = skinny_gemms(talker)
+    groups: dict[str, list] = {}  # name -> [shape, launches, us, bytes]
+    for name, us in zip(weights, exposed_us, strict=True):
+        weight = gemms[name][1] if name in gemms else None
+        group = groups.setdefault(re.sub(r"\.\d+\.", ".*.", name), [None, 0, 0.0, 0])
+        group[0] = list(weight.shape) if weight is not None else name
+        group[1:] = group[1] + 1, group[2] + us, group[3] + (weight.nbytes if weight is not None else 0)
+    table = []
+    for name, (shape, launches, us, nbytes) in groups.items():
+        per_s = round(nbytes / us / 1e6, 2) if us and nbytes else None
+        table.append({"weight": name, "shape": shape, "launches": launches, "us": round(us, 1),
+                      "us_a_launch": round(us / launches, 2), "tb_per_s": per_s})  # fmt: skip
+    return sorted(table, key=lambda row: -row["us"])
+
+
 def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kernel: str = "") -> dict:
     """Every CUDA kernel of `iters` graph replays, as microseconds per step, against the steps' wall time: at small
     batches the step is a chain of short kernels, so what a change costs there shows up kernel by kernel. `kernels`
@@ -766,6 +785,10 @@ def main() -> None:
                     # the calls are GEMMs: name their weights (after the replays: the eager step moves the slots on)
                     p["gemm_weights"] = gemm_weights(runner, torch.arange(b, device=device))
                     print(name, mode, f"GEMM weights launch by launch at {b}: {p['gemm_weights']}", flush=True)
+                    p["gemm_table"] = gemm_table(talker, p["gemm_weights"], p["calls_exposed_us"])
+                    for r in p["gemm_table"]:
+                        print(f"  {b} rows: {r['weight']} {r['shape']} x{r['launches']}: {r['us_a_launch']} us a "
+                              f"launch, {r['tb_per_s']} TB/s", flush=True)  # fmt: skip
             if args.profile:
                 res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
                 for r in res["profile"]:

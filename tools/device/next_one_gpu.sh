@@ -18,5 +18,5 @@ talker_order 0.6B 8,16,32 "$M,$P,$M,$P" ab
 $S --concurrency 1 16 32 --out /tmp/stack; save stack
 python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
     --iters 20 --profile-replays 16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
-grep -E "Traceback|rror|replays at" $OUT/calls.txt | cut -c1-300  # the calls and their weights: talker_calls.json
+grep -E "Traceback|rror|replays at|^  16 rows: " $OUT/calls.txt | cut -c1-300  # per weight (gemm_table); calls in the JSON
 stamp calls
