@@ -14,7 +14,8 @@ row's bits do not depend on how many rows share the call.
 Numerics: fp32 products summed per lane across the K chunks, then across the lanes; the bias added in fp32; one
 rounding to x's dtype. cuBLAS sums in another order: the same values within the last bit, not the same bits.
 Deterministic: the row kernel has no atomics and no split of K; the dot kernel's optional split-K (`split_k`, used at
-K >= 2N by `dot_launch_for(split=True)`) has the last program of a feature block add the shares in share order.
+K >= 2N by `dot_launch_for(split=True)`, but not on N <= 1024, K < 3N weights from SPLIT_FREE_FROM rows) has the
+last program of a feature block add the shares in share order.
 
 Two kernels. `_skinny_linear_kernel`, a program per (BLOCK_N features, row), is the one above.
 `_skinny_linear_dot_kernel`, a program per BLOCK_N features for all rows (padded with zeros to 16 or the next power
