@@ -785,6 +785,10 @@ def main() -> None:
                     # the calls are GEMMs: name their weights (after the replays: the eager step moves the slots on)
                     p["gemm_weights"] = gemm_weights(runner, torch.arange(b, device=device))
                     print(name, mode, f"GEMM weights launch by launch at {b}: {p['gemm_weights']}", flush=True)
+                    if len(p["gemm_weights"]) != len(p["calls_exposed_us"]):  # not the graph's launches: no table
+                        print(name, mode, f"{len(p['gemm_weights'])} GEMM weights for {len(p['calls_exposed_us'])} "
+                              "calls: no table", flush=True)  # fmt: skip
+                        continue
                     p["gemm_table"] = gemm_table(talker, p["gemm_weights"], p["calls_exposed_us"])
                     for r in p["gemm_table"]:
                         print(f"  {b} rows: {r['weight']} {r['shape']} x{r['launches']}: {r['us_a_launch']} us a "
