@@ -358,3 +358,23 @@ def test_a_pin_extra_pins_the_dot_launch_of_its_shape_only_and_a_mode_without_it
     for bad in ("pin-1024x2048-64x128s4", "pin-1024x2048-64x128s0k1", "pin-0x2048-64x128s4k1"):
         with pytest.raises(SystemExit, match="unknown modes"):
             bench.parse_modes(f"{base}+{bad}")
+
+
+def test_fresh_slots_prefill_again_before_a_timing_would_step_a_finished_slot():
+    """The bench's and the sweep's slots never take a step past their max_new_tokens: `reserve` prefills them again
+    first, and each reserved run of steps then finishes no slot before its last step (the runner's contract)."""
+    bench = load_bench()
+    talker, config = bench.build_talker("tiny", torch.float32, "cpu")
+    runner = bench.timed_runner(talker, config, "sdpa", 2, 14, "cpu", 8)  # 6 ids a prefill: 5 steps
+    fresh = bench.FreshSlots(runner, prompt_len=8)
+    slots = torch.arange(2)
+    for steps in (3, 2, 3, 5):  # 3 + 2 use the first prefill up; 3 and 5 each need another
+        fresh.reserve(steps)
+        for _ in range(steps):
+            finished = runner.decode_step(slots)[1]
+            used = int(runner.drawn[0]) - 1  # steps since the prefill (which drew the first id)
+            assert finished.tolist() == [used == fresh.per_prefill] * 2
+        assert used == fresh.per_prefill - fresh.left
+    assert fresh.prefills == 2 and fresh.per_prefill == 5
+    with pytest.raises(ValueError, match="more than a prefill"):
+        fresh.reserve(6)

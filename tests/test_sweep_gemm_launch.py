@@ -5,7 +5,6 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
-import pytest
 import torch
 from omni.kernels.skinny_linear import dot_launch_for
 
@@ -66,23 +65,3 @@ def test_pin_sets_a_launch_and_none_restores_the_modules_own():
 def test_the_sweep_times_the_defaults_the_bench_takes():
     sweep, bench = load_tool("sweep_gemm_launch"), load_tool("bench_talker_step")
     assert bench.parse_modes(sweep.DEFAULTS) == [sweep.DEFAULTS]
-
-
-def test_fresh_slots_prefill_again_before_a_timing_would_step_a_finished_slot():
-    """The sweep's slots never take a step past their max_new_tokens: `reserve` prefills them again first, and each
-    reserved run of steps then finishes no slot before its last step (the runner's contract)."""
-    sweep, bench = load_tool("sweep_gemm_launch"), load_tool("bench_talker_step")
-    talker, config = bench.build_talker("tiny", torch.float32, "cpu")
-    runner = bench.timed_runner(talker, config, "sdpa", 2, 14, "cpu", 8)  # 6 ids a prefill: 5 steps
-    fresh = sweep.FreshSlots(runner, prompt_len=8)
-    slots = torch.arange(2)
-    for steps in (3, 2, 3, 5):  # 3 + 2 use the first prefill up; 3 and 5 each need another
-        fresh.reserve(steps)
-        for _ in range(steps):
-            finished = runner.decode_step(slots)[1]
-            used = int(runner.drawn[0]) - 1  # steps since the prefill (which drew the first id)
-            assert finished.tolist() == [used == fresh.per_prefill] * 2
-        assert used == fresh.per_prefill - fresh.left
-    assert fresh.prefills == 2 and fresh.per_prefill == 5
-    with pytest.raises(ValueError, match="more than a prefill"):
-        fresh.reserve(6)

@@ -53,6 +53,7 @@ from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import SamplingParams, draw_talker
 
 PROMPT_LEN = 24  # correctness runs
+WARMUP_STEPS = 3  # untimed steps before a timing's iters (time_steps, profile_replays)
 
 
 def build_talker(name: str, dtype: torch.dtype, device: str) -> tuple[Qwen3TTSTalker, Qwen3TTSConfig]:
@@ -318,7 +319,7 @@ def profile_replays(graphs: TalkerGraphs, slots: torch.Tensor, iters: int, kerne
     (`calls_exposed_us`)."""
     from torch.profiler import ProfilerActivity, profile
 
-    for _ in range(3):
+    for _ in range(WARMUP_STEPS):
         graphs.decode_step(slots)
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -483,9 +484,6 @@ def compare_sampler_runners(talker, config, steps: int, device: str) -> dict:
 SILU_DOWN_CHECK_ROWS = (1, 3, 16, 32, 64)  # the row kernel, both kernels, the dot kernel, to 32 rows, F.linear
 
 
-WARMUP_STEPS = 3  # time_steps's untimed steps before its iters
-
-
 def time_steps(step, slots: torch.Tensor, iters: int) -> float:
     for _ in range(WARMUP_STEPS):
         step(slots)
@@ -601,6 +599,30 @@ def timed_runner(talker, config, mode: str, slots: int, max_len: int, device: st
     runner_paths(runner, tokens)
     prefill_all(runner, seed=2, prompt_len=prompt_len)
     return runner
+
+
+class FreshSlots:
+    """Steps the runner's slots may still take: `reserve` prefills them all again first where a timing would step one
+    past its max_new_tokens. A finished slot must not be stepped: its positions run past max_len and its K/V writes
+    past its rows (runs 182 and 183 swept past it and stopped on "an illegal instruction"). Every slot starts again
+    at the prompt length. Where the timings fit one prefill nothing changes; of the device scripts before session 51
+    only session 40's A/Bs over seven row counts (50 replays each) did not: slot 0's last 20 steps, in the 512-row
+    timing, went past its end."""
+
+    def __init__(self, runner, prompt_len: int):
+        self.runner, self.prompt_len = runner, prompt_len
+        # prefill_all's max_new_tokens, less the id the prefill draws: a slot finishes on its last allowed step
+        self.per_prefill = runner.max_len - prompt_len - 1
+        self.left = self.per_prefill  # timed_runner prefilled them
+        self.prefills = 0
+
+    def reserve(self, steps: int) -> None:
+        if steps > self.per_prefill:
+            raise ValueError(f"{steps} steps are more than a prefill gives ({self.per_prefill})")
+        if steps > self.left:
+            prefill_all(self.runner, seed=2, prompt_len=self.prompt_len)
+            self.left, self.prefills = self.per_prefill, self.prefills + 1
+        self.left -= steps
 
 
 def parse_modes(text: str) -> list[str]:
@@ -761,15 +783,19 @@ def main() -> None:
             graphs = TalkerGraphs(runner, batches)
             res: dict = {"capture_s": round(time.perf_counter() - start, 2),
                          "reserved_gib": round(torch.cuda.memory_reserved() / 2**30, 1), "steps": {}}  # fmt: skip
+            fresh = FreshSlots(runner, args.prompt_len)
             for b in batches:
                 slots = torch.arange(b, device=device)
+                fresh.reserve(WARMUP_STEPS + args.iters)
                 graph = time_steps(graphs.decode_step, slots, args.iters)
                 row = {"graph_ms": round(graph, 3), "graph_frames_per_s": round(b / graph * 1e3)}
                 if args.eager:
+                    fresh.reserve(WARMUP_STEPS + args.iters)
                     row["eager_ms"] = round(time_steps(runner.decode_step, slots, args.iters), 3)
                 res["steps"][b] = row
                 print(name, mode, f"batch {b}: {row}", flush=True)
             for b in [int(b) for b in args.profile_replays.split(",") if b]:
+                fresh.reserve(WARMUP_STEPS + args.iters + 1)  # the replays, and gemm_weights' eager step
                 res.setdefault("replay_profile", {})[b] = p = profile_replays(
                     graphs, torch.arange(b, device=device), args.iters, args.profile_kernel
                 )

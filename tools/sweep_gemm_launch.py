@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_talker_step import (  # noqa: E402
     WARMUP_STEPS,
+    FreshSlots,
     build_mode,
     build_talker,
-    prefill_all,
     time_steps,
     timed_runner,
 )
@@ -80,27 +80,6 @@ def pin(modules: list[torch.nn.Module], launch: dict | None) -> None:
         module.__dict__.pop("skinny_launch", None)
         if launch is not None:
             module.skinny_launch = launch
-
-
-class FreshSlots:
-    """Steps the runner's slots may still take: `reserve` prefills them all again first where a timing would step one
-    past its max_new_tokens (a finished slot must not be stepped; run 182's and 183's sweeps, which did, stopped on
-    "an illegal instruction"). Every slot starts at the same prompt length, so each timing's context is 160-512."""
-
-    def __init__(self, runner, prompt_len: int):
-        self.runner, self.prompt_len = runner, prompt_len
-        # prefill_all's max_new_tokens, less the id the prefill draws: a slot finishes on its last allowed step
-        self.per_prefill = runner.max_len - prompt_len - 1
-        self.left = self.per_prefill  # timed_runner prefilled them
-        self.prefills = 0
-
-    def reserve(self, steps: int) -> None:
-        if steps > self.per_prefill:
-            raise ValueError(f"{steps} steps are more than a prefill gives ({self.per_prefill})")
-        if steps > self.left:
-            prefill_all(self.runner, seed=2, prompt_len=self.prompt_len)
-            self.left, self.prefills = self.per_prefill, self.prefills + 1
-        self.left -= steps
 
 
 def step_ms(runner, rows: int, iters: int) -> float:
