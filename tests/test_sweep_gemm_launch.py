@@ -5,6 +5,7 @@ import os
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
+import pytest
 import torch
 from omni.kernels.skinny_linear import dot_launch_for
 
@@ -32,6 +33,18 @@ def test_candidates_fit_the_weight_and_leave_out_its_default():
     assert narrow and all(c["block_n"] <= 32 and 512 // c.get("split_k", 1) >= c["block_k"] for c in narrow)
     assert len(narrow) < len(sweep.CANDIDATES)
     assert sweep.label(default) == "32x128 w4 s4 k4"
+
+
+def test_candidates_given_by_spec_replace_the_list_and_are_fitted_the_same_way():
+    sweep, bench = load_tool("sweep_gemm_launch"), load_tool("bench_talker_step")
+    tried = [bench.dot_spec(spec) for spec in ("128x64s4k1", "128x128s3k1", "32x128s4k4", "16x512s3k4")]
+    assert tried[0] == {"dot": True, "block_n": 128, "block_k": 64, "num_warps": 4, "num_stages": 4}
+    assert tried[2]["split_k"] == 4 and "split_k" not in tried[1]
+    assert sweep.candidates_for((1024, 1024), tried[2], tried) == tried[:2]  # the default out; 1024 / 4 < 512
+    assert sweep.candidates_for((64, 4096), None, tried) == [tried[2], tried[3]]  # 128 features do not fit N = 64
+    for bad in ("128x64s4", "128x64s0k1", "0x64s4k1", "pin-1024x2048-64x128s4k1"):
+        with pytest.raises(ValueError, match="BNxBKsSkP"):
+            bench.dot_spec(bad)
 
 
 def test_shape_classes_hold_each_gemm_that_runs_the_kernels_once_by_shape():

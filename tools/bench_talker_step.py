@@ -500,9 +500,19 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
-# +pin-NxK-BNxBKsSkP: the dot kernel's launch for the [N, K] weights pinned to BN features x BK-wide chunks, S stages,
-# P split-K shares, 4 warps (a launch A/B; sweep_gemm_launch.py found it)
-PIN = re.compile(r"pin-([1-9][0-9]*)x([1-9][0-9]*)-([1-9][0-9]*)x([1-9][0-9]*)s([1-9])k([1-9])")
+# BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
+# +pin-NxK-BNxBKsSkP: that launch pinned on the [N, K] weights (a launch A/B; sweep_gemm_launch.py found it).
+DOT_SPEC = r"([1-9][0-9]*)x([1-9][0-9]*)s([1-9])k([1-9])"
+PIN = re.compile(rf"pin-([1-9][0-9]*)x([1-9][0-9]*)-{DOT_SPEC}")
+
+
+def dot_spec(spec: str) -> dict:
+    """The dot launch a BNxBKsSkP spec names (e.g. 64x128s4k1)."""
+    found = re.fullmatch(DOT_SPEC, spec)
+    if found is None:
+        raise ValueError(f"a dot launch is BNxBKsSkP (e.g. 64x128s4k1), got {spec!r}")
+    block_n, block_k, stages, split_k = map(int, found.groups())
+    return dot_launch(block_n, block_k, num_stages=stages, split_k=split_k)
 
 
 def known_extra(token: str) -> bool:
@@ -519,8 +529,7 @@ def pinned_launches(tokens: set[str]) -> dict[tuple[int, int], dict]:
     pins = {}
     for token in tokens:
         if found := PIN.fullmatch(token):
-            n, k, block_n, block_k, stages, split_k = map(int, found.groups())
-            pins[(n, k)] = dot_launch(block_n, block_k, num_stages=stages, split_k=split_k)
+            pins[(int(found[1]), int(found[2]))] = dot_spec(token.split("-", 2)[2])
     return pins
 
 

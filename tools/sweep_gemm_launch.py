@@ -32,6 +32,7 @@ from bench_talker_step import (  # noqa: E402
     FreshSlots,
     build_mode,
     build_talker,
+    dot_spec,
     time_steps,
     timed_runner,
 )
@@ -43,7 +44,9 @@ from omni.talker.cuda_graphs import TalkerGraphs  # noqa: E402
 DEFAULTS = (
     "fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64"
 )
-# (block_n, block_k, num_warps, num_stages, split_k): the dot kernel's launches tried on every shape they fit.
+# (block_n, block_k, num_warps, num_stages, split_k): the dot kernel's launches tried on every shape they fit. The
+# 128-feature ones (session 51) after run 184 found the fewest programs best on [1024, 2048]: on the wide weights
+# the widest block runs 182-184 tried had 64 features (96-192 programs).
 CANDIDATES = [
     (16, 512, 4, 3, 1),
     (16, 256, 4, 4, 1),
@@ -53,14 +56,17 @@ CANDIDATES = [
     (32, 128, 4, 4, 2),
     (16, 128, 4, 4, 4),
     (32, 128, 4, 4, 4),
+    (128, 64, 4, 4, 1),
+    (128, 128, 4, 3, 1),
 ]
 
 
-def candidates_for(shape: tuple[int, int], default: dict | None) -> list[dict]:
-    """CANDIDATES that fit a weight [N, K] (block_n at most N; each split-K share at least a chunk), less the
-    default launch."""
+def candidates_for(shape: tuple[int, int], default: dict | None, tried: list[dict] | None = None) -> list[dict]:
+    """The launches `tried` (CANDIDATES if None) that fit a weight [N, K] (block_n at most N; each split-K share at
+    least a chunk), less the default launch."""
     n, k = shape
-    fits = [dot_launch(*c) for c in CANDIDATES if c[0] <= n and k // c[4] >= c[1]]
+    tried = [dot_launch(*c) for c in CANDIDATES] if tried is None else tried
+    fits = [c for c in tried if c["block_n"] <= n and k // c.get("split_k", 1) >= c["block_k"]]
     return [launch for launch in fits if launch != default]
 
 
@@ -134,15 +140,17 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=160)
     ap.add_argument("--shapes", default="", help="only these weight shapes, e.g. 1024x2048,4096x1024")
     ap.add_argument("--skip-shapes", default="", help="not these weight shapes")
+    ap.add_argument("--candidates", default="", help="these launches (BNxBKsSkP, e.g. 128x64s4k1) for CANDIDATES")
     ap.add_argument("--check", default="", help="NxK:ROWS:I: only run candidate I (0-based) of that shape alone")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "sweep_gemm_launch.json"))
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("sweep_gemm_launch needs a CUDA GPU (the kernels' launches are covered by the CPU tests)")
+    tried = [dot_spec(spec) for spec in args.candidates.split(",")] if args.candidates else None
     if args.check:
         dims, rows, index = args.check.split(":")
         shape = tuple(int(d) for d in dims.split("x"))
-        launch = candidates_for(shape, None)[int(index)]
+        launch = candidates_for(shape, None, tried)[int(index)]
         print(f"check {dims} at {rows} rows, {label(launch)}:", check_launch(shape, int(rows), launch), flush=True)
         return
     rows_list = [int(r) for r in args.rows.split(",")]
@@ -165,7 +173,7 @@ def main() -> None:
                 continue
             modules = [module for module, _ in gemms]
             default = module_launch(*gemms[0], rows, interpreted=False)
-            candidates = candidates_for(shape, default)
+            candidates = candidates_for(shape, default, tried)
             found = {"modules": len(gemms), "default": label(default), "base_ms": [],
                      "candidates": {label(c): [] for c in candidates}}  # fmt: skip
             per_shape[f"{shape[0]}x{shape[1]}"] = found
