@@ -17,6 +17,10 @@ With `early_weights`, the GEMM kernels (kernels/skinny_linear.py) load their fir
 kernel ahead of it runs. The same sums in the same order; it changes only when the loads are issued, so the
 interpreter runs it too.
 
+With `late_trigger`, the GEMM kernels let the next kernel launch only after their K loop (`LATE_TRIGGER`,
+`let_next_kernel_launch`) instead of right after their wait, so the next kernel's waiting programs do not take SM
+room while the GEMM streams its weights. Not timed yet (session 51; bench_talker_step's +late-trigger).
+
 With `max_rows`, only the launches inside a step of at most that many rows (omni/launch_rows.py: the runner's
 decode steps and prefills; in CUDA graphs, each bucket as it was captured) take it, none outside a step: runs 171-173
 made the 1.7B step 16% faster at 1 row, 3% at 32 and 0.7% at 64, but 1.2% slower at 256 and 0.5-1.0% at 512.
