@@ -7,7 +7,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
 import pytest
 import torch
-from omni.kernels.skinny_linear import dot_launch_for
+from omni.kernels.skinny_linear import dot_launch, dot_launch_for
 
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
@@ -68,7 +68,7 @@ def test_pin_sets_a_launch_and_none_restores_the_modules_own():
     talker = tiny_talker()
     shape, gemms = next(iter(sweep.shape_classes(talker, rows=16).items()))
     own = [module_launch(m, w, 16, interpreted=False) for m, w in gemms]
-    launch = sweep.dot_launch(16, 256, 4, 4, 2)
+    launch = dot_launch(16, 256, 4, 4, 2)
     sweep.pin([m for m, _ in gemms], launch)
     assert all(module_launch(m, w, 16, interpreted=False) == launch for m, w in gemms)
     sweep.pin([m for m, _ in gemms], None)

@@ -306,8 +306,8 @@ def gemm_table(talker: Qwen3TTSTalker, weights: list[str], exposed_us: list[floa
     groups: dict[str, list] = {}  # name -> [shape, launches, us, bytes]
     for name, us in zip(weights, exposed_us, strict=True):
         weight = gemms[name][1] if name in gemms else None
-        group = groups.setdefault(re.sub(r"\.\d+\.", ".*.", name), [None, 0, 0.0, 0])
-        group[0] = list(weight.shape) if weight is not None else name
+        shape = list(weight.shape) if weight is not None else name
+        group = groups.setdefault(re.sub(r"\.\d+\.", ".*.", name), [shape, 0, 0.0, 0])
         group[1:] = group[1] + 1, group[2] + us, group[3] + (weight.nbytes if weight is not None else 0)
     table = []
     for name, (shape, launches, us, nbytes) in groups.items():

@@ -36,7 +36,6 @@ from bench_talker_step import (  # noqa: E402
     time_steps,
     timed_runner,
 )
-from omni.kernels.skinny_linear import dot_launch  # noqa: E402
 
 from omni.models.qwen3_tts.talker_fused import module_launch, skinny_gemms  # noqa: E402
 from omni.talker.cuda_graphs import TalkerGraphs  # noqa: E402
@@ -44,28 +43,19 @@ from omni.talker.cuda_graphs import TalkerGraphs  # noqa: E402
 DEFAULTS = (
     "fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64"
 )
-# (block_n, block_k, num_warps, num_stages, split_k): the dot kernel's launches tried on every shape they fit. The
-# 128-feature ones (session 51) after run 184 found the fewest programs best on [1024, 2048]: on the wide weights
-# the widest block runs 182-184 tried had 64 features (96-192 programs).
-CANDIDATES = [
-    (16, 512, 4, 3, 1),
-    (16, 256, 4, 4, 1),
-    (32, 256, 4, 4, 1),
-    (64, 128, 4, 4, 1),
-    (16, 256, 4, 4, 2),
-    (32, 128, 4, 4, 2),
-    (16, 128, 4, 4, 4),
-    (32, 128, 4, 4, 4),
-    (128, 64, 4, 4, 1),
-    (128, 128, 4, 3, 1),
-]
+# The dot kernel's launches tried on every shape they fit, as `dot_spec` reads them (BNxBKsSkP, 4 warps; what
+# --candidates and bench_talker_step's +pin-... take). The 128-feature ones (session 51) after run 184 found the
+# fewest programs best on [1024, 2048]: on the wide weights the widest block runs 182-184 tried had 64 features (96-192
+# programs).
+CANDIDATES = ["16x512s3k1", "16x256s4k1", "32x256s4k1", "64x128s4k1", "16x256s4k2", "32x128s4k2", "16x128s4k4",
+              "32x128s4k4", "128x64s4k1", "128x128s3k1"]  # fmt: skip
 
 
 def candidates_for(shape: tuple[int, int], default: dict | None, tried: list[dict] | None = None) -> list[dict]:
     """The launches `tried` (CANDIDATES if None) that fit a weight [N, K] (block_n at most N; each split-K share at
     least a chunk), less the default launch."""
     n, k = shape
-    tried = [dot_launch(*c) for c in CANDIDATES] if tried is None else tried
+    tried = [dot_spec(spec) for spec in CANDIDATES] if tried is None else tried
     fits = [c for c in tried if c["block_n"] <= n and k // c.get("split_k", 1) >= c["block_k"]]
     return [launch for launch in fits if launch != default]
 
