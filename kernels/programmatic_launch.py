@@ -17,9 +17,9 @@ With `early_weights`, the GEMM kernels (kernels/skinny_linear.py) load their fir
 kernel ahead of it runs. The same sums in the same order; it changes only when the loads are issued, so the
 interpreter runs it too.
 
-With `late_trigger`, the GEMM kernels let the next kernel launch only after their K loop (`LATE_TRIGGER`,
-`let_next_kernel_launch`) instead of right after their wait, so the next kernel's waiting programs do not take SM
-room while the GEMM streams its weights. Not timed yet (session 51; bench_talker_step's +late-trigger).
+Each kernel lets the next one launch right after its wait. Letting it in only after a GEMM's K loop (session 51's
+`late_trigger`, run 188 on an H100) made the 1.7B step 16% slower at 1 row, 6.5% at 16 and 2% at 32; it was taken out
+(git history: ef4afef).
 
 With `max_rows`, only the launches inside a step of at most that many rows (omni/launch_rows.py: the runner's
 decode steps and prefills; in CUDA graphs, each bucket as it was captured) take it, none outside a step: runs 171-173
@@ -38,20 +38,17 @@ try:
 except ImportError:  # a Triton without it: device_supports says no, so PDL is never set
     gdc_launch_dependents = gdc_wait = None
 
-_ON = [False, False, 0, False]  # the switch, early_weights, max_rows, late_trigger (set in place, read every launch)
+_ON = [False, False, 0]  # the switch, early_weights and max_rows (a list: set in place, read at every launch)
 
 
-def set_programmatic_launch(
-    on: bool, early_weights: bool = False, max_rows: int = 0, late_trigger: bool = False
-) -> None:
+def set_programmatic_launch(on: bool, early_weights: bool = False, max_rows: int = 0) -> None:
     """Turn programmatic dependent launch on or off for every later launch of the kernels that take it (the talker
     service's `programmatic_launch` setting; bench_talker_step's +pdl), and the GEMMs' first weights before their
     wait (`programmatic_early_weights`; +early-weights); with `max_rows` (> 0) only in steps of at most that many rows
-    (`programmatic_launch_max_rows`; +pdl-to-N); with `late_trigger` the GEMMs let the next kernel launch only after
-    their last weight chunk (bench_talker_step's +late-trigger). Graphs captured before keep theirs."""
+    (`programmatic_launch_max_rows`; +pdl-to-N). Graphs captured before keep theirs."""
     if max_rows < 0:
         raise ValueError(f"max_rows must be 0 (every step) or positive, got {max_rows}")
-    _ON[:] = [bool(on), bool(early_weights), int(max_rows), bool(late_trigger)]
+    _ON[:] = [bool(on), bool(early_weights), int(max_rows)]
 
 
 def _within_rows() -> bool:
@@ -63,11 +60,6 @@ def _within_rows() -> bool:
 def early_weights() -> bool:
     """Whether the GEMM kernels load their first weight chunk before waiting for the kernels ahead."""
     return _ON[1] and _within_rows()
-
-
-def late_trigger() -> bool:
-    """Whether the GEMM kernels launching programmatically now let the next kernel launch only after their K loop."""
-    return _ON[3] and programmatic_launch()
 
 
 def device_supports() -> bool:
@@ -88,21 +80,10 @@ def launch_options() -> dict:
 
 
 @triton.jit
-def wait_for_prior_kernels(PDL: tl.constexpr, LATE_TRIGGER: tl.constexpr = False):
+def wait_for_prior_kernels(PDL: tl.constexpr):
     """With PDL: wait until the kernels before this one in the stream have completed (their writes visible), then let
-    the next kernel's programs be scheduled (with LATE_TRIGGER not yet: `let_next_kernel_launch` does it). The first
-    thing a PDL kernel does: nothing it reads or writes can race with a kernel before it."""
+    the next kernel's programs be scheduled. The first thing a PDL kernel does: nothing it reads or writes can race
+    with a kernel before it."""
     if PDL:
         gdc_wait()
-        if not LATE_TRIGGER:
-            gdc_launch_dependents()
-
-
-@triton.jit
-def let_next_kernel_launch(PDL: tl.constexpr, LATE_TRIGGER: tl.constexpr):
-    """With PDL and LATE_TRIGGER: let the next kernel's programs be scheduled now, later than the wait (a GEMM after
-    its last weight chunk, so the next kernel's waiting programs take no SM room while it streams; session 51's
-    question, not yet timed). Only when they launch changes: the next kernel still waits for this one to complete."""
-    if PDL:
-        if LATE_TRIGGER:
-            gdc_launch_dependents()
+        gdc_launch_dependents()

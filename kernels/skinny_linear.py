@@ -36,13 +36,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.programmatic_launch import (
-    early_weights,
-    late_trigger,
-    launch_options,
-    let_next_kernel_launch,
-    wait_for_prior_kernels,
-)
+from omni.kernels.programmatic_launch import early_weights, launch_options, wait_for_prior_kernels
 from omni.kernels.transformer_fused import silu_mul_reference, silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
@@ -112,7 +106,6 @@ def _skinny_linear_kernel(
     BLOCK_K: tl.constexpr,
     PDL: tl.constexpr,
     EARLY_WEIGHTS: tl.constexpr,
-    LATE_TRIGGER: tl.constexpr,
 ):
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1)
@@ -121,15 +114,14 @@ def _skinny_linear_kernel(
     k_first = 0
     if EARLY_WEIGHTS:  # the first chunk's weights before the wait: they do not depend on the kernels ahead
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, 0, BLOCK_K)
-        wait_for_prior_kernels(PDL, LATE_TRIGGER)
+        wait_for_prior_kernels(PDL)
         acc = _row_chunk(acc, w, x_ptr + row * x_stride, k, k_ok, up_offset, SILU_GATE)
         k_first = BLOCK_K
     else:
-        wait_for_prior_kernels(PDL, LATE_TRIGGER)
+        wait_for_prior_kernels(PDL)
     for k0 in range(k_first, K, BLOCK_K):
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K)
         acc = _row_chunk(acc, w, x_ptr + row * x_stride, k, k_ok, up_offset, SILU_GATE)
-    let_next_kernel_launch(PDL, LATE_TRIGGER)
     y = tl.sum(acc, axis=1)
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)
@@ -159,7 +151,6 @@ def _skinny_linear_dot_kernel(
     DOT_FP32: tl.constexpr,
     PDL: tl.constexpr,
     EARLY_WEIGHTS: tl.constexpr,
-    LATE_TRIGGER: tl.constexpr,
 ):
     block = tl.program_id(0)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -176,15 +167,14 @@ def _skinny_linear_dot_kernel(
     k_first = k_start
     if EARLY_WEIGHTS:  # as in the row kernel
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k_start, BLOCK_K)
-        wait_for_prior_kernels(PDL, LATE_TRIGGER)
+        wait_for_prior_kernels(PDL)
         acc = _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32)
         k_first = k_start + BLOCK_K
     else:
-        wait_for_prior_kernels(PDL, LATE_TRIGGER)
+        wait_for_prior_kernels(PDL)
     for k0 in range(k_first, k_stop, BLOCK_K):
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K)
         acc = _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32)
-    let_next_kernel_launch(PDL, LATE_TRIGGER)
     if SPLIT_K > 1:
         # Each share's sums go to part [SPLIT_K, ROWS_PAD, N]; the block's last program to finish (by its ticket) adds
         # them in share order, so the bits do not depend on which finished last, and sets the ticket back to 0.
@@ -387,12 +377,12 @@ def skinny_linear(
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
             num_warps=launch["num_warps"], num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early,
-            LATE_TRIGGER=late_trigger(), **launch_options(),
+            **launch_options(),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
             x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, LATE_TRIGGER=late_trigger(), **launch_options(),
+            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, **launch_options(),
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

@@ -37,36 +37,6 @@ def test_the_switch_is_off_by_default_and_never_on_under_the_interpreter(switch,
     assert launch_options() == {"PDL": False, "launch_pdl": False}
 
 
-def test_late_trigger_only_where_the_kernels_launch_programmatically(switch, monkeypatch):
-    """set_programmatic_launch's late_trigger (bench_talker_step's +late-trigger): the GEMMs' LATE_TRIGGER, read at
-    each launch, is on only with the switch on as on a GPU, off with it off, and off under the interpreter."""
-    from omni.kernels.programmatic_launch import late_trigger
-    from omni.kernels.skinny_linear import skinny_linear
-
-    switch(True, late_trigger=True)
-    assert not late_trigger()  # the interpreter
-    monkeypatch.setattr(programmatic_launch, "INTERPRETED", False)
-    assert late_trigger()
-    switch(False, late_trigger=True)
-    assert not late_trigger()
-    switch(True)
-    assert not late_trigger()
-    monkeypatch.undo()
-    from triton.runtime.interpreter import InterpretedFunction
-
-    seen, run = [], InterpretedFunction.run
-
-    def recorded(self, *args, **kwargs):
-        seen.append(kwargs["LATE_TRIGGER"])
-        return run(self, *args, **kwargs)
-
-    monkeypatch.setattr(InterpretedFunction, "run", recorded)
-    x, w = torch.randn(3, 64), torch.randn(32, 64)
-    switch(True, late_trigger=True)
-    skinny_linear(x, w, max_rows=3)
-    assert seen == [False]  # what the launch read: off under the interpreter
-
-
 def step_launches(runner, pdl: bool, monkeypatch, rows: int = 2, max_rows: int = 0) -> list[tuple[str, object, object]]:
     """Every Triton launch of one decode step of `rows` of `runner`'s rows with the switch `pdl` (and `max_rows`) and
     the launch options as a GPU would get them: (kernel, PDL, launch_pdl) each. The launches run under the interpreter

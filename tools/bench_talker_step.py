@@ -147,33 +147,26 @@ def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
 
 
 def compare_programmatic_launch(
-    talker,
-    flags: dict,
-    config,
-    steps: int,
-    device: str,
-    early_weights: bool,
-    max_rows: int = 0,
-    late_trigger: bool = False,
+    talker, flags: dict, config, steps: int, device: str, early_weights: bool, max_rows: int = 0
 ) -> dict:
-    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`,
-    `late_trigger`; in steps of at most `max_rows` rows), then through graphs captured without it (a runner each, one
-    after the other, steps at 1, 5, 16 and 64 rows in turn, at least one at each): the launch only lets a kernel's
-    programs be scheduled before the kernel ahead of it ends, so codes, caches, hidden state and slot state must be
-    equal to the bit. Leaves the switch as the mode has it."""
+    """The same prompts stepped through CUDA graphs captured with programmatic launch (and `early_weights`; in steps
+    of at most `max_rows` rows), then through graphs captured without it (a runner each, one after the other, steps at
+    1, 5, 16 and 64 rows in turn, at least one at each): the launch only lets a kernel's programs be scheduled before
+    the kernel ahead of it ends, so codes, caches, hidden state and slot state must be equal to the bit. Leaves the
+    switch as the mode has it."""
     batches = (1, 5, 16, 64)
     slots, steps = 64, max(steps, len(batches))
     max_len = PROMPT_LEN + steps + 8
     runners, codes = [], []
     for on in (True, False):
-        set_programmatic_launch(on, on and early_weights, max_rows, on and late_trigger)
+        set_programmatic_launch(on, early_weights=on and early_weights, max_rows=max_rows)
         runner = TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **flags)
         prefill_all(runner, seed=0)
         graphs = TalkerGraphs(runner, batches)
         codes.append([graphs.decode_step(torch.arange(batches[i % 4], device=device))[0].clone() for i in range(steps)])
         runners.append(runner)
         del graphs
-    set_programmatic_launch(True, early_weights, max_rows, late_trigger)
+    set_programmatic_launch(True, early_weights=early_weights, max_rows=max_rows)
     codes_equal = all(torch.equal(x, y) for x, y in zip(*codes, strict=True))
     return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
 
@@ -504,8 +497,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
-               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
-               "late-trigger"}  # fmt: skip
+               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
@@ -566,7 +558,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
     talker.keep_rope_frequencies("rope-per-forward" not in tokens)  # the same bits either way (CPU tests)
     talker.gather_lookups = "embedding-lookup" not in tokens  # the same rows either way
     set_programmatic_launch(  # the same bits either way
-        "pdl" in tokens, "early-weights" in tokens, rows_bound(tokens, "pdl"), "late-trigger" in tokens
+        "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=rows_bound(tokens, "pdl")
     )
     if mode.startswith("fused"):
         fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
@@ -659,35 +651,34 @@ def main() -> None:
     ap.add_argument("--max-len", type=int, default=2048, help="positions per slot (the service's max_context)")
     ap.add_argument("--prompt-len", type=int, default=160, help="positions prefilled per slot before timing")
     modes_help = (
-        "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels; fused+sampler: "
-        "+ the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler with the code "
-        "predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); +kv-write (after "
-        "fused): K/V written to the caches by one Triton copy per layer (kernels/kv_write.py); +add-norm (after fused):"
-        " each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after fused): each attention's "
-        "q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv); +rope-per-forward: RoPE's "
-        "frequencies and the code predictor's tables made anew by every forward, as before session 35 (otherwise kept: "
-        "Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables); +fused-draws (with sampler): the talker's "
-        "processors and the slots' counters in its draw kernel, every draw reading the sampling parameters at the slot "
-        "(TalkerRunner's fused_draws); +talker-draw-only / +indexed-draws-only (with +fused-draws, timing only): one "
-        "half of it, the talker's fused draw or the predictor's indexed draws; +skinny-linear (after fused): every GEMM"
-        " of the step through kernels/skinny_linear.py up to max_rows_for its weight (the talker service's "
-        "skinny_linear); +skinny-dot (with +skinny-linear): every GEMM up to 16 rows, through the dot kernel from "
-        "dot_from_for its weight's rows (2, 3 or 5) (the talker service's skinny_linear_dot); +by-shape (with "
-        "+skinny-linear): both kernels' launches by the weight's shape (row_launch_for at 1 row, dot_launch_for with "
-        "split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its weight's rows (32 on most); +codes-by-row: "
-        "decode_step's codes row-major, as before session 42 (strided embedding lookups); +embedding-lookup: every "
-        "embedding lookup through F.embedding, as before session 42 (Qwen3TTSTalker.gather_lookups off); +radix-top-k "
-        "(with +sampler+fused-draws): the draw kernels' top-k search by radix select (draw's radix_top_k); +silu-down "
-        "(with +skinny-linear): each MLP's SiLU(gate) * up formed in its down projection's kernel (use_silu_down; the "
-        "talker service's skinny_linear_silu_down); +pdl: every Triton kernel of the step launched with programmatic "
-        "dependent launch (the talker service's programmatic_launch); +early-weights (with +pdl): the GEMM kernels' "
-        "first weight chunk loaded before their wait (programmatic_early_weights); +late-trigger (with +pdl): the GEMM "
-        "kernels let the next kernel launch after their K loop, not at their wait (set_programmatic_launch's "
-        "late_trigger); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch with it (each graph as "
-        "captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): the SiLU in the down "
-        "projections only in steps of at most N rows (skinny_linear_silu_down_max_rows); +pin-1024x2048-64x128s4k1 "
-        "(with +skinny-dot; any shape and launch): the dot kernel's launch for the [1024, 2048] weights pinned to 64 "
-        "features x 128-wide chunks, 4 stages, 1 split-K share (4 warps)"
+        "sdpa: masked PyTorch attention; kernel: decode-attention kernel; fused: + fused layer kernels; "
+        "fused+sampler: + the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler "
+        "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); "
+        "+kv-write (after fused): K/V written to the caches by one Triton copy per layer (kernels/kv_write.py); "
+        "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after "
+        "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv); "
+        "+rope-per-forward: RoPE's frequencies and the code predictor's tables made anew by every forward, as before "
+        "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables); +fused-draws "
+        "(with sampler): the talker's processors and the slots' counters in its draw kernel, every draw reading the "
+        "sampling parameters at the slot (TalkerRunner's fused_draws); +talker-draw-only / +indexed-draws-only (with "
+        "+fused-draws, timing only): one half of it, the talker's fused draw or the predictor's indexed draws; "
+        "+skinny-linear (after fused): every GEMM of the step through kernels/skinny_linear.py up to "
+        "max_rows_for its weight (the talker service's skinny_linear); +skinny-dot (with +skinny-linear): every GEMM "
+        "up to 16 rows, through the dot kernel from dot_from_for its weight's rows (2, 3 or 5) (the talker service's "
+        "skinny_linear_dot); +by-shape (with +skinny-linear): both kernels' launches by the weight's shape "
+        "(row_launch_for at 1 row, dot_launch_for with split-K); +dot-32 (with +skinny-dot): up to dot_rows_for its "
+        "weight's rows (32 on most); +codes-by-row: decode_step's codes row-major, as before session 42 (strided "
+        "embedding lookups); +embedding-lookup: every embedding lookup through F.embedding, as before session 42 "
+        "(Qwen3TTSTalker.gather_lookups off); +radix-top-k (with +sampler+fused-draws): the draw kernels' top-k "
+        "search by radix select (draw's radix_top_k); +silu-down (with +skinny-linear): each MLP's SiLU(gate) * up "
+        "formed in its down projection's kernel (use_silu_down; the talker service's skinny_linear_silu_down); "
+        "+pdl: every Triton kernel of the step launched with programmatic dependent launch (the talker service's "
+        "programmatic_launch); +early-weights (with +pdl): the GEMM kernels' first weight chunk loaded before their "
+        "wait (programmatic_early_weights); +pdl-to-32 (with +pdl; any N): only the steps of at most N rows launch "
+        "with it (each graph as captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): "
+        "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows); "
+        "+pin-1024x2048-64x128s4k1 (with +skinny-dot; any shape and launch): the dot kernel's launch for the "
+        "[1024, 2048] weights pinned to 64 features x 128-wide chunks, 4 stages, 1 split-K share (4 warps)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -788,14 +779,7 @@ def main() -> None:
                 key = f"{label}_pdl_vs_serial_graphs"
                 early = "early-weights" in tokens
                 out[key] = compare_programmatic_launch(
-                    talker,
-                    flags,
-                    config,
-                    args.check_steps,
-                    device,
-                    early,
-                    rows_bound(tokens, "pdl"),
-                    "late-trigger" in tokens,
+                    talker, flags, config, args.check_steps, device, early, rows_bound(tokens, "pdl")
                 )
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
