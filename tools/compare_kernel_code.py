@@ -51,7 +51,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))  # bench_talker_step builds the talker as its benchmark does
-OFF = {"PDL": False, "EARLY_WEIGHTS": False, "SILU_GATE": False, "RADIX": False}  # options off by default
+# options off by default
+OFF = {
+    "PDL": False,
+    "EARLY_WEIGHTS": False,
+    "SILU_GATE": False,
+    "RADIX": False,
+    "NORM_INPUT": False,
+    "ADD_RESIDUAL": False,
+}
 
 
 @dataclass
