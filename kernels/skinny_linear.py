@@ -29,6 +29,11 @@ program forms SiLU(gate) * up as it loads a chunk, rounded as transformer_fused.
 projection needs no SiLU kernel before it. Every program of a call recomputes the gate over its share of K for its
 rows (the 1.7B talker's down projection at 1 row: 6,144 exps a program, 512 programs); what it saves is the 103
 silu_mul launches of a 1.7B step.
+
+Tried and taken out (git history 0a1c0c4): a decoder layer's residual add in the epilogue of its o_proj and down
+GEMMs and its RMSNorms in the prologue of its qkv and gate_up GEMMs (the rows' squares summed after the wait, each
+chunk normalized as it loads), 206 launches fewer a 1.7B step. Run 189 (H100): 1 row within 0.2%, 16 rows 9.2-9.7%
+slower, 32 rows 2.2-2.3% slower; the norm's pass before the K loop and the normalized x cost more than the launches.
 """
 
 import torch
@@ -37,7 +42,7 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 from omni.kernels.programmatic_launch import early_weights, launch_options, wait_for_prior_kernels
-from omni.kernels.transformer_fused import rms_norm, silu_mul_reference, silu_times
+from omni.kernels.transformer_fused import silu_mul_reference, silu_times
 
 MAX_ROWS = 16  # a call's default max_rows; the talker's with skinny_linear_dot (32 on most weights with dot_32)
 KERNEL_MAX_ROWS = 128  # the most rows a call may take through the kernels (the dot kernel pads to a power of 2)
@@ -72,79 +77,17 @@ def _input_chunk(x_ptrs, mask, up_offset, SILU_GATE: tl.constexpr):
 
 
 @triton.jit
-def _normed(x, rstd, norm_w):
-    """x (bf16) times its row's 1 / RMS, rounded, times the norm's weight (fp32), rounded: transformer_fused's
-    `_store_rms_norm` arithmetic on a chunk of the row, with the row's rstd summed beforehand (`_row_rstd`,
-    `_rows_rstd`)."""
-    y = (x.to(tl.float32) * rstd).to(x.dtype).to(tl.float32)  # rounded as `xf.to(x.dtype)`
-    return (norm_w * y).to(x.dtype)
-
-
-@triton.jit
-def _row_rstd(x_row_ptr, K, eps, BLOCK_K: tl.constexpr):
-    """1 / sqrt(mean(x^2) + eps) over the row's K values: fp32 squares summed per lane a chunk at a time, then across
-    the lanes (another order than the norm kernel's one sum: the same value within fp32 rounding)."""
-    squares = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        x = tl.load(x_row_ptr + k, mask=k < K, other=0.0).to(tl.float32)
-        squares += x * x
-    return 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
-
-
-@triton.jit
-def _rows_rstd(x_ptr, r, r_ok, x_stride, K, eps, ROWS_PAD: tl.constexpr, BLOCK_K: tl.constexpr):
-    """`_row_rstd` of each row r [ROWS_PAD] (padding rows: 1 / sqrt(eps), never stored), K along axis 0 as the dot
-    kernel loads x^T."""
-    squares = tl.zeros((BLOCK_K, ROWS_PAD), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        k = k0 + tl.arange(0, BLOCK_K)
-        x = tl.load(x_ptr + r[None, :] * x_stride + k[:, None], mask=(k < K)[:, None] & r_ok[None, :], other=0.0)
-        x = x.to(tl.float32)
-        squares += x * x
-    return 1.0 / tl.sqrt(tl.sum(squares, axis=0) / K + eps)
-
-
-@triton.jit
-def _plus_residual(y, res_ptrs, mask):
-    """y (rounded to its dtype) plus the residual at res_ptrs, summed in fp32 and rounded: `residual + y` as PyTorch
-    adds two bf16 tensors, the add of transformer_fused.add_rms_norm."""
-    res = tl.load(res_ptrs, mask=mask, other=0.0)
-    return (y.to(tl.float32) + res.to(tl.float32)).to(y.dtype)
-
-
-@triton.jit
-def _row_chunk(acc, w, x_row_ptr, k, k_ok, up_offset, SILU_GATE: tl.constexpr, rstd, nw_ptr, NORM_INPUT: tl.constexpr):
-    """acc + one K chunk of the row's products, in fp32 (with NORM_INPUT of the row RMS-normalized: `_normed`)."""
+def _row_chunk(acc, w, x_row_ptr, k, k_ok, up_offset, SILU_GATE: tl.constexpr):
+    """acc + one K chunk of the row's products, in fp32."""
     x = _input_chunk(x_row_ptr + k, k_ok, up_offset, SILU_GATE)
-    if NORM_INPUT:
-        x = _normed(x, rstd, tl.load(nw_ptr + k, mask=k_ok, other=0.0).to(tl.float32))
     return acc + x.to(tl.float32)[None, :] * w.to(tl.float32)
 
 
 @triton.jit
-def _dot_chunk(
-    acc,
-    w,
-    x_ptr,
-    r,
-    r_ok,
-    x_stride,
-    k,
-    k_ok,
-    up_offset,
-    SILU_GATE: tl.constexpr,
-    DOT_FP32: tl.constexpr,
-    rstd,
-    nw_ptr,
-    NORM_INPUT: tl.constexpr,
-):
-    """acc + w [BLOCK_N, BLOCK_K] times the rows' K chunk transposed, by tl.dot (fp32 accumulation); with NORM_INPUT
-    the rows RMS-normalized (`_normed`, rstd [ROWS_PAD])."""
+def _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE: tl.constexpr, DOT_FP32: tl.constexpr):
+    """acc + w [BLOCK_N, BLOCK_K] times the rows' K chunk transposed, by tl.dot (fp32 accumulation)."""
     mask = k_ok[:, None] & r_ok[None, :]  # before the pointers, as the kernel had it: the same code (session 44)
     xt = _input_chunk(x_ptr + r[None, :] * x_stride + k[:, None], mask, up_offset, SILU_GATE)
-    if NORM_INPUT:
-        xt = _normed(xt, rstd[None, :], tl.load(nw_ptr + k, mask=k_ok, other=0.0).to(tl.float32)[:, None])
     if DOT_FP32:  # the interpreter multiplies bf16 by its raw bits; the upcast is exact
         w = w.to(tl.float32)
         xt = xt.to(tl.float32)
@@ -162,47 +105,32 @@ def _skinny_linear_kernel(
     x_stride,
     y_stride,
     up_offset,
-    nw_ptr,
-    eps,
-    res_ptr,
-    res_stride,
     HAS_BIAS: tl.constexpr,
     SILU_GATE: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     PDL: tl.constexpr,
     EARLY_WEIGHTS: tl.constexpr,
-    NORM_INPUT: tl.constexpr,
-    ADD_RESIDUAL: tl.constexpr,
 ):
     n = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     row = tl.program_id(1)
     n_ok = n < N
     acc = tl.zeros((BLOCK_N, BLOCK_K), dtype=tl.float32)
     k_first = 0
-    rstd = 1.0  # the row's 1 / RMS where NORM_INPUT (read after the wait: the kernel ahead writes x)
     if EARLY_WEIGHTS:  # the first chunk's weights before the wait: they do not depend on the kernels ahead
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, 0, BLOCK_K)
         wait_for_prior_kernels(PDL)
-        if NORM_INPUT:
-            rstd = _row_rstd(x_ptr + row * x_stride, K, eps, BLOCK_K)
-        acc = _row_chunk(acc, w, x_ptr + row * x_stride, k, k_ok, up_offset, SILU_GATE, rstd, nw_ptr, NORM_INPUT)
+        acc = _row_chunk(acc, w, x_ptr + row * x_stride, k, k_ok, up_offset, SILU_GATE)
         k_first = BLOCK_K
     else:
         wait_for_prior_kernels(PDL)
-        if NORM_INPUT:
-            rstd = _row_rstd(x_ptr + row * x_stride, K, eps, BLOCK_K)
     for k0 in range(k_first, K, BLOCK_K):
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K)
-        acc = _row_chunk(acc, w, x_ptr + row * x_stride, k, k_ok, up_offset, SILU_GATE, rstd, nw_ptr, NORM_INPUT)
+        acc = _row_chunk(acc, w, x_ptr + row * x_stride, k, k_ok, up_offset, SILU_GATE)
     y = tl.sum(acc, axis=1)
     if HAS_BIAS:
         y += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)
-    if ADD_RESIDUAL:
-        out = _plus_residual(y.to(y_ptr.dtype.element_ty), res_ptr + row * res_stride + n, n_ok)
-        tl.store(y_ptr + row * y_stride + n, out, mask=n_ok)
-    else:  # as the kernel stored before ADD_RESIDUAL
-        tl.store(y_ptr + row * y_stride + n, y.to(y_ptr.dtype.element_ty), mask=n_ok)
+    tl.store(y_ptr + row * y_stride + n, y.to(y_ptr.dtype.element_ty), mask=n_ok)
 
 
 @triton.jit
@@ -219,10 +147,6 @@ def _skinny_linear_dot_kernel(
     part_ptr,
     ticket_ptr,
     up_offset,
-    nw_ptr,
-    eps,
-    res_ptr,
-    res_stride,
     HAS_BIAS: tl.constexpr,
     SILU_GATE: tl.constexpr,
     ROWS_PAD: tl.constexpr,
@@ -232,8 +156,6 @@ def _skinny_linear_dot_kernel(
     DOT_FP32: tl.constexpr,
     PDL: tl.constexpr,
     EARLY_WEIGHTS: tl.constexpr,
-    NORM_INPUT: tl.constexpr,
-    ADD_RESIDUAL: tl.constexpr,
 ):
     block = tl.program_id(0)
     n = block * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -248,25 +170,16 @@ def _skinny_linear_dot_kernel(
         k_stop = k_start + k_span
     acc = tl.zeros((BLOCK_N, ROWS_PAD), dtype=tl.float32)  # y^T: the features along the MMA's M
     k_first = k_start
-    rstd = 1.0  # each row's 1 / RMS where NORM_INPUT ([ROWS_PAD], over all of K whatever the share)
     if EARLY_WEIGHTS:  # as in the row kernel
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k_start, BLOCK_K)
         wait_for_prior_kernels(PDL)
-        if NORM_INPUT:
-            rstd = _rows_rstd(x_ptr, r, r_ok, x_stride, K, eps, ROWS_PAD, BLOCK_K)
-        acc = _dot_chunk(
-            acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32, rstd, nw_ptr, NORM_INPUT
-        )
+        acc = _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32)
         k_first = k_start + BLOCK_K
     else:
         wait_for_prior_kernels(PDL)
-        if NORM_INPUT:
-            rstd = _rows_rstd(x_ptr, r, r_ok, x_stride, K, eps, ROWS_PAD, BLOCK_K)
     for k0 in range(k_first, k_stop, BLOCK_K):
         w, k, k_ok = _weight_chunk(w_ptr, n, n_ok, K, k0, BLOCK_K)
-        acc = _dot_chunk(
-            acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32, rstd, nw_ptr, NORM_INPUT
-        )
+        acc = _dot_chunk(acc, w, x_ptr, r, r_ok, x_stride, k, k_ok, up_offset, SILU_GATE, DOT_FP32)
     if SPLIT_K > 1:
         # Each share's sums go to part [SPLIT_K, ROWS_PAD, N]; the block's last program to finish (by its ticket) adds
         # them in share order, so the bits do not depend on which finished last, and sets the ticket back to 0.
@@ -280,40 +193,20 @@ def _skinny_linear_dot_kernel(
                 acc += tl.load(
                     part_ptr + share * ROWS_PAD * N + rn, mask=n_ok[:, None], other=0.0, cache_modifier=".cg"
                 )
-            _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS, res_ptr, res_stride, ADD_RESIDUAL)
+            _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS)
             tl.atomic_xchg(ticket_ptr + block, 0, sem="relaxed", scope="gpu")  # ready for the next call
     else:
-        _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS, res_ptr, res_stride, ADD_RESIDUAL)
+        _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS)
 
 
 @triton.jit
-def _store_rows(
-    acc,
-    b_ptr,
-    y_ptr,
-    n,
-    r,
-    n_ok,
-    r_ok,
-    y_stride,
-    HAS_BIAS: tl.constexpr,
-    res_ptr,
-    res_stride,
-    ADD_RESIDUAL: tl.constexpr,
-):
-    """y[r, n] = acc^T (+ bias), rounded once to y's dtype (then, with ADD_RESIDUAL, plus the residual, rounded)."""
+def _store_rows(acc, b_ptr, y_ptr, n, r, n_ok, r_ok, y_stride, HAS_BIAS: tl.constexpr):
+    """y[r, n] = acc^T (+ bias), rounded once to y's dtype."""
     if HAS_BIAS:
         acc += tl.load(b_ptr + n, mask=n_ok, other=0.0).to(tl.float32)[:, None]
-    if ADD_RESIDUAL:
-        mask = n_ok[:, None] & r_ok[None, :]
-        out = _plus_residual(acc.to(y_ptr.dtype.element_ty), res_ptr + r[None, :] * res_stride + n[:, None], mask)
-        tl.store(y_ptr + r[None, :] * y_stride + n[:, None], out, mask=mask)
-    else:  # as the kernel stored before ADD_RESIDUAL, op for op: another order of the same ops moved its SASS
-        tl.store(
-            y_ptr + r[None, :] * y_stride + n[:, None],
-            acc.to(y_ptr.dtype.element_ty),
-            mask=n_ok[:, None] & r_ok[None, :],
-        )
+    tl.store(
+        y_ptr + r[None, :] * y_stride + n[:, None], acc.to(y_ptr.dtype.element_ty), mask=n_ok[:, None] & r_ok[None, :]
+    )
 
 
 def max_rows_for(weight: torch.Tensor) -> int:
@@ -437,25 +330,6 @@ def launch_for(
     return row_launch_for(weight) if by_shape and rows == 1 else LAUNCH
 
 
-def fallback_linear(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    silu_gate: bool = False,
-    norm: tuple[torch.Tensor, float] | None = None,
-    residual: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """What `skinny_linear` computes, where the kernels do not run it: F.linear after the gate (silu_mul_reference) or
-    the norm (transformer_fused.rms_norm, one kernel), then the residual added (one add)."""
-    if silu_gate:
-        k = x.shape[-1] // 2
-        x = silu_mul_reference(x[..., :k], x[..., k:])
-    if norm is not None:
-        x = rms_norm(x, *norm)
-    y = F.linear(x, weight, bias)
-    return y if residual is None else residual + y
-
-
 def skinny_linear(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -463,42 +337,25 @@ def skinny_linear(
     max_rows: int = MAX_ROWS,
     launch: dict | None = None,
     silu_gate: bool = False,
-    norm: tuple[torch.Tensor, float] | None = None,
-    residual: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """`F.linear(x, weight, bias)` through the kernels when x has at most `max_rows` rows (x [..., K], weight [N, K]
-    contiguous, bias [N]); otherwise `fallback_linear`. `launch`: block_n, block_k, num_warps, and with "dot": True
-    the dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if
-    not given); if None, the row kernel at `launch_for`'s (LAUNCH; the talker passes `module_launch`'s).
+    contiguous, bias [N]); otherwise F.linear itself. `launch`: block_n, block_k, num_warps, and with "dot": True the
+    dot kernel (num_stages too, 3 if not given, and split_k: K shared by that many programs a feature block, 1 if not
+    given); if None, the row kernel at `launch_for`'s (LAUNCH; the talker passes `module_launch`'s).
 
     `silu_gate`: x is [..., 2K], a gate and an up projection side by side (a fused gate/up GEMM's output), and the
     product is `F.linear(F.silu(gate) * up, weight, bias)`: the kernels form each gated input as they load it, rounded
     as transformer_fused.silu_mul rounds it, so the result has the bits of silu_mul then this function (an MLP's
-    down projection without the SiLU kernel before it).
-
-    `norm` (weight [K], eps): x is RMS-normalized first, each program summing its rows' squares before its K loop and
-    normalizing each chunk as it loads it, rounded as transformer_fused.rms_norm rounds (the sum of squares in another
-    order: within fp32 rounding of the norm kernel's). `residual` [..., N]: the product (rounded) plus the residual,
-    rounded, as `residual + F.linear(...)` (a decoder layer's add in the GEMM's epilogue; transformer_fused.
-    add_rms_norm's sum). Either saves a decoder layer a kernel (bench_talker_step's +gemm-add-norm)."""
+    down projection without the SiLU kernel before it)."""
     if max_rows > KERNEL_MAX_ROWS:
         raise ValueError(f"max_rows must be at most {KERNEL_MAX_ROWS}, got {max_rows}")
     width = x.shape[-1]
     k = width // 2 if silu_gate else width
     if silu_gate and width != 2 * weight.shape[-1]:
         raise ValueError(f"with silu_gate x must be [..., 2 x {weight.shape[-1]}] (gate, up), got {tuple(x.shape)}")
-    if silu_gate and norm is not None:
-        raise ValueError("silu_gate and norm are two inputs: give one")
-    if norm is not None and (norm[0].shape != (k,) or norm[0].dtype != x.dtype):
-        raise ValueError(f"the norm's weight must be [{k}] of {x.dtype}, got {tuple(norm[0].shape)} {norm[0].dtype}")
-    if residual is not None and (residual.shape != (*x.shape[:-1], weight.shape[0]) or residual.dtype != x.dtype):
-        raise ValueError(
-            f"residual must be [{', '.join(map(str, (*x.shape[:-1], weight.shape[0])))}] of {x.dtype}, "
-            f"got {tuple(residual.shape)} {residual.dtype}"
-        )
     rows = x.numel() // width if width else 0
     if rows == 0 or rows > max_rows:
-        return fallback_linear(x, weight, bias, silu_gate, norm, residual)
+        return F.linear(silu_mul_reference(x[..., :k], x[..., k:]) if silu_gate else x, weight, bias)
     if weight.dim() != 2 or weight.shape[1] != k or not weight.is_contiguous():
         raise ValueError(f"weight must be a contiguous [N, {k}] matrix, got {tuple(weight.shape)}")
     if x.dtype != weight.dtype or (bias is not None and bias.dtype != weight.dtype):
@@ -509,13 +366,10 @@ def skinny_linear(
     x2 = x.reshape(rows, width)
     if x2.stride(-1) != 1:
         x2 = x2.contiguous()
-    res2 = residual.reshape(rows, n).contiguous() if residual is not None else weight  # not read without it
-    norm_w, eps = norm if norm is not None else (weight, 0.0)  # not read without a norm
     y = torch.empty(rows, n, dtype=x.dtype, device=x.device)
     early = early_weights()  # the switch as this launch reads it (kernels/programmatic_launch.py)
     launch = launch or launch_for(weight, rows)
     b_arg = bias if bias is not None else weight
-    extras = dict(NORM_INPUT=norm is not None, ADD_RESIDUAL=residual is not None)
     if launch.get("dot"):
         blocks, split_k = triton.cdiv(n, launch["block_n"]), launch.get("split_k", 1)
         rows_pad = max(16, triton.next_power_of_2(rows))  # tl.dot's least 16
@@ -524,16 +378,16 @@ def skinny_linear(
             part = torch.empty(split_k, rows_pad, n, dtype=torch.float32, device=x.device)
             tickets = split_tickets(x.device, blocks)
         _skinny_linear_dot_kernel[(blocks, split_k)](
-            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k, norm_w, eps, res2,
-            res2.stride(0), HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad,
-            BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"], SPLIT_K=split_k,
-            DOT_FP32=INTERPRETED and x.dtype != torch.float32, num_warps=launch["num_warps"],
-            num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early, **extras, **launch_options(),
+            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
+            HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
+            BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
+            num_warps=launch["num_warps"], num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early,
+            **launch_options(),
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
-            x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k, norm_w, eps, res2, res2.stride(0),
+            x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, BLOCK_N=launch["block_n"], BLOCK_K=launch["block_k"],
-            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, **extras, **launch_options(),
+            num_warps=launch["num_warps"], EARLY_WEIGHTS=early, **launch_options(),
         )  # fmt: skip
     return y.reshape(*x.shape[:-1], n)

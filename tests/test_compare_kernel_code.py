@@ -23,8 +23,8 @@ tool = load_tool("compare_kernel_code")
 SNAPSHOT = ROOT / "kernels" / "timed_code.json"
 # One case each among today's (a GEMM launch of the decode steps; a norm of the prefills, without programmatic launch)
 ROW = (
-    "_skinny_linear_kernel HAS_BIAS=False SILU_GATE=False BLOCK_N=4 BLOCK_K=1024 EARLY_WEIGHTS=False NORM_INPUT=False "
-    "ADD_RESIDUAL=False PDL=True num_warps=2"
+    "_skinny_linear_kernel HAS_BIAS=False SILU_GATE=False BLOCK_N=4 BLOCK_K=1024 EARLY_WEIGHTS=False PDL=True "
+    "num_warps=2"
 )
 NORM = "_rms_norm_kernel BLOCK=2048 PDL=False num_warps=4"
 

@@ -135,26 +135,6 @@ def compare_bitwise(
     return {"codes_equal": codes_equal, **runner_states_equal(*runners), "steps": steps}
 
 
-def compare_codes(
-    talker, other, flags: dict, config, steps: int, device: str, batches: tuple[int, ...] = (1, 5, 16, 32)
-) -> dict:
-    """Two talkers stepped eagerly over the same prompts (as compare_bitwise, steps at each of `batches` rows in turn,
-    64 slots) where a change reorders a sum and the bits may part (+gemm-add-norm: the norms' sums of squares): how
-    many codes are equal, and the largest difference of the last hidden states against their largest value."""
-    steps = max(steps, len(batches))
-    runners = [TalkerRunner(t, config, 64, PROMPT_LEN + steps + 8, device, **flags) for t in (talker, other)]
-    for r in runners:
-        prefill_all(r, seed=0)
-    equal = total = 0
-    for step in range(steps):
-        batch = torch.arange(batches[step % len(batches)], device=device)
-        a, b = (r.decode_step(batch)[0] for r in runners)
-        equal, total = equal + int((a == b).sum()), total + a.numel()
-    h = [r.last_hidden.float() for r in runners]
-    return {"codes_equal": f"{equal}/{total}", "hidden_max_diff": float((h[0] - h[1]).abs().max() / h[1].abs().max()),
-            "steps": steps}  # fmt: skip
-
-
 def runner_states_equal(a: TalkerRunner, b: TalkerRunner) -> dict:
     """Whether two runners' K/V caches, last hidden states and slot state (counters and histories) are equal."""
     state = ("pending", "drawn", "finished", "seen", "next_pos")
@@ -517,8 +497,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
-               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
-               "gemm-add-norm"}  # fmt: skip
+               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
 
 
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
@@ -582,7 +561,7 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
         "pdl" in tokens, early_weights="early-weights" in tokens, max_rows=rows_bound(tokens, "pdl")
     )
     if mode.startswith("fused"):
-        fuse_talker_kernels(talker, "add-norm" in tokens, "gemm-add-norm" in tokens)  # idempotent; both toggle
+        fuse_talker_kernels(talker, add_norm="add-norm" in tokens)  # idempotent; add_norm toggles
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
         use_silu_down(talker, on="silu-down" in tokens, max_rows=rows_bound(tokens, "silu-down"))
@@ -676,9 +655,7 @@ def main() -> None:
         "fused+sampler: + the fused sampler kernel (one kernel per draw); fused+sampler+sdpa-short: as fused+sampler "
         "with the code predictor's 2-position first pass through SDPA (before session 22; the kernel elsewhere); "
         "+kv-write (after fused): K/V written to the caches by one Triton copy per layer (kernels/kv_write.py); "
-        "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +gemm-add-norm (with "
-        "+add-norm+skinny-linear+norm-rope-write): each add in the epilogue of the GEMM before it and each norm in the "
-        "prologue of the GEMM after it, where a forward's GEMMs run the kernels; +norm-rope-write (after "
+        "+add-norm (after fused): each residual add in one kernel with the RMSNorm after it; +norm-rope-write (after "
         "fused): each attention's q/k norms, RoPE and K/V write in one kernel (kv_write.norm_rope_write_kv); "
         "+rope-per-forward: RoPE's frequencies and the code predictor's tables made anew by every forward, as before "
         "session 35 (otherwise kept: Decoder.keep_rope_frequencies, TalkerRunner's predictor_tables); +fused-draws "
@@ -790,13 +767,6 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "fused add+norm vs layer by layer", out[key], flush=True)
                 del layered
-            if "gemm-add-norm" in tokens:
-                apart = copy.deepcopy(talker)
-                fuse_talker_kernels(apart, add_norm=True)
-                key = f"{label}_gemm_add_norm_vs_add_norm_kernels"
-                out[key] = compare_codes(talker, apart, flags, config, args.check_steps, device)
-                print(name, mode, "add + norm in the GEMMs vs add + norm kernels", out[key], flush=True)
-                del apart
             if "silu-down" in tokens:
                 apart = copy.deepcopy(talker)
                 use_silu_down(apart, on=False)

@@ -51,15 +51,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))  # bench_talker_step builds the talker as its benchmark does
-# options off by default
-OFF = {
-    "PDL": False,
-    "EARLY_WEIGHTS": False,
-    "SILU_GATE": False,
-    "RADIX": False,
-    "NORM_INPUT": False,
-    "ADD_RESIDUAL": False,
-}
+OFF = {"PDL": False, "EARLY_WEIGHTS": False, "SILU_GATE": False, "RADIX": False}  # options off by default
 
 
 @dataclass

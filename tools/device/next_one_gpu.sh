@@ -1,21 +1,15 @@
-# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~7 minutes), any time: A/B of each decoder layer's residual adds in the
-# epilogues of the o_proj and down GEMMs and its RMSNorms in the prologues of the qkv and gate_up GEMMs
-# (+gemm-add-norm: talker_fused's gemm_add_norm, kernels/skinny_linear.py `residual`, `norm`), M, G, M, G in one
-# process, 1.7B at 1, 16 and 32 rows, then the 0.6B at 1 and 16; its check against the add + norm kernels (codes equal
-# of all, and the hidden state's largest difference) with every other check.
-# Why: session 51's candidate (perf-notes "What is left"): the add + norm kernels are 206 launches of a 1.7B step,
-# 295 us exposed at 1 row and 298 at 16 (run 181, H100). Run 188 showed what a launch costs where it is not overlapped.
-# A forward folds only where all four of a layer's GEMMs run the kernels (the backbone to 16 rows, the predictor to 32).
-# Prediction: 1 row -1 to -5%, 16 rows -1 to -4%, 32 rows -0.5 to -3% (the predictor only); the 0.6B alike. Each GEMM
-# after a norm reads its rows twice (the squares, then the chunks) and the norm's weight, a dependent pass before its
-# K loop, which takes back part of what the launches give.
-# Rule: a talker setting (gemm_add_norm), on by default, if on the 1.7B 1, 16 and 32 rows are each >= 0.5% faster in
-# all three adjacent pairs and the 0.6B not > 0.3% slower at 1 or 16 in all three; if some row counts gain and others
-# lose, a rows bound is chosen from these numbers and timed again; if none gains, the mode and kernels' NORM_INPUT and
-# ADD_RESIDUAL are taken out.
+# One-GPU call, on an H200 only (`nvidia-h200`; ~5 minutes; on an H100 the numbers are not comparable with the record's
+# H200 rows): the state card again with today's defaults. (1) The one-GPU stack, 1.7B, 1 / 16 / 32 streams (run 179 on
+# an H200: 20.6 / 208.8 / 346.5 audio-s/s; run 186 on an H100: 17.5 / 191.6 / 316.8); (2) the 1.7B step's GEMMs by
+# weight at 16 rows (gemm_table), to put the split-free launch's H100 result (runs 185-186) in H200 terms.
+# Prediction: the stack at 16 and 32 streams 1-3% above run 179 (the split-free launch: -2.1 to -2.4% of the 16-row
+# step and -1.6 to -1.7% of the 32-row step on an H100, the talker ~90% busy); 1 stream within run 179's spread; the
+# predictor's o_proj at 16 rows 4-5 us a launch. No rule: it decides nothing.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
-G=$M+gemm-add-norm
-talker_order 1.7B 1,16,32 "$M,$G,$M,$G" ab
-talker_order 0.6B 1,16 "$M,$G,$M,$G" ab_06
+$S --concurrency 1 16 32 --out /tmp/stack; save stack
+python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
+    --iters 20 --profile-replays 16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
+grep -E "Traceback|rror|replays at|^  16 rows: " $OUT/calls.txt | cut -c1-300  # per weight (gemm_table); calls in the JSON
+stamp calls

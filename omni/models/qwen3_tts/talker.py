@@ -200,15 +200,8 @@ class Attention(nn.Module):
     ) -> torch.Tensor:
         """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or each (slot, position)'s length [B, T]
         (decode kernel)."""
+        b, t, _ = x.shape
         q = self.project_write(x, rope, cache, layer, slots, positions)
-        return self.o_proj(self.attend(q, visible, cache, layer, slots))
-
-    def attend(
-        self, q: torch.Tensor, visible: torch.Tensor, cache: KVCache, layer: int, slots: torch.Tensor
-    ) -> torch.Tensor:
-        """The attention of q [B, T, heads, D] over the cache's keys and values (written by `project_write`), heads
-        side by side [B, T, heads x D]: what o_proj multiplies (talker_fused's folded decoder calls it apart)."""
-        b, t = q.shape[:2]
         if visible.dim() == 2:  # one kernel row per (slot, position): keys 0..position of its slot, read in place
             row_slots = slots if t == 1 else slots.repeat_interleave(t)
             rows = q.reshape(b * t, self.heads, self.head_dim)
@@ -219,7 +212,7 @@ class Attention(nn.Module):
             out = F.scaled_dot_product_attention(
                 q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=visible, enable_gqa=True
             ).transpose(1, 2)
-        return out.reshape(b, t, self.heads * self.head_dim)
+        return self.o_proj(out.reshape(b, t, self.heads * self.head_dim))
 
 
 class MLP(nn.Module):

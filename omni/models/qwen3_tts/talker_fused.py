@@ -15,6 +15,7 @@ Importing this module imports Triton: import it only where the kernels are wante
 import types
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from omni.kernels import INTERPRETED
@@ -24,7 +25,6 @@ from omni.kernels.skinny_linear import (
     MAX_ROWS,
     dot_from_for,
     dot_rows_for,
-    fallback_linear,
     launch_for,
     max_rows_for,
     skinny_linear,
@@ -60,20 +60,14 @@ def module_launch(module: nn.Module, weight: torch.Tensor, rows: int, interprete
 
 
 def module_linear(
-    module: nn.Module,
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None = None,
-    norm: tuple[torch.Tensor, float] | None = None,
-    residual: torch.Tensor | None = None,
+    module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """F.linear, or `skinny_linear` at `module_launch` (up to the module's `skinny_rows` rows); with `norm` or
-    `residual` as skinny_linear takes them (`fallback_linear` where the kernels do not run it)."""
+    """F.linear, or `skinny_linear` at `module_launch` (up to the module's `skinny_rows` rows)."""
     k = x.shape[-1]
     launch = module_launch(module, weight, x.numel() // k if k else 0)
     if launch is None:
-        return fallback_linear(x, weight, bias, norm=norm, residual=residual)
-    return skinny_linear(x, weight, bias, max_rows=KERNEL_MAX_ROWS, launch=launch, norm=norm, residual=residual)
+        return F.linear(x, weight, bias)
+    return skinny_linear(x, weight, bias, max_rows=KERNEL_MAX_ROWS, launch=launch)
 
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
@@ -99,31 +93,23 @@ def _fused_project_write(
     the cache asks for it (`CacheKernels.norm_rope_write`); otherwise the fused `project` and the cache's write."""
     if not cache.kernels.norm_rope_write:
         return Attention.project_write(self, x, rope, cache, layer, slots, positions)
-    return _norm_rope_write(self, module_linear(self, x, self.qkv_weight), rope, cache, layer, slots, positions)
-
-
-def _norm_rope_write(self: Attention, qkv: torch.Tensor, rope, cache: KVCache, layer: int, slots, positions):
-    """q of the QKV GEMM's output, its k and v written to the cache, in one kernel (kv_write.norm_rope_write_kv)."""
+    qkv = module_linear(self, x, self.qkv_weight)
     q_norm, k_norm = (self.q_norm.weight, self.q_norm.eps), (self.k_norm.weight, self.k_norm.eps)
     return norm_rope_write_kv(qkv, self.heads, q_norm, k_norm, *rope, cache.k[layer], cache.v[layer], slots, positions)
 
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
-    return _mlp_down(self, module_linear(self, x, self.gate_up_weight))
-
-
-def _mlp_down(self: MLP, gate_up: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-    """The down projection of SiLU(gate) * up (plus `residual`, in the GEMM's epilogue where it runs the kernels)."""
+    gate_up = module_linear(self, x, self.gate_up_weight)
     down = self.down_proj
     rows = gate_up.numel() // gate_up.shape[-1]
     if rows <= self.__dict__.get("silu_down", 0):  # the SiLU in the down projection's kernel (use_silu_down)
         launch = module_launch(down, down.weight, rows)
         if launch is not None:
             return skinny_linear(
-                gate_up, down.weight, down.bias, KERNEL_MAX_ROWS, launch, silu_gate=True, residual=residual
+                gate_up, down.weight, down.bias, max_rows=KERNEL_MAX_ROWS, launch=launch, silu_gate=True
             )
     n = self.gate_proj.weight.shape[0]
-    return module_linear(down, silu_mul(gate_up[..., :n], gate_up[..., n:]), down.weight, down.bias, residual=residual)
+    return down(silu_mul(gate_up[..., :n], gate_up[..., n:]))
 
 
 def _fused_rms_norm(self: RMSNorm, x: torch.Tensor) -> torch.Tensor:
@@ -154,53 +140,14 @@ def _decoder_forward_add_norm(
     return h
 
 
-def _folds(self: Decoder, rows: int, cache: KVCache) -> bool:
-    """Whether a forward of `rows` rows runs each of a layer's four GEMMs through the kernels (the first layer's
-    modules asked: `use_skinny_linear` sets every layer alike) and writes q/k/v by norm_rope_write_kv."""
-    layer = self.layers[0]
-    attn, mlp = layer.self_attn, layer.mlp
-    gemms = ((attn, attn.qkv_weight), (attn.o_proj, attn.o_proj.weight), (mlp, mlp.gate_up_weight))
-    gemms += ((mlp.down_proj, mlp.down_proj.weight),)
-    kernels = all(module_launch(m, w, rows) is not None for m, w in gemms)
-    return kernels and cache.kernels.norm_rope_write and getattr(attn, "fused", False)
-
-
-def _decoder_forward_gemm_add_norm(
-    self: Decoder,
-    x: torch.Tensor,
-    positions: torch.Tensor,
-    cache: KVCache,
-    slots: torch.Tensor,
-    kv_len: int | None = None,
-    inputs: AttentionInputs | None = None,
-) -> torch.Tensor:
-    """`_decoder_forward_add_norm` with each residual add in the epilogue of the GEMM before it (o_proj, down) and
-    each RMSNorm in the prologue of the GEMM after it (qkv, gate_up): two kernels fewer per layer again, one norm
-    kernel at the end. Where a forward's GEMMs do not all run the kernels (`_folds`), the add + norm forward. The same
-    roundings; the norms' sums of squares in the GEMM's order (kernels/skinny_linear.py `_row_rstd`)."""
-    if not _folds(self, x.numel() // x.shape[-1], cache):
-        return _decoder_forward_add_norm(self, x, positions, cache, slots, kv_len, inputs)
-    rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
-    for i, layer in enumerate(self.layers):
-        attn, mlp, before, after = layer.self_attn, layer.mlp, layer.input_layernorm, layer.post_attention_layernorm
-        qkv = module_linear(attn, x, attn.qkv_weight, norm=(before.weight, before.eps))
-        q = _norm_rope_write(attn, qkv, rope, cache, i, slots, positions)
-        x = module_linear(attn.o_proj, attn.attend(q, visible, cache, i, slots), attn.o_proj.weight, residual=x)
-        x = _mlp_down(mlp, module_linear(mlp, x, mlp.gate_up_weight, norm=(after.weight, after.eps)), residual=x)
-    return rms_norm(x, self.norm.weight, self.norm.eps)
-
-
-def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False, gemm_add_norm: bool = False) -> int:
+def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
     """Rewire the talker and its code predictor in place (idempotent); returns the number of modules changed.
     `add_norm`: the decoders' forwards also fuse each residual add into the next RMSNorm (`_decoder_forward_add_norm`;
     the talker service asks for it by default, its `fused_add_norm` setting); called again with False, they go back
-    to the layer-by-layer forward. `gemm_add_norm` (with `add_norm`): the add and the norm in the GEMMs around them
-    where a forward's GEMMs run the kernels (`_decoder_forward_gemm_add_norm`; bench_talker_step's +gemm-add-norm)."""
+    to the layer-by-layer forward."""
     for module in talker.modules():
         if isinstance(module, Decoder):
-            if add_norm and gemm_add_norm:
-                module.forward = types.MethodType(_decoder_forward_gemm_add_norm, module)
-            elif add_norm:
+            if add_norm:
                 module.forward = types.MethodType(_decoder_forward_add_norm, module)
             else:
                 module.__dict__.pop("forward", None)  # the class's forward again
