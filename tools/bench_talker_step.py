@@ -503,7 +503,7 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
 # +pin-NxK-BNxBKsSkP: that launch pinned on the [N, K] weights (a launch A/B; sweep_gemm_launch.py found it).
 DOT_SPEC = r"([1-9][0-9]*)x([1-9][0-9]*)s([1-9])k([1-9])"
-PIN = re.compile(rf"pin-([1-9][0-9]*)x([1-9][0-9]*)-{DOT_SPEC}")
+PIN = re.compile(rf"pin-([1-9][0-9]*)x([1-9][0-9]*)-({DOT_SPEC})")  # N, K, the launch's spec
 
 
 def dot_spec(spec: str) -> dict:
@@ -529,7 +529,7 @@ def pinned_launches(tokens: set[str]) -> dict[tuple[int, int], dict]:
     pins = {}
     for token in tokens:
         if found := PIN.fullmatch(token):
-            pins[(int(found[1]), int(found[2]))] = dot_spec(token.split("-", 2)[2])
+            pins[(int(found[1]), int(found[2]))] = dot_spec(found[3])
     return pins
 
 
