@@ -1,16 +1,11 @@
-# Run 190 (session 53, call 1) = next_one_gpu.sh, the state card (asked for nvidia-h200).
-# One-GPU call, on an H200 only (`nvidia-h200`; ~5 minutes; on an H100 the numbers are not comparable with the record's
-# H200 rows): the state card again with today's defaults. (1) The one-GPU stack, 1.7B, 1 / 16 / 32 streams (run 179 on
-# an H200: 20.6 / 208.8 / 346.5 audio-s/s; run 186 on an H100: 17.5 / 191.6 / 316.8); (2) the 1.7B step's GEMMs by
-# weight at 16 rows (gemm_table), to put the split-free launch's H100 result (runs 185-186) in H200 terms.
-# Prediction: the stack at 16 and 32 streams 1-3% above run 179 (the split-free launch: -2.1 to -2.4% of the 16-row
-# step and -1.6 to -1.7% of the 32-row step on an H100, the talker ~90% busy); 1 stream within run 179's spread; the
-# predictor's o_proj at 16 rows 4-5 us a launch. No rule: it decides nothing.
+# Run 190 (session 53, call 1). One-GPU call on an H100 (`nvidia-h100-x1`, ~6 minutes): today's defaults in the stack at
+# 1, 128, 512 and 800 streams opened at once, with each level's GPU utilization: DESIGN §8's one-GPU rows in H100 terms,
+# for operators whose nodes carry H100s (every stack figure of the record above 32 streams is an H200's; run 186 gave the
+# H100's 1 / 16 / 32 streams: 17.5 / 191.6 / 316.8 audio-s/s, TTFA p50 24 / 42 / 67 ms).
+# Prediction (the H100 has ~70% of the H200's memory bandwidth and about its bf16 compute; the 512-row talker step and
+# the codec's convs are partly compute-bound): 512 streams 1,100-1,400 audio-s/s (run 157 on an H200: 1,392.2); TTFA p50
+# at 1 stream 22-30 ms; TTFA p99 at 128 streams 180-280 ms; 800 streams some requests gapped (H200 run 157: none).
+# No rule: it decides nothing.
 source tools/device/setup.sh
 stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
-$S --concurrency 1 16 32 --out /tmp/stack; save stack
-python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
-    --iters 20 --profile-replays 16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
-grep -E "Traceback|rror|replays at|^  16 rows: " $OUT/calls.txt | cut -c1-300  # per weight (gemm_table); calls in the JSON
-stamp calls
+$S --concurrency 1 128 512 800 --level-timeout 150 --out /tmp/T; save T
