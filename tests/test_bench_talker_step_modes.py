@@ -378,3 +378,16 @@ def test_fresh_slots_prefill_again_before_a_timing_would_step_a_finished_slot():
     assert fresh.prefills == 2 and fresh.per_prefill == 5
     with pytest.raises(ValueError, match="more than a prefill"):
         fresh.reserve(6)
+
+
+def test_projected_lookups_mode_sets_the_runner_flag_and_its_check_counts_agreeing_codes():
+    """+projected-lookups: the runner's projected_lookups flag; the bench's check (not bitwise: the tables' sums run in
+    another order) steps it against the projection and counts the codes that agree, all of them in fp32 here."""
+    bench = load_bench()
+    talker, config = bench.build_talker("tiny", torch.float32, "cpu")
+    assert bench.runner_flags(bench.mode_extras("fused+sampler+projected-lookups"))["projected_lookups"]
+    assert not bench.runner_flags(bench.mode_extras("fused+sampler"))["projected_lookups"]
+    out = bench.compare_projected_lookups(talker, {}, config, 2, "cpu")
+    equal, total = map(int, out["codes_equal"].split("/"))
+    assert total == 2 * 64 * 16 and equal == total
+    assert out["first_step_hidden_max_abs_diff"] <= 1e-5 * out["hidden_max_abs"]

@@ -146,16 +146,22 @@ def relative_error(ours: np.ndarray, ref: np.ndarray) -> float:
     return float(np.abs(ours - ref).max() / max(np.abs(ref).max(), 1e-6))
 
 
-@pytest.fixture(scope="module")
-def ours(parity):
-    """Our outputs per (label, case): each checkpoint's cases run together, one slot each."""
+@pytest.fixture(scope="module", params=[False, True], ids=["projection", "projected_lookups"])
+def ours(parity, request):
+    """Our outputs per (label, case): each checkpoint's cases run together, one slot each. Twice: with the code
+    predictor's projection run on each looked-up embedding, and with its inputs looked up in projected tables
+    (TalkerRunner's projected_lookups) where the checkpoint has a projection."""
     results = {}
+    projected = 0
     for label in dict.fromkeys(run[0] for run in parity):
         runs = [r for r in parity if r[0] == label]
         synth = Synthesizer(runs[0][1])
         prompts = [synth.builder.build(speech_request(r[4])) for r in runs]
         params = [synth.sampling_params(SynthesisOptions(greedy=True, max_new_tokens=MAX_NEW)) for _ in runs]
         runner = synth.runner_for(len(runs), max(len(p) for p in prompts) + MAX_NEW)
+        if request.param:
+            runner.projected = runner.talker.code_predictor.projected_embeddings()
+            projected += runner.projected is not None
         logits: list[torch.Tensor] = []
         hook = runner.talker.codec_head.register_forward_hook(
             lambda _m, _i, out, rows=logits: rows.append(out.detach().clone())
@@ -178,6 +184,7 @@ def ours(parity):
                 "prompt_embeds": runner.embed_prompt(prompt).numpy(),
                 "trailing": synth.model.talker.embed_text(trailing_ids).detach().numpy(),
             }
+    assert projected >= 4 * request.param  # our three and the reference's 0.6B have a projection
     return results
 
 

@@ -23,13 +23,15 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` and
     `skinny_linear_dot` (the defaults) every GEMM at these 2 rows is the row kernel's but the codec head's (3,072
     outputs: the dot kernel from 2 rows); none is cuBLAS's. With `skinny_linear_silu_down` no silu_mul kernel runs
-    (one a layer fewer) and every other launch and op is as without it."""
+    (one a layer fewer) and every other launch and op is as without it. With `projected_lookups` the code predictor's
+    passes 2..15 each gather their input from a projected table instead of running the projection's GEMM."""
     runs = {}
     procs = {}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0"}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
                   ("fused_draws", ["--sites"], {}),
-                  ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1"}))  # fmt: skip
+                  ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1"}),
+                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -87,3 +89,12 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert fused["launches"]["_silu_mul_kernel"] == layers and "_silu_mul_kernel" not in silu_down["launches"]
     assert silu_down["launches"] == {k: n for k, n in fused["launches"].items() if k != "_silu_mul_kernel"}
     assert fused["total"] - silu_down["total"] == layers
+    # projected_lookups: passes 2..15 look their input up (one more gather each) instead of projecting it (one GEMM
+    # fewer each); every other launch as without.
+    projected, gathers = runs["projected"], f"index at omni/models/qwen3_tts/talker.py:{line}"
+    assert fused["launches"]["_skinny_linear_kernel"] - projected["launches"]["_skinny_linear_kernel"] == passes - 1
+    assert {k: n for k, n in projected["launches"].items() if k != "_skinny_linear_kernel"} == {
+        k: n for k, n in fused["launches"].items() if k != "_skinny_linear_kernel"
+    }
+    assert projected["sites"][gathers] - fused["sites"][gathers] == passes - 1
+    assert projected["total"] == fused["total"]

@@ -95,9 +95,16 @@ def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
         TalkerRunner(fast_talker, config, slots, max_len, device, decode_kernel=True),
         TalkerRunner(talker, config, slots, max_len, device, decode_kernel=False),
     ]
+    return compare_close(runners, steps)
+
+
+def compare_close(runners: list[TalkerRunner], steps: int) -> dict:
+    """Two runners of the same slots, prefilled alike here and stepped eagerly over all their slots, for paths that
+    are not the same bits: how many codes agree, and how far apart the hidden states are after the first step (both
+    from the same prefill: one step's difference) against their scale."""
     for r in runners:
         prefill_all(r, seed=0)
-    batch = torch.arange(slots, device=device)
+    batch = torch.arange(runners[0].num_slots, device=runners[0].device)
     first_hidden_diff = None
     equal_codes = total_codes = 0
     for step in range(steps):
@@ -108,9 +115,17 @@ def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
         equal_codes += int((k_codes == s_codes).sum())
         total_codes += k_codes.numel()
     scale = float(runners[1].last_hidden.float().abs().max())
-    del runners, fast_talker
     return {"codes_equal": f"{equal_codes}/{total_codes}", "first_step_hidden_max_abs_diff": first_hidden_diff,
             "hidden_max_abs": scale}  # fmt: skip
+
+
+def compare_projected_lookups(talker, flags: dict, config, steps: int, device: str) -> dict:
+    """The mode's runner with the code predictor's inputs looked up in projected tables against it projecting each
+    looked-up embedding (`compare_close`: not the same bits, the tables' sums run in another order)."""
+    max_len = PROMPT_LEN + steps + 8
+    runners = [TalkerRunner(talker, config, 64, max_len, device, **{**flags, "projected_lookups": on})
+               for on in (True, False)]  # fmt: skip
+    return compare_close(runners, steps)
 
 
 def compare_bitwise(
@@ -497,7 +512,8 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
-               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights"}  # fmt: skip
+               "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
+               "projected-lookups"}  # fmt: skip
 
 
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
@@ -549,7 +565,8 @@ def runner_flags(tokens: set[str]) -> dict:
     """TalkerRunner's kernel settings for a mode's extras."""
     return dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
                 kv_write_kernel="kv-write" in tokens, norm_rope_write_kernel="norm-rope-write" in tokens,
-                predictor_tables="rope-per-forward" not in tokens, fused_draws="fused-draws" in tokens)  # fmt: skip
+                predictor_tables="rope-per-forward" not in tokens, fused_draws="fused-draws" in tokens,
+                projected_lookups="projected-lookups" in tokens)  # fmt: skip
 
 
 def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
@@ -678,7 +695,9 @@ def main() -> None:
         "with it (each graph as captured; programmatic_launch_max_rows); +silu-down-to-1 (with +silu-down; any N): "
         "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows); "
         "+pin-1024x2048-64x128s4k1 (with +skinny-dot; any shape and launch): the dot kernel's launch for the "
-        "[1024, 2048] weights pinned to 64 features x 128-wide chunks, 4 stages, 1 split-K share (4 warps)"
+        "[1024, 2048] weights pinned to 64 features x 128-wide chunks, 4 stages, 1 split-K share (4 warps); "
+        "+projected-lookups: the code predictor's passes 2..15 look their input up in projected tables instead of "
+        "projecting it (TalkerRunner's projected_lookups; the talker service's projected_lookups)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -727,6 +746,13 @@ def main() -> None:
                 copy.deepcopy(talker).float(), config, args.check_steps, device
             )
             print(name, "runner with vs without the sampler kernel, fp32", out["sampler_runner_fp32"], flush=True)
+        if args.dtype != "float32" and any("+projected-lookups" in m for m in modes):
+            # In fp32 (TF32 off), on the PyTorch paths of an unfused copy (the fused weights would stay bf16): the
+            # tables' other order of sums should leave every code as the projection gives it.
+            fp32 = copy.deepcopy(talker).float()
+            out["projected_lookups_fp32"] = compare_projected_lookups(fp32, {}, config, args.check_steps, device)
+            print(name, "projected lookups vs the projection, fp32", out["projected_lookups_fp32"], flush=True)
+            del fp32
         out["modes"] = {}
         for mode in modes:  # fused modes last: they rewire the talker in place
             tokens = mode_extras(mode)
@@ -782,6 +808,10 @@ def main() -> None:
                     talker, flags, config, args.check_steps, device, early, rows_bound(tokens, "pdl")
                 )
                 print(name, mode, "graphs with programmatic launch vs without", out[key], flush=True)
+            if "projected-lookups" in tokens:
+                key = f"{label}_projected_lookups_vs_projection"
+                out[key] = compare_projected_lookups(talker, flags, config, args.check_steps, device)
+                print(name, mode, "projected lookups vs the projection", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"

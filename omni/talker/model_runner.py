@@ -46,6 +46,7 @@ class TalkerRunner:
         norm_rope_write_kernel: bool = False,
         predictor_tables: bool = True,
         fused_draws: bool = False,
+        projected_lookups: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -71,6 +72,11 @@ class TalkerRunner:
         `predictor_tables`: the code predictor's attention inputs (RoPE's cos and sin, the lengths or mask) made once
         here for each of its 15 passes at every row, since its positions are the same every frame; a pass reads the
         first B rows (4 launches fewer a pass, the same bits). False (the benchmark's A/B): made by every pass.
+        `projected_lookups`: the code predictor's passes 2..15 look their input up in codebook tables already projected
+        to its width (`CodePredictor.projected_embeddings`, made here) instead of projecting the looked-up embedding:
+        one GEMM fewer a pass where the widths differ (the 1.7B), 14 a step. Not the same bits: the tables' fp32 sums
+        run in another order than the GEMM's, so an element may round one bf16 step apart. A model of equal widths
+        has no projection, and the flag changes nothing.
         """
         self.talker = talker
         self.config = config
@@ -121,6 +127,7 @@ class TalkerRunner:
         self.finished = torch.ones(rows, dtype=torch.bool, device=dev)
         self._true = torch.ones((), dtype=torch.bool, device=dev)  # what a drawn id writes into `seen`
         self._predictor_pos = torch.arange(self.groups, device=dev)
+        self.projected = talker.code_predictor.projected_embeddings() if projected_lookups else None
         # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
         self._predictor_inputs: list[AttentionInputs] | None = None
         if predictor_tables:
@@ -329,12 +336,13 @@ class TalkerRunner:
         x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
         sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
         for g in range(1, self.groups):
+            projected = g > 1 and self.projected is not None
             if g > 1:
                 embedding = t.lookup(predictor.codec_embedding[g - 2], codes[g - 1])
                 frame_embedding = frame_embedding + embedding
-                x = embedding[:, None]
+                x = (t.lookup(self.projected[g - 2], codes[g - 1]) if projected else embedding)[:, None]
             h = predictor(x, self._predictor_positions(g, b), self.predictor_cache, slots, self.groups,
-                          self._predictor_inputs_at(g, b))[:, -1]  # fmt: skip
+                          self._predictor_inputs_at(g, b), projected=projected)[:, -1]  # fmt: skip
             sample_subtalker(predictor.logits(h, g), sub, g, self.draw, out=codes[g])
         frame_embedding = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1])
 

@@ -172,6 +172,14 @@ class TalkerConfig(ServiceConfig):
         "fewer for the early chunk's tiles; run 175: the 1.7B step 0.6-0.8% faster at 1 row but 14% slower at 16 "
         "rows, so off)",
     )
+    projected_lookups: bool = option(
+        False,
+        "the code predictor's passes 2..15 look their input up in codebook tables already projected to its width "
+        "(made at start-up; 14 x 2048 x 1024, 59 MB, for the 1.7B in bf16) instead of running the projection GEMM on "
+        "each looked-up embedding: 14 GEMMs fewer a 1.7B step, none for the 0.6B (no projection). Not the same bits "
+        "(the tables' fp32 sums run in another order); greedy codes equal the official's on the tiny checkpoints. Off "
+        "until measured on a GPU (tools/device/next_one_gpu_2.sh)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -403,6 +403,22 @@ class CodePredictor(nn.Module):
         """Talker width -> predictor width (identity when they are equal)."""
         return self.small_to_mtp_projection(x)
 
+    @torch.no_grad()
+    def projected_embeddings(self) -> list[nn.Embedding] | None:
+        """Codebooks 1..14's embeddings (index q-1) already projected to the predictor's width: proj(E_q(id)) is row
+        `id` of proj(E_q.weight), so a pass after the first can look its input up instead of running the projection
+        GEMM on it. Each table is made in fp32 and rounded once, as a GEMM with fp32 accumulation rounds its output;
+        only the order of the fp32 sums differs from the GEMM's. None where the widths are equal (no projection).
+        Codebook 15's embedding feeds only the talker, so it has no table."""
+        if isinstance(self.small_to_mtp_projection, nn.Identity):
+            return None
+        linear = self.small_to_mtp_projection
+        weight, bias = linear.weight.float(), None if linear.bias is None else linear.bias.float()
+        return [
+            nn.Embedding.from_pretrained(F.linear(e.weight.float(), weight, bias).to(e.weight.dtype), freeze=True)
+            for e in self.codec_embedding[: self.cfg.num_code_groups - 2]
+        ]
+
     def new_cache(
         self, slots: int, dtype: torch.dtype, device: torch.device | str, kernels: CacheKernels = PYTORCH_PATHS
     ) -> KVCache:
@@ -416,10 +432,12 @@ class CodePredictor(nn.Module):
         slots: torch.Tensor,
         kv_len: int | None = None,
         inputs: AttentionInputs | None = None,
+        projected: bool = False,
     ) -> torch.Tensor:
         """x [B, T, talker_hidden] (unprojected) at positions [B, T] -> final-normed hidden [B, T, predictor_hidden]
-        (`inputs` as for Decoder.forward)."""
-        return self.model(self.proj(x), positions, cache, slots, kv_len, inputs)
+        (`inputs` as for Decoder.forward). `projected`: x is already at the predictor's width (`projected_embeddings`
+        rows)."""
+        return self.model(x if projected else self.proj(x), positions, cache, slots, kv_len, inputs)
 
     def logits(self, h: torch.Tensor, codebook: int) -> torch.Tensor:
         """Logits of codebook `codebook` (1..15) from the hidden state at position `codebook`."""

@@ -1,4 +1,4 @@
-# Run 190 (session 53, call 1). One-GPU call on an H100 (`nvidia-h100-x1`, ~6 minutes; no H200 could be started): run
+# One-GPU call on an H100 (`nvidia-h100-x1`, ~6 minutes; written for session 53, whose calls got no machine): run
 # 126's call on today's defaults. The stack at 128, 512 and 800 streams opened at once, then the official qwen-tts 0.1.1
 # at batch 1 and 512 (its best batch in runs 23-25, 58 and 126) in the same bench_stack invocation: DESIGN §8's one-GPU
 # rows in H100 terms, for operators whose nodes carry H100s. Every stack figure of the record above 32 streams is an

@@ -1,0 +1,76 @@
+"""The code predictor's passes 2..15 reading their inputs from codebook tables already projected to its width
+(`TalkerRunner(projected_lookups=True)`, `CodePredictor.projected_embeddings`), against the projection GEMM run on
+each looked-up embedding.
+
+The tables hold proj(E_q(id)) for every id, so a pass's input is the same vector up to the order of the fp32 sums: in
+fp32 on CPU the runners step to the same codes with caches and hidden state within rounding. tests/
+test_generate_parity.py checks the runner with the tables against the official generate; tools/bench_talker_step.py's
++projected-lookups times it and counts the codes that stay equal in bf16 on the GPU.
+"""
+
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from omni.models.qwen3_tts.config import CodePredictorConfig
+from omni.models.qwen3_tts.talker import CodePredictor
+from omni.talker.generate import Synthesizer
+from tests.kernel_runners import PREFILLED_SLOTS, prefilled_runner_pair
+
+SERVICE_KERNELS = {"sampler_kernel": True, "kv_write_kernel": True, "norm_rope_write_kernel": True}
+
+
+def test_each_table_row_is_the_projection_of_that_embedding_row(tiny_model_dir):
+    """One table per codebook 1..14 (codebook 15 feeds only the talker), [vocab, predictor width], row `id` the
+    projection (weight and bias) of E_q's row `id`."""
+    predictor = Synthesizer(tiny_model_dir("custom_voice")).model.talker.code_predictor
+    tables = predictor.projected_embeddings()
+    assert len(tables) == predictor.cfg.num_code_groups - 2
+    ids = torch.tensor([0, 7, predictor.cfg.vocab_size - 1])
+    for q, table in enumerate(tables):
+        embedding = predictor.codec_embedding[q]
+        assert table.weight.shape == (embedding.num_embeddings, predictor.cfg.hidden_size)
+        assert not table.weight.requires_grad
+        torch.testing.assert_close(table(ids), predictor.proj(embedding(ids)), rtol=1e-6, atol=1e-6)
+
+
+def test_a_bf16_table_is_the_fp32_projection_rounded_once(tiny_model_dir):
+    """In bf16 each element is rounded once, from the fp32 sum, as a GEMM accumulating in fp32 rounds its output."""
+    predictor = Synthesizer(tiny_model_dir("custom_voice")).model.talker.code_predictor.to(torch.bfloat16)
+    linear = predictor.small_to_mtp_projection
+    table = predictor.projected_embeddings()[3]
+    want = F.linear(predictor.codec_embedding[3].weight.float(), linear.weight.float(), linear.bias.float())
+    assert table.weight.dtype == torch.bfloat16 and torch.equal(table.weight, want.bfloat16())
+
+
+def test_equal_widths_have_no_tables():
+    """Where the talker and the predictor are equally wide there is no projection to skip (the released 0.6B)."""
+    cfg = CodePredictorConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                              num_key_value_heads=1, head_dim=16, vocab_size=64, rope_theta=1e6, rms_norm_eps=1e-6,
+                              max_position_embeddings=64, num_code_groups=4)  # fmt: skip
+    assert CodePredictor(cfg, talker_hidden=32).projected_embeddings() is None
+    assert len(CodePredictor(cfg, talker_hidden=40).projected_embeddings()) == 2
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_runner_with_projected_lookups_steps_as_without(tiny_model_dir, fused):
+    """fp32: the same codes every step, caches and hidden state equal within rounding (not to the bit: the tables'
+    sums run in another order than the projection's). The runner without the flag keeps no tables."""
+    common = SERVICE_KERNELS if fused else {}
+    without, projected = prefilled_runner_pair(
+        tiny_model_dir("custom_voice"), fused=fused, common=common, projected_lookups=True
+    )
+    assert without.projected is None and len(projected.projected) == projected.groups - 2
+    slots = torch.tensor(PREFILLED_SLOTS)
+    for step in range(4):
+        assert torch.equal(projected.decode_step(slots)[0], without.decode_step(slots)[0]), f"step {step}"
+    for name in ("cache", "predictor_cache"):
+        torch.testing.assert_close(getattr(projected, name).k, getattr(without, name).k, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(getattr(projected, name).v, getattr(without, name).v, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(projected.last_hidden, without.last_hidden, rtol=1e-5, atol=1e-5)
+    # Something did change: the predictor caches hold the passes' K/V, made from the looked-up inputs.
+    assert not torch.equal(projected.predictor_cache.k, without.predictor_cache.k)
