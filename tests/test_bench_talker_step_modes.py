@@ -387,6 +387,8 @@ def test_projected_lookups_mode_sets_the_runner_flag_and_its_check_counts_agreei
     talker, config = bench.build_talker("tiny", torch.float32, "cpu")
     assert bench.runner_flags(bench.mode_extras("fused+sampler+projected-lookups"))["projected_lookups"]
     assert not bench.runner_flags(bench.mode_extras("fused+sampler"))["projected_lookups"]
+    both = bench.runner_flags(bench.mode_extras("fused+sampler+projected-lookups+lookup-kernels"))
+    assert both["projected_lookups"] and both["lookup_kernels"]
     out = bench.compare_projected_lookups(talker, {}, config, 2, "cpu")
     equal, total = map(int, out["codes_equal"].split("/"))
     assert total == 2 * 64 * 16 and equal == total

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from omni.models.qwen3_tts.config import CodePredictorConfig
 from omni.models.qwen3_tts.talker import CodePredictor
 from omni.talker.generate import Synthesizer
-from tests.kernel_runners import PREFILLED_SLOTS, prefilled_runner_pair
+from tests.kernel_runners import PREFILLED_SLOTS, assert_same_steps_bit_for_bit, prefilled_runner_pair
 
 SERVICE_KERNELS = {"sampler_kernel": True, "kv_write_kernel": True, "norm_rope_write_kernel": True}
 
@@ -74,3 +74,31 @@ def test_runner_with_projected_lookups_steps_as_without(tiny_model_dir, fused):
     torch.testing.assert_close(projected.last_hidden, without.last_hidden, rtol=1e-5, atol=1e-5)
     # Something did change: the predictor caches hold the passes' K/V, made from the looked-up inputs.
     assert not torch.equal(projected.predictor_cache.k, without.predictor_cache.k)
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_lookup_kernels_step_as_the_pytorch_lookups_and_adds_bit_for_bit(tiny_model_dir, projected):
+    """kernels/frame_embedding.py in the step (lookup_kernels): the frame's sum in one kernel after the passes, and
+    with projected_lookups each pass's input gathered by one: the same codes, caches and hidden state to the bit."""
+    common = {**SERVICE_KERNELS, "projected_lookups": projected}
+    without, with_kernels = prefilled_runner_pair(
+        tiny_model_dir("custom_voice"), fused=True, common=common, lookup_kernels=True
+    )
+    assert without.frame_tables is None and with_kernels.frame_tables.shape[0] == with_kernels.groups - 1
+    assert_same_steps_bit_for_bit(without, with_kernels, steps=4)
+
+
+def test_the_stacked_embeddings_are_the_tables_themselves(tiny_model_dir):
+    """Codebooks 1..15's weights become views of one [15, V, D] tensor (no copy kept), the same one when asked again;
+    after a cast the weights are new tensors, and they are stacked again."""
+    predictor = Synthesizer(tiny_model_dir("custom_voice")).model.talker.code_predictor
+    before = [e.weight.detach().clone() for e in predictor.codec_embedding]
+    stacked = predictor.stacked_codec_embeddings()
+    assert stacked.shape == (15, *before[0].shape) and stacked.is_contiguous()
+    for q, e in enumerate(predictor.codec_embedding):
+        assert e.weight.data_ptr() == stacked[q].data_ptr() and torch.equal(e.weight, before[q])
+    assert predictor.stacked_codec_embeddings() is stacked
+    predictor.to(torch.bfloat16)
+    again = predictor.stacked_codec_embeddings()
+    assert again is not stacked and again.dtype == torch.bfloat16
+    assert again[4].data_ptr() == predictor.codec_embedding[4].weight.data_ptr()

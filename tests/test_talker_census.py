@@ -24,14 +24,17 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     `skinny_linear_dot` (the defaults) every GEMM at these 2 rows is the row kernel's but the codec head's (3,072
     outputs: the dot kernel from 2 rows); none is cuBLAS's. With `skinny_linear_silu_down` no silu_mul kernel runs
     (one a layer fewer) and every other launch and op is as without it. With `projected_lookups` the code predictor's
-    passes 2..15 each gather their input from a projected table instead of running the projection's GEMM."""
+    passes 2..15 each gather their input from a projected table instead of running the projection's GEMM, and with
+    `lookup_kernels` as well those gathers and the frame's embedding sum are Triton kernels."""
     runs = {}
     procs = {}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0"}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
                   ("fused_draws", ["--sites"], {}),
                   ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1"}),
-                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1"}))  # fmt: skip
+                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1"}),
+                  ("lookup_kernels", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1",
+                                                   "OMNI_TALKER_LOOKUP_KERNELS": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -98,3 +101,16 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     }
     assert projected["sites"][gathers] - fused["sites"][gathers] == passes - 1
     assert projected["total"] == fused["total"]
+    # lookup_kernels with it: each pass's input gathered by a kernel, and no talker-width lookup or add in the passes
+    # (the frame summed by one kernel after them): of the 16 codebooks' lookups only codebook 0's is PyTorch's, and of
+    # the step's adds none is the frame's.
+    kernels = runs["lookup_kernels"]
+    assert kernels["launches"]["_gather_rows_kernel"] == passes - 1 and kernels["launches"]["_frame_sum_kernel"] == 1
+    assert kernels["sites"][gathers] == 2  # codebook 0 and the text id
+    runner_source = (ROOT / "omni/talker/model_runner.py").read_text().splitlines()
+    pass_add = "add at omni/talker/model_runner.py:{}".format(
+        runner_source.index("                frame_embedding = frame_embedding + embedding") + 1
+    )
+    assert fused["sites"][pass_add] == passes - 1 and pass_add not in kernels["sites"]
+    assert fused["torch_ops"] - kernels["torch_ops"] == 2 * passes  # codebooks 1..15: a lookup and an add each
+    assert fused["total"] - kernels["total"] == 2 * passes - 1  # and 14 GEMMs for 14 gathers, and the sum's kernel

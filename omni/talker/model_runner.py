@@ -47,6 +47,7 @@ class TalkerRunner:
         predictor_tables: bool = True,
         fused_draws: bool = False,
         projected_lookups: bool = False,
+        lookup_kernels: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -77,6 +78,11 @@ class TalkerRunner:
         one GEMM fewer a pass where the widths differ (the 1.7B), 14 a step. Not the same bits: the tables' fp32 sums
         run in another order than the GEMM's, so an element may round one bf16 step apart. A model of equal widths
         has no projection, and the flag changes nothing.
+        `lookup_kernels`: the frame's embedding sum (the talker's next input) made by one Triton kernel after the code
+        predictor's passes instead of an add in each, and with `projected_lookups` each pass's input gathered by one
+        (kernels/frame_embedding.py: launched programmatically with the step's other kernels, where PyTorch's are
+        not); passes then look up no talker-width embedding. The same bits; 29 PyTorch kernels fewer a 1.7B step with
+        `projected_lookups`, 14 without.
         """
         self.talker = talker
         self.config = config
@@ -128,6 +134,12 @@ class TalkerRunner:
         self._true = torch.ones((), dtype=torch.bool, device=dev)  # what a drawn id writes into `seen`
         self._predictor_pos = torch.arange(self.groups, device=dev)
         self.projected = talker.code_predictor.projected_embeddings() if projected_lookups else None
+        self.frame_tables = None  # codebooks 1..15's embeddings stacked, for the frame_sum kernel (lookup_kernels)
+        if lookup_kernels:  # imports Triton: only when asked for
+            from omni.kernels.frame_embedding import frame_sum, gather_rows
+
+            self.frame_sum, self.gather_rows = frame_sum, gather_rows
+            self.frame_tables = talker.code_predictor.stacked_codec_embeddings()
         # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
         self._predictor_inputs: list[AttentionInputs] | None = None
         if predictor_tables:
@@ -331,20 +343,22 @@ class TalkerRunner:
 
         # Code predictor: [past_hidden, E0(cb0)] then E_{g-1}(cb_{g-1}) for g = 2..15, positions from 0. The
         # embeddings it reads are the frame's codebook embeddings, so the talker's next input (`embed_frame`: their
-        # sum from codebook 0 up, the same adds in the same order) is summed as they are made.
+        # sum from codebook 0 up, the same adds in the same order) is summed as they are made, or with lookup_kernels
+        # by one kernel after the passes (the same adds).
         frame_embedding = t.embed_codec(codes[0])
         x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
         sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
         for g in range(1, self.groups):
             projected = g > 1 and self.projected is not None
             if g > 1:
-                embedding = t.lookup(predictor.codec_embedding[g - 2], codes[g - 1])
-                frame_embedding = frame_embedding + embedding
-                x = (t.lookup(self.projected[g - 2], codes[g - 1]) if projected else embedding)[:, None]
+                x, frame_embedding = self._pass_input(g, codes[g - 1], frame_embedding)
             h = predictor(x, self._predictor_positions(g, b), self.predictor_cache, slots, self.groups,
                           self._predictor_inputs_at(g, b), projected=projected)[:, -1]  # fmt: skip
             sample_subtalker(predictor.logits(h, g), sub, g, self.draw, out=codes[g])
-        frame_embedding = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1])
+        if self.frame_tables is not None:  # lookup_kernels: the sum in one kernel, in the same order
+            frame_embedding = self.frame_sum(frame_embedding, self.frame_tables, codes[1:])
+        else:
+            frame_embedding = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1])
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
         text_ids = torch.where(
@@ -357,6 +371,26 @@ class TalkerRunner:
         hidden = t(x, positions, self.cache, slots)[:, -1]
         self.next_pos[slots] = positions[:, 0] + 1
         return codes.t(), self._draw_talker(slots, hidden, drawn)
+
+    def _pass_input(
+        self, g: int, ids: torch.Tensor, frame_embedding: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pass g's (2..15) input [B, 1, width] from codebook g-1's ids: its embedding at the talker's width, or with
+        projected_lookups its row of the projected table. And the frame's embedding sum with that embedding added,
+        unless lookup_kernels sums the frame after the passes (then, with projected_lookups, no talker-width lookup)."""
+        t = self.talker
+        sum_here = self.frame_tables is None
+        if self.projected is None or sum_here:
+            embedding = t.lookup(t.code_predictor.codec_embedding[g - 2], ids)
+            if sum_here:
+                frame_embedding = frame_embedding + embedding
+        if self.projected is None:
+            x = embedding
+        elif sum_here:
+            x = t.lookup(self.projected[g - 2], ids)
+        else:
+            x = self.gather_rows(self.projected[g - 2].weight, ids)
+        return x[:, None], frame_embedding
 
     def _predictor_positions(self, g: int, b: int) -> torch.Tensor:
         """Pass `g`'s positions for `b` rows: 0 and 1 for the first, g after (views of one arange)."""

@@ -393,6 +393,7 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
         "kv_write_kernel": config.kv_write_kernel and on_cuda,
         "norm_rope_write_kernel": config.norm_rope_write_kernel and fused,
         "projected_lookups": config.projected_lookups,
+        "lookup_kernels": config.lookup_kernels and on_cuda,
     }
 
 

@@ -404,6 +404,21 @@ class CodePredictor(nn.Module):
         return self.small_to_mtp_projection(x)
 
     @torch.no_grad()
+    def stacked_codec_embeddings(self) -> torch.Tensor:
+        """Codebooks 1..15's embedding tables as one [15, vocab, talker width] tensor, for kernels/frame_embedding.py's
+        frame_sum. Each nn.Embedding's weight becomes a view into it (as fuse_talker_kernels does for the fused
+        weights), so no copy is kept; called again, the same tensor."""
+        weights = [e.weight for e in self.codec_embedding]
+        stacked = self.__dict__.get("_stacked_embeddings")  # not a buffer: the checkpoint's keys stay as they are
+        if stacked is not None and all(w.data_ptr() == stacked[q].data_ptr() for q, w in enumerate(weights)):
+            return stacked  # still what the weights are views of (a cast or a load since would have replaced them)
+        stacked = torch.stack([w.detach() for w in weights])
+        for q, e in enumerate(self.codec_embedding):
+            e.weight = nn.Parameter(stacked[q], requires_grad=False)
+        self.__dict__["_stacked_embeddings"] = stacked
+        return stacked
+
+    @torch.no_grad()
     def projected_embeddings(self) -> list[nn.Embedding] | None:
         """Codebooks 1..14's embeddings (index q-1) already projected to the predictor's width: proj(E_q(id)) is row
         `id` of proj(E_q.weight), so a pass after the first can look its input up instead of running the projection
