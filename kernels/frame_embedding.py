@@ -21,22 +21,9 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
+from omni.kernels.rvq_lookup import ROUNDING, round_to  # the rounding after each add, as PyTorch's add rounds
 
-# The rounding after each add, by the tables' dtype (the kernel's ROUND_TO).
-ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 BLOCK_D = 512  # features a program: a 2,048-wide row over 4 programs, a 1,024-wide one over 2
-
-
-@triton.jit
-def round_to(total, ROUND_TO: tl.constexpr):
-    """An fp32 value rounded to nearest even in bf16 (1) or fp16 (2), kept in fp32; fp32 (0) as it is."""
-    if ROUND_TO == 1:  # on the bits: the Triton interpreter's fp32 -> bf16 cast truncates
-        bits = total.to(tl.uint32, bitcast=True)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        total = bits.to(tl.float32, bitcast=True)
-    elif ROUND_TO == 2:
-        total = total.to(tl.float16).to(tl.float32)
-    return total
 
 
 @triton.jit

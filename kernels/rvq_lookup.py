@@ -18,6 +18,19 @@ ROUNDING = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 
 @triton.jit
+def round_to(total, ROUND_TO: tl.constexpr):
+    """An fp32 value rounded to nearest even in bf16 (1) or fp16 (2), kept in fp32; fp32 (0) as it is: what
+    PyTorch's 16-bit add does to its fp32 result. Also kernels/frame_embedding.py's."""
+    if ROUND_TO == 1:  # on the bits: the Triton interpreter's fp32 -> bf16 cast truncates
+        bits = total.to(tl.uint32, bitcast=True)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        total = bits.to(tl.float32, bitcast=True)
+    elif ROUND_TO == 2:
+        total = total.to(tl.float16).to(tl.float32)
+    return total
+
+
+@triton.jit
 def _lookup_sum_kernel(
     tables_ptr,
     codes_ptr,
@@ -45,13 +58,7 @@ def _lookup_sum_kernel(
     for book in range(books):
         code = tl.load(code_at + book * codes_stride_n, mask=inside, other=0).to(tl.int64)
         row = tl.load(tables_ptr + book * table_stride_n + code[:, None] * DIM + d[None, :], mask=mask, other=0.0)
-        total += row.to(tl.float32)
-        if ROUND_TO == 1:  # bf16, on the bits: the Triton interpreter's fp32 -> bf16 cast truncates
-            bits = total.to(tl.uint32, bitcast=True)
-            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-            total = bits.to(tl.float32, bitcast=True)
-        elif ROUND_TO == 2:  # fp16
-            total = total.to(tl.float16).to(tl.float32)
+        total = round_to(total + row.to(tl.float32), ROUND_TO)
     # exact: the total is a value of the output's dtype
     tl.store(out_ptr + tok[:, None] * DIM + d[None, :], total.to(out_ptr.dtype.element_ty), mask=mask)
 
