@@ -3,7 +3,7 @@
 # at batch 1 and 512 (its best batch in runs 23-25, 58 and 126) in the same bench_stack invocation: DESIGN §8's one-GPU
 # rows in H100 terms, for operators whose nodes carry H100s. Every stack figure of the record above 32 streams is an
 # H200's; run 186 gave the H100's 1 / 16 / 32 streams (17.5 / 191.6 / 316.8 audio-s/s, TTFA p50 24 / 42 / 67 ms).
-# Carry .whl_codec (transformers 4.57.3, tokenizers 0.22.1, huggingface-hub 0.36.0, accelerate 1.12.0, qwen-tts 0.1.1).
+# Carry .whl, .whl_stack and .whl_codec (fetch_wheels.sh fills all three; .whl_codec holds the official's pins).
 # Prediction (the H100 has ~70% of the H200's memory bandwidth and about its bf16 compute; the 512-row talker step and
 # the codec's convs are partly compute-bound): 512 streams 1,100-1,400 audio-s/s (run 157 on an H200: 1,392.2); TTFA
 # p99 at 128 streams 180-280 ms; at 800 some requests gapped (H200 run 157: none); the official 130-200 audio-s/s at
