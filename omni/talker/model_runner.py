@@ -81,8 +81,8 @@ class TalkerRunner:
         `lookup_kernels`: the frame's embedding sum (the talker's next input) made by one Triton kernel after the code
         predictor's passes instead of an add in each, and with `projected_lookups` each pass's input gathered by one
         (kernels/frame_embedding.py: launched programmatically with the step's other kernels, where PyTorch's are
-        not); passes then look up no talker-width embedding. The same bits; 29 PyTorch kernels fewer a 1.7B step with
-        `projected_lookups`, 14 without.
+        not); passes then look up no talker-width embedding. The same bits. With `projected_lookups` a 1.7B step runs
+        30 PyTorch kernels fewer (15 lookups, 15 adds) than with neither flag; without it the 15 adds become one kernel.
         """
         self.talker = talker
         self.config = config

@@ -184,8 +184,9 @@ class TalkerConfig(ServiceConfig):
         False,
         "on a CUDA device: the frame's embedding sum (the talker's next input) by one Triton kernel after the code "
         "predictor's passes instead of an add in each, and with projected_lookups each pass's input gathered by one, "
-        "both launched programmatically with the step's other kernels (the same bits; 29 PyTorch kernels fewer a 1.7B "
-        "step with projected_lookups, 14 without). Off until measured on a GPU (tools/device/next_one_gpu_2.sh)",
+        "both launched programmatically with the step's other kernels (the same bits; with projected_lookups 30 "
+        "PyTorch kernels fewer a 1.7B step, without it 15 adds in one kernel). Off until measured on a GPU "
+        "(tools/device/next_one_gpu_2.sh)",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
