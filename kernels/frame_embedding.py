@@ -27,12 +27,14 @@ BLOCK_D = 512  # features a program: a 2,048-wide row over 4 programs, a 1,024-w
 
 
 @triton.jit
-def _gather_rows_kernel(table_ptr, ids_ptr, out_ptr, DIM: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr):
+def _gather_rows_kernel(
+    table_ptr, ids_ptr, out_ptr, ids_stride, DIM: tl.constexpr, BLOCK: tl.constexpr, PDL: tl.constexpr
+):
     wait_for_prior_kernels(PDL)
     row = tl.program_id(0).to(tl.int64)
     d = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     inside = d < DIM
-    index = tl.load(ids_ptr + row).to(tl.int64)
+    index = tl.load(ids_ptr + row * ids_stride).to(tl.int64)
     tl.store(out_ptr + row * DIM + d, tl.load(table_ptr + index * DIM + d, mask=inside), mask=inside)
 
 
@@ -72,8 +74,8 @@ def _check_ids(ids: torch.Tensor, what: str) -> None:
 
 
 def gather_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """table[ids]: table [V, D] contiguous, ids [B] integer on its device (within [0, V), not checked here: that would
-    sync) -> [B, D] contiguous."""
+    """table[ids]: table [V, D] contiguous, ids [B] integer on its device, any stride (a codebook's row of row-major
+    codes is strided; within [0, V), not checked here: that would sync) -> [B, D] contiguous."""
     _check_ids(ids, "gather_rows")
     if table.dim() != 2 or not table.is_contiguous() or ids.dim() != 1:
         raise ValueError(f"gather_rows: a contiguous [V, D] table and [B] ids, got {tuple(table.shape)}, {ids.shape}")
@@ -81,7 +83,7 @@ def gather_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     out = torch.empty(rows, dim, dtype=table.dtype, device=table.device)
     if rows:
         _gather_rows_kernel[(rows, triton.cdiv(dim, BLOCK_D))](
-            table, ids, out, DIM=dim, BLOCK=BLOCK_D, num_warps=4, **launch_options()
+            table, ids, out, ids.stride(0), DIM=dim, BLOCK=BLOCK_D, num_warps=4, **launch_options()
         )
     return out
 

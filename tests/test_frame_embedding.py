@@ -21,6 +21,8 @@ def test_gather_rows_are_the_indexed_rows(dim):
     got = gather_rows(table, ids)
     assert got.is_contiguous() and torch.equal(got, table[ids])
     assert gather_rows(table, ids[:0]).shape == (0, dim)
+    strided = torch.tensor([[7, 1], [250, 2], [7, 3]])[:, 0]  # a codebook's ids in row-major codes
+    assert torch.equal(gather_rows(table, strided), table[strided])
 
 
 def _sum_by_adds(start: torch.Tensor, tables: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
@@ -75,8 +77,8 @@ for pdl in (False, True):
     consts = {"DIM": 2048, "BOOKS": 15, "BLOCK": 512, "ROUND_TO": 1, "PDL": pdl}
     ptx = triton.compile(triton.compiler.ASTSource(_frame_sum_kernel, sig, consts), target=target).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == pdl, pdl
-    sig = {"table_ptr": "*bf16", "ids_ptr": "*i64", "out_ptr": "*bf16", "DIM": "constexpr", "BLOCK": "constexpr",
-           "PDL": "constexpr"}
+    sig = {"table_ptr": "*bf16", "ids_ptr": "*i64", "out_ptr": "*bf16", "ids_stride": "i32", "DIM": "constexpr",
+           "BLOCK": "constexpr", "PDL": "constexpr"}
     consts = {"DIM": 1024, "BLOCK": 512, "PDL": pdl}
     ptx = triton.compile(triton.compiler.ASTSource(_gather_rows_kernel, sig, consts), target=target).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == pdl, pdl

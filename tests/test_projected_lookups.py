@@ -77,13 +77,16 @@ def test_runner_with_projected_lookups_steps_as_without(tiny_model_dir, fused):
 
 
 @pytest.mark.parametrize("projected", [False, True])
-def test_lookup_kernels_step_as_the_pytorch_lookups_and_adds_bit_for_bit(tiny_model_dir, projected):
+@pytest.mark.parametrize("by_group", [True, False])
+def test_lookup_kernels_step_as_the_pytorch_lookups_and_adds_bit_for_bit(tiny_model_dir, projected, by_group):
     """kernels/frame_embedding.py in the step (lookup_kernels): the frame's sum in one kernel after the passes, and
-    with projected_lookups each pass's input gathered by one: the same codes, caches and hidden state to the bit."""
+    with projected_lookups each pass's input gathered by one: the same codes, caches and hidden state to the bit,
+    with the codes group-major (the default) or row-major (each codebook's ids strided)."""
     common = {**SERVICE_KERNELS, "projected_lookups": projected}
     without, with_kernels = prefilled_runner_pair(
         tiny_model_dir("custom_voice"), fused=True, common=common, lookup_kernels=True
     )
+    without.codes_by_group = with_kernels.codes_by_group = by_group
     assert without.frame_tables is None and with_kernels.frame_tables.shape[0] == with_kernels.groups - 1
     assert_same_steps_bit_for_bit(without, with_kernels, steps=4)
 
