@@ -17,6 +17,10 @@ from omni.talker.prompt import SpeechRequest
 PREFILLED_SLOTS = [2, 0]  # the slots the two requests were prefilled in, in the order to step them
 
 
+# The service's CUDA build: every talker kernel it turns on (TalkerRunner flags), for pairs that differ in one more.
+SERVICE_KERNELS = {"sampler_kernel": True, "kv_write_kernel": True, "norm_rope_write_kernel": True}
+
+
 def prefilled_runner_pair(
     checkpoint: Path, fused: bool = False, common: dict | None = None, **kernel_option: bool
 ) -> tuple[TalkerRunner, TalkerRunner]:

@@ -19,9 +19,12 @@ import torch.nn.functional as F
 from omni.models.qwen3_tts.config import CodePredictorConfig
 from omni.models.qwen3_tts.talker import CodePredictor
 from omni.talker.generate import Synthesizer
-from tests.kernel_runners import PREFILLED_SLOTS, assert_same_steps_bit_for_bit, prefilled_runner_pair
-
-SERVICE_KERNELS = {"sampler_kernel": True, "kv_write_kernel": True, "norm_rope_write_kernel": True}
+from tests.kernel_runners import (
+    PREFILLED_SLOTS,
+    SERVICE_KERNELS,
+    assert_same_steps_bit_for_bit,
+    prefilled_runner_pair,
+)
 
 
 def test_each_table_row_is_the_projection_of_that_embedding_row(tiny_model_dir):

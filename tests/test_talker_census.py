@@ -109,7 +109,7 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert kernels["sites"][gathers] == 2  # codebook 0 and the text id
     runner_source = (ROOT / "omni/talker/model_runner.py").read_text().splitlines()
     pass_add = "add at omni/talker/model_runner.py:{}".format(
-        runner_source.index("                frame_embedding = frame_embedding + embedding") + 1
+        runner_source.index("            frame_embedding = frame_embedding + embedding") + 1
     )
     assert fused["sites"][pass_add] == passes - 1 and pass_add not in kernels["sites"]
     assert fused["torch_ops"] - kernels["torch_ops"] == 2 * passes  # codebooks 1..15: a lookup and an add each

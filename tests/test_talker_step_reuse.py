@@ -16,10 +16,12 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 import pytest
 import torch
 
-from tests.kernel_runners import PREFILLED_SLOTS, assert_same_steps_bit_for_bit, prefilled_runner_pair
-
-# The service's CUDA build: every talker kernel it turns on, the tables the only difference between the two runners.
-SERVICE_KERNELS = {"sampler_kernel": True, "kv_write_kernel": True, "norm_rope_write_kernel": True}
+from tests.kernel_runners import (
+    PREFILLED_SLOTS,
+    SERVICE_KERNELS,
+    assert_same_steps_bit_for_bit,
+    prefilled_runner_pair,
+)
 
 
 @pytest.mark.parametrize("fused", [False, True])

@@ -378,18 +378,13 @@ class TalkerRunner:
         """Pass g's (2..15) input [B, 1, width] from codebook g-1's ids: its embedding at the talker's width, or with
         projected_lookups its row of the projected table. And the frame's embedding sum with that embedding added,
         unless lookup_kernels sums the frame after the passes (then, with projected_lookups, no talker-width lookup)."""
-        t = self.talker
-        sum_here = self.frame_tables is None
-        if self.projected is None or sum_here:
-            embedding = t.lookup(t.code_predictor.codec_embedding[g - 2], ids)
-            if sum_here:
-                frame_embedding = frame_embedding + embedding
-        if self.projected is None:
-            x = embedding
-        elif sum_here:
-            x = t.lookup(self.projected[g - 2], ids)
-        else:
-            x = self.gather_rows(self.projected[g - 2].weight, ids)
+        t, kernel_sum = self.talker, self.frame_tables is not None
+        if self.projected is not None and kernel_sum:  # nothing to add here: the input row is all a pass needs
+            return self.gather_rows(self.projected[g - 2].weight, ids)[:, None], frame_embedding
+        embedding = t.lookup(t.code_predictor.codec_embedding[g - 2], ids)
+        if not kernel_sum:
+            frame_embedding = frame_embedding + embedding
+        x = embedding if self.projected is None else t.lookup(self.projected[g - 2], ids)
         return x[:, None], frame_embedding
 
     def _predictor_positions(self, g: int, b: int) -> torch.Tensor:
