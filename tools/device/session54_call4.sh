@@ -7,8 +7,9 @@ source tools/device/setup.sh
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/off \
     .whl_codec/*.whl || exit 1
 stamp start
-python3 -c "from omni.models.qwen3_tts.tiny import write_shaped_checkpoint as w; w('/tmp/ck17', 'custom_voice', '1.7b', \\
-    device='cuda')" || exit 1  # bench_stack's checkpoint: same seed, dtype and device
+# bench_stack's checkpoint: same seed, dtype and device
+python3 -c "from omni.models.qwen3_tts.tiny import write_shaped_checkpoint as w; w('/tmp/ck17', 'custom_voice', \
+'1.7b', device='cuda')" || exit 1
 stamp checkpoint
 PYTHONPATH=/tmp/off python3 tools/bench_official.py --model /tmp/ck17 --device cuda --frames 125 --batches 256 384 \
     --max-seconds 100 --out $OUT/official_h100.json 2>&1 | grep -vE "Warning|warn" | tail -12
