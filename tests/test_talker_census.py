@@ -25,16 +25,18 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     outputs: the dot kernel from 2 rows); none is cuBLAS's. With `skinny_linear_silu_down` no silu_mul kernel runs
     (one a layer fewer) and every other launch and op is as without it. With `projected_lookups` the code predictor's
     passes 2..15 each gather their input from a projected table instead of running the projection's GEMM, and with
-    `lookup_kernels` as well those gathers and the frame's embedding sum are Triton kernels."""
+    `lookup_kernels` as well (both the defaults since session 54; the runs before those are asked with them off)
+    those gathers and the frame's embedding sum are Triton kernels. The decode-attention rows' slots are repeated once
+    a forward, not once a layer: one copy a step (the code predictor's first pass, 2 positions a slot)."""
     runs = {}
     procs = {}
-    apart = {"OMNI_TALKER_FUSED_DRAWS": "0"}  # the draws' processors and counters as PyTorch ops
+    plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0"}
+    apart = {"OMNI_TALKER_FUSED_DRAWS": "0", **plain}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
-                  ("fused_draws", ["--sites"], {}),
-                  ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1"}),
-                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1"}),
-                  ("lookup_kernels", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1",
-                                                   "OMNI_TALKER_LOOKUP_KERNELS": "1"}))  # fmt: skip
+                  ("fused_draws", ["--sites"], plain),
+                  ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1", **plain}),
+                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0"}),
+                  ("lookup_kernels", ["--sites"], {}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -83,8 +85,11 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert fused["ops"]["copy_"] == 1  # the EOS block's copy is in the kernel
     assert kept["total"] - fused["total"] == 34, (kept["total"], fused["total"])  # tiny: 449 -> 415
     assert all(" at omni/" in site or " at kernels/" in site or " at services/" in site for site in sites), sites
-    # Every lookup is the talker's one gather line: the 16 codebooks and the text id, each looked up once.
     talker_source = (ROOT / "omni/models/qwen3_tts/talker.py").read_text().splitlines()
+    repeat = "    return slots if visible.shape[1] == 1 else slots.repeat_interleave(visible.shape[1])"
+    assert sites[f"clone at omni/models/qwen3_tts/talker.py:{talker_source.index(repeat) + 1}"] == 1
+    assert kept["layers"]["code_predictor"] > 1  # so once a layer would be more
+    # Every lookup is the talker's one gather line: the 16 codebooks and the text id, each looked up once.
     line = talker_source.index("            return table.weight[ids]") + 1
     assert sites[f"index at omni/models/qwen3_tts/talker.py:{line}"] == forwards + 1
     # skinny_linear_silu_down: each layer's silu_mul kernel gone into its down projection's kernel, nothing else.

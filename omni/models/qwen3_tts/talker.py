@@ -197,13 +197,13 @@ class Attention(nn.Module):
         layer: int,
         slots: torch.Tensor,
         positions: torch.Tensor,
+        row_slots: torch.Tensor | None,
     ) -> torch.Tensor:
         """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or each (slot, position)'s length [B, T]
-        (decode kernel)."""
+        (decode kernel), whose rows' slots are `row_slots` (`kernel_row_slots`; None on the PyTorch path)."""
         b, t, _ = x.shape
         q = self.project_write(x, rope, cache, layer, slots, positions)
         if visible.dim() == 2:  # one kernel row per (slot, position): keys 0..position of its slot, read in place
-            row_slots = slots if t == 1 else slots.repeat_interleave(t)
             rows = q.reshape(b * t, self.heads, self.head_dim)
             lengths = visible.reshape(-1)  # slot-major, as the rows
             out = cache.decode_attention(rows, cache.k[layer], cache.v[layer], row_slots, lengths).view(b, t, -1)
@@ -234,9 +234,18 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, x, rope, visible, cache, layer, slots, positions) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, visible, cache, layer, slots, positions)
+    def forward(self, x, rope, visible, cache, layer, slots, positions, row_slots) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, visible, cache, layer, slots, positions, row_slots)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+
+def kernel_row_slots(slots: torch.Tensor, visible: torch.Tensor) -> torch.Tensor | None:
+    """The slot of each decode-attention kernel row (T rows a slot, slot-major, as `visible`'s lengths), made once a
+    forward rather than in each layer (a copy kernel for T > 1: the code predictor's first pass, short prefills);
+    None where `visible` is a mask (the PyTorch path)."""
+    if visible.dim() != 2:
+        return None
+    return slots if visible.shape[1] == 1 else slots.repeat_interleave(visible.shape[1])
 
 
 def _check_shapes(
@@ -294,8 +303,9 @@ class Decoder(nn.Module):
         rows); default: made here.
         """
         rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
+        row_slots = kernel_row_slots(slots, visible)
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, visible, cache, i, slots, positions)
+            x = layer(x, rope, visible, cache, i, slots, positions, row_slots)
         return self.norm(x)
 
     def rope_frequencies(self, device: torch.device) -> torch.Tensor:

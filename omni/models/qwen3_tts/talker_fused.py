@@ -30,7 +30,16 @@ from omni.kernels.skinny_linear import (
     skinny_linear,
 )
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
-from omni.models.qwen3_tts.talker import MLP, Attention, AttentionInputs, Decoder, KVCache, Qwen3TTSTalker, RMSNorm
+from omni.models.qwen3_tts.talker import (
+    MLP,
+    Attention,
+    AttentionInputs,
+    Decoder,
+    KVCache,
+    Qwen3TTSTalker,
+    RMSNorm,
+    kernel_row_slots,
+)
 
 
 def _concat_rows(linears: list[nn.Linear]) -> torch.Tensor:
@@ -129,10 +138,11 @@ def _decoder_forward_add_norm(
     with the layer's post-attention norm, the MLP's with the next layer's input norm (the last with the final
     norm). The same sums and roundings as the layer-by-layer forward; two kernels fewer per layer."""
     rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
+    row_slots = kernel_row_slots(slots, visible)
     layers = self.layers
     h = layers[0].input_layernorm(x)
     for i, layer in enumerate(layers):
-        attn = layer.self_attn(h, rope, visible, cache, i, slots, positions)
+        attn = layer.self_attn(h, rope, visible, cache, i, slots, positions, row_slots)
         post = layer.post_attention_layernorm
         x, h = add_rms_norm(x, attn, post.weight, post.eps)
         after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
