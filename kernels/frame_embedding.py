@@ -13,9 +13,16 @@ never lets the next one in early), so each one costs a launch with nothing overl
   same bits as the step's adds: one launch for the frame where there were 15 adds (and, with the projected tables,
   15 gathers).
 
-Both wait for the kernels ahead and let the next one launch (kernels/programmatic_launch.py) where programmatic
+- `step_inputs(...)`: what a decode step reads at its rows' slots before its first pass, in one launch where there
+  were 15 PyTorch kernels: each row's drawn count and frame, codebook 0's id (into the codes), its position, the code
+  predictor's first input [last hidden, codebook 0's embedding] and the text embedding row of the frame's trailing
+  text id (the pad id past it). Gathers and a select only: the same values as the PyTorch ops.
+
+All wait for the kernels ahead and let the next one launch (kernels/programmatic_launch.py) where programmatic
 launch is on.
 """
+
+from dataclasses import dataclass
 
 import torch
 import triton
@@ -119,6 +126,135 @@ def frame_sum(start: torch.Tensor, tables: torch.Tensor, codes: torch.Tensor) ->
             BOOKS=books,
             BLOCK=BLOCK_D,
             ROUND_TO=ROUNDING[tables.dtype],
+            num_warps=4,
+            **launch_options(),
+        )
+    return out
+
+
+@triton.jit
+def _step_inputs_kernel(
+    slots_ptr,
+    drawn_ptr,
+    pending_ptr,
+    next_pos_ptr,
+    trailing_len_ptr,
+    trailing_ptr,
+    last_hidden_ptr,
+    codec_table_ptr,
+    text_table_ptr,
+    codes_ptr,
+    drawn_out_ptr,
+    frame_out_ptr,
+    positions_ptr,
+    x_ptr,
+    text_out_ptr,
+    codes_stride,
+    max_len,
+    pad_id,
+    HIDDEN: tl.constexpr,
+    TEXT_DIM: tl.constexpr,
+    BLOCK: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    wait_for_prior_kernels(PDL)
+    row = tl.program_id(0).to(tl.int64)
+    block = tl.program_id(1)
+    slot = tl.load(slots_ptr + row).to(tl.int64)
+    drawn = tl.load(drawn_ptr + slot)
+    frame = drawn - 1
+    code = tl.load(pending_ptr + slot).to(tl.int64)
+    column = tl.minimum(frame, max_len - 1)
+    column = tl.where(column < 0, column + max_len, column)  # a negative index counts from the end, as PyTorch's
+    trailing = tl.load(trailing_ptr + slot * max_len + column)
+    text_id = tl.where(frame < tl.load(trailing_len_ptr + slot), trailing, pad_id).to(tl.int64)
+    if block == 0:
+        tl.store(codes_ptr + row * codes_stride, code)
+        tl.store(drawn_out_ptr + row, drawn)
+        tl.store(frame_out_ptr + row, frame)
+        tl.store(positions_ptr + row, tl.load(next_pos_ptr + slot))
+    d = block * BLOCK + tl.arange(0, BLOCK)
+    inside = d < HIDDEN
+    hidden = tl.load(last_hidden_ptr + slot * HIDDEN + d, mask=inside)
+    tl.store(x_ptr + row * 2 * HIDDEN + d, hidden, mask=inside)
+    embedding = tl.load(codec_table_ptr + code * HIDDEN + d, mask=inside)
+    tl.store(x_ptr + (row * 2 + 1) * HIDDEN + d, embedding, mask=inside)
+    text_inside = d < TEXT_DIM
+    text = tl.load(text_table_ptr + text_id * TEXT_DIM + d, mask=text_inside)
+    tl.store(text_out_ptr + row * TEXT_DIM + d, text, mask=text_inside)
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """What `step_inputs` gathered for B rows."""
+
+    drawn: torch.Tensor  # [B] codebook-0 ids drawn so far
+    frame: torch.Tensor  # [B] the frame being completed (drawn - 1)
+    positions: torch.Tensor  # [B, 1] the talker position the step writes
+    x: torch.Tensor  # [B, 2, H] the code predictor's first input: [last hidden, codebook 0's embedding]
+    text: torch.Tensor  # [B, text width] the text embedding row of the frame's trailing text id (the pad id past it)
+
+
+def step_inputs(
+    slots: torch.Tensor,
+    drawn: torch.Tensor,
+    pending: torch.Tensor,
+    next_pos: torch.Tensor,
+    trailing: torch.Tensor,
+    trailing_len: torch.Tensor,
+    last_hidden: torch.Tensor,
+    codec_table: torch.Tensor,
+    text_table: torch.Tensor,
+    pad_id: int,
+    codes0: torch.Tensor,
+) -> StepInputs:
+    """At each row's slot: `drawn[s]`, `drawn[s] - 1`, `next_pos[s]`, [last_hidden[s], codec_table[pending[s]]] and
+    text_table[trailing[s, min(frame, max_len - 1)] if frame < trailing_len[s] else pad_id]; `pending[s]` written
+    into codes0 [B] (any stride). Slot tensors [rows] int64 and trailing [rows, max_len] int64, contiguous; the
+    tables [V, D] contiguous, the codec's of last_hidden's width; ids within the tables (not checked: that would
+    sync)."""
+    _check_ids(slots, "step_inputs")
+    b, hidden = slots.shape[0], last_hidden.shape[1]
+    text_dim = text_table.shape[1]
+    tensors = (drawn, pending, next_pos, trailing_len, trailing, last_hidden, codec_table, text_table)
+    if any(not t.is_contiguous() for t in tensors) or any(t.dtype != torch.int64 for t in tensors[:5]):
+        raise ValueError("step_inputs: contiguous int64 slot state and contiguous tables")
+    if codec_table.shape[1] != hidden or codec_table.dtype != last_hidden.dtype or codes0.shape != (b,):
+        raise ValueError(
+            f"step_inputs: codec table [V, {hidden}] of the hidden state's dtype and codes0 [{b}], got "
+            f"{tuple(codec_table.shape)} {codec_table.dtype} and {tuple(codes0.shape)}"
+        )
+    device = last_hidden.device
+    out = StepInputs(
+        drawn=torch.empty(b, dtype=torch.int64, device=device),
+        frame=torch.empty(b, dtype=torch.int64, device=device),
+        positions=torch.empty(b, 1, dtype=torch.int64, device=device),
+        x=torch.empty(b, 2, hidden, dtype=last_hidden.dtype, device=device),
+        text=torch.empty(b, text_dim, dtype=text_table.dtype, device=device),
+    )
+    if b:
+        _step_inputs_kernel[(b, triton.cdiv(max(hidden, text_dim), BLOCK_D))](
+            slots,
+            drawn,
+            pending,
+            next_pos,
+            trailing_len,
+            trailing,
+            last_hidden,
+            codec_table,
+            text_table,
+            codes0,
+            out.drawn,
+            out.frame,
+            out.positions,
+            out.x,
+            out.text,
+            codes0.stride(0),
+            trailing.shape[1],
+            pad_id,
+            HIDDEN=hidden,
+            TEXT_DIM=text_dim,
+            BLOCK=BLOCK_D,
             num_warps=4,
             **launch_options(),
         )

@@ -242,7 +242,7 @@ def test_the_next_device_scripts_name_only_modes_the_bench_takes():
             assert "$" not in modes, (script.name, found)
             assert bench.parse_modes(modes), (script.name, modes)
             lists.append(modes)
-    assert any(modes.endswith("+dot-32+pdl+pdl-to-64") for modes in lists)  # next_one_gpu.sh's M
+    assert any(modes.endswith("+pdl-to-64+projected-lookups+lookup-kernels") for modes in lists)  # the defaults, M
 
 
 def test_exposed_time_splits_overlapped_kernels_into_the_busy_time():
@@ -388,7 +388,8 @@ def test_projected_lookups_mode_sets_the_runner_flag_and_its_check_counts_agreei
     assert bench.runner_flags(bench.mode_extras("fused+sampler+projected-lookups"))["projected_lookups"]
     assert not bench.runner_flags(bench.mode_extras("fused+sampler"))["projected_lookups"]
     both = bench.runner_flags(bench.mode_extras("fused+sampler+projected-lookups+lookup-kernels"))
-    assert both["projected_lookups"] and both["lookup_kernels"]
+    assert both["projected_lookups"] and both["lookup_kernels"] and not both["step_input_kernel"]
+    assert bench.runner_flags(bench.mode_extras("fused+sampler+step-inputs"))["step_input_kernel"]
     out = bench.compare_projected_lookups(talker, {}, config, 2, "cpu")
     equal, total = map(int, out["codes_equal"].split("/"))
     assert total == 2 * 64 * 16 and equal == total

@@ -1,5 +1,6 @@
 """kernels/frame_embedding.py against the PyTorch ops it replaces in a talker decode step, bit for bit: the gather of
-a pass's input rows and the frame's embedding sum (adds in order, rounded after each). On CPU through the Triton
+a pass's input rows, the frame's embedding sum (adds in order, rounded after each) and the step's gathers at its
+slots. On CPU through the Triton
 interpreter; tests/test_projected_lookups.py steps the runner with them."""
 
 import os
@@ -8,7 +9,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 
 import pytest
 import torch
-from omni.kernels.frame_embedding import frame_sum, gather_rows
+from omni.kernels.frame_embedding import frame_sum, gather_rows, step_inputs
 
 from tests.kernel_runners import compile_for_sm90
 
@@ -63,10 +64,69 @@ def test_frame_sum_refuses_what_it_cannot_sum():
         gather_rows(tables[0].t(), codes[0])
 
 
+def _step_inputs_by_pytorch(slots, state, codec_table, text_table, pad_id):
+    """TalkerRunner._decode_step's PyTorch ops for what `step_inputs` gathers."""
+    drawn = state["drawn"][slots]
+    frame = drawn - 1
+    code = state["pending"][slots]
+    x = torch.stack([state["last_hidden"][slots], codec_table[code]], dim=1)
+    max_len = state["trailing"].shape[1]
+    text_ids = torch.where(
+        frame < state["trailing_len"][slots],
+        state["trailing"][slots, frame.clamp(max=max_len - 1)],
+        torch.full_like(frame, pad_id),
+    )
+    return drawn, frame, code, x, text_ids, text_table[text_ids], state["next_pos"][slots][:, None]
+
+
+@pytest.mark.parametrize(("hidden", "text_dim"), [(48, 48), (1100, 600), (600, 1100)])
+@pytest.mark.parametrize("group_major", [True, False])
+def test_step_inputs_are_the_runners_gathers(hidden, text_dim, group_major):
+    """Rows in any order, a slot twice, a slot whose frame is -1 (nothing drawn: PyTorch's index wraps to the last
+    column, and its trailing text is longer than that), frames inside, at and past the trailing text and past
+    max_len; hidden and text widths either way round (the 0.6B's text is wider). Codebook 0's id is written into the
+    codes' first codebook, group-major or a strided column of row-major codes."""
+    gen = torch.Generator().manual_seed(3)
+    rows, max_len, pad_id = 6, 10, 7
+    state = {
+        "drawn": torch.tensor([3, 0, 5, 13, 1, 4]),
+        "pending": torch.tensor([11, 2, 0, 29, 5, 17]),
+        "next_pos": torch.tensor([20, 4, 31, 50, 9, 12]),
+        "trailing_len": torch.tensor([4, 3, 4, 10, 0, 5]),  # slot 2: frame 4 is past it; slot 3: frame 12 past max_len
+        "trailing": torch.randint(pad_id + 1, 40, (rows, max_len), generator=gen),  # none the pad id
+        "last_hidden": torch.randn(rows, hidden, generator=gen).bfloat16(),
+    }
+    codec_table = torch.randn(30, hidden, generator=gen).bfloat16()
+    text_table = torch.randn(40, text_dim, generator=gen).bfloat16()
+    slots = torch.tensor([3, 1, 0, 2, 3, 4, 5])
+    b = slots.shape[0]
+    codes = torch.full((16, b), -1) if group_major else torch.full((b, 16), -1).t()
+    names = ("drawn", "pending", "next_pos", "trailing", "trailing_len", "last_hidden")
+    got = step_inputs(slots, *(state[name] for name in names), codec_table, text_table, pad_id, codes[0])
+    drawn, frame, code, x, ids, text, positions = _step_inputs_by_pytorch(slots, state, codec_table, text_table, pad_id)
+    assert torch.equal(got.drawn, drawn) and torch.equal(got.frame, frame) and torch.equal(codes[0], code)
+    assert torch.equal(got.positions, positions) and torch.equal(got.x, x) and torch.equal(got.text, text)
+    assert (codes[1:] == -1).all()  # nothing but codebook 0 written
+    assert ids.tolist() == [7, ids[1], ids[2], 7, 7, 7, ids[6]] and min(ids[1], ids[2], ids[6]) > pad_id  # both kinds
+
+
+def test_step_inputs_refuse_what_they_cannot_gather():
+    state = [torch.zeros(2, dtype=torch.long) for _ in range(3)]
+    trailing, trailing_len = torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, dtype=torch.long)
+    hidden, codec, text = torch.zeros(2, 8), torch.zeros(5, 8), torch.zeros(5, 6)
+    slots, codes0 = torch.tensor([0, 1]), torch.zeros(2, dtype=torch.long)
+    with pytest.raises(ValueError, match="int64"):
+        step_inputs(slots, *state, trailing.int(), trailing_len, hidden, codec, text, 0, codes0)
+    with pytest.raises(ValueError, match=r"codec table \[V, 8\]"):
+        step_inputs(slots, *state, trailing, trailing_len, hidden, text, text, 0, codes0)
+    with pytest.raises(ValueError, match="integers"):
+        step_inputs(slots.float(), *state, trailing, trailing_len, hidden, codec, text, 0, codes0)
+
+
 COMPILE = r"""
 import sys, triton, torch
 from triton.backends.compiler import GPUTarget
-from omni.kernels.frame_embedding import _frame_sum_kernel, _gather_rows_kernel
+from omni.kernels.frame_embedding import _frame_sum_kernel, _gather_rows_kernel, _step_inputs_kernel
 
 target = GPUTarget("cuda", 90, 32)
 for pdl in (False, True):
@@ -82,11 +142,20 @@ for pdl in (False, True):
     consts = {"DIM": 1024, "BLOCK": 512, "PDL": pdl}
     ptx = triton.compile(triton.compiler.ASTSource(_gather_rows_kernel, sig, consts), target=target).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == pdl, pdl
+    sig = {name: "*i64" for name in ("slots_ptr", "drawn_ptr", "pending_ptr", "next_pos_ptr", "trailing_len_ptr",
+                                     "trailing_ptr", "codes_ptr", "drawn_out_ptr", "frame_out_ptr", "positions_ptr")}
+    sig |= {name: "*bf16" for name in ("last_hidden_ptr", "codec_table_ptr", "text_table_ptr", "x_ptr",
+                                       "text_out_ptr")}
+    sig |= {"codes_stride": "i32", "max_len": "i32", "pad_id": "i32", "HIDDEN": "constexpr", "TEXT_DIM": "constexpr",
+            "BLOCK": "constexpr", "PDL": "constexpr"}
+    consts = {"HIDDEN": 2048, "TEXT_DIM": 2048, "BLOCK": 512, "PDL": pdl}
+    ptx = triton.compile(triton.compiler.ASTSource(_step_inputs_kernel, sig, consts), target=target).asm["ptx"]
+    assert ("griddepcontrol.wait" in ptx) == pdl, pdl
 print("compiled")
 """
 
 
-def test_both_kernels_compile_for_sm90_with_and_without_programmatic_launch(tmp_path):
-    """The interpreter skips the compiler's checks; the wheel's own toolchain compiles both for an H100/H200."""
+def test_the_kernels_compile_for_sm90_with_and_without_programmatic_launch(tmp_path):
+    """The interpreter skips the compiler's checks; the wheel's own toolchain compiles all three for an H100/H200."""
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]

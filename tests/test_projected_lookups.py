@@ -94,6 +94,28 @@ def test_lookup_kernels_step_as_the_pytorch_lookups_and_adds_bit_for_bit(tiny_mo
     assert_same_steps_bit_for_bit(without, with_kernels, steps=4)
 
 
+@pytest.mark.parametrize("lookup_kernels", [False, True])
+@pytest.mark.parametrize("by_group", [True, False])
+def test_the_step_input_kernel_steps_as_the_pytorch_gathers_bit_for_bit(tiny_model_dir, lookup_kernels, by_group):
+    """kernels/frame_embedding.py's step_inputs in the step (step_input_kernel): the rows' drawn counts, frame,
+    codebook 0's id and embedding, last hidden state, position and trailing text row in one kernel. The same codes,
+    caches and hidden state to the bit, over a trailing text and past it (7 steps), with the frame summed by
+    PyTorch's adds or by the frame_sum kernel (which then starts from the kernel's codebook-0 rows, a strided view)."""
+    common = {**SERVICE_KERNELS, "projected_lookups": True, "lookup_kernels": lookup_kernels}
+    without, with_kernel = prefilled_runner_pair(
+        tiny_model_dir("custom_voice"), fused=True, common=common, step_input_kernel=True
+    )
+    without.codes_by_group = with_kernel.codes_by_group = by_group
+    assert without.step_inputs is None and with_kernel.step_inputs is not None
+    # These prompts hold all their text; give one slot 5 trailing text ids (both runners alike), so the steps read
+    # the trailing text and then the pad id past it.
+    ids = torch.randint(0, without.talker.model.text_embedding.num_embeddings, (5,), generator=torch.Generator())
+    for runner in (without, with_kernel):
+        runner.trailing[PREFILLED_SLOTS[0], :5] = ids
+        runner.trailing_len[PREFILLED_SLOTS[0]] = 5
+    assert_same_steps_bit_for_bit(without, with_kernel, steps=7)
+
+
 def test_the_stacked_embeddings_are_the_tables_themselves(tiny_model_dir):
     """Codebooks 1..15's weights become views of one [15, V, D] tensor (no copy kept), the same one when asked again;
     after a cast the weights are new tensors, and they are stacked again."""

@@ -27,7 +27,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     passes 2..15 each gather their input from a projected table instead of running the projection's GEMM, and with
     `lookup_kernels` as well (both the defaults since session 54; the runs before those are asked with them off)
     those gathers and the frame's embedding sum are Triton kernels. The decode-attention rows' slots are repeated once
-    a forward, not once a layer: one copy a step (the code predictor's first pass, 2 positions a slot)."""
+    a forward, not once a layer: one copy a step (the code predictor's first pass, 2 positions a slot). With
+    `step_input_kernel` the step's 15 PyTorch gathers, selects and copies at its slots before the first pass are one
+    Triton kernel."""
     runs = {}
     procs = {}
     plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0"}
@@ -36,7 +38,8 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
                   ("fused_draws", ["--sites"], plain),
                   ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1", **plain}),
                   ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0"}),
-                  ("lookup_kernels", ["--sites"], {}))  # fmt: skip
+                  ("lookup_kernels", ["--sites"], {}),
+                  ("step_inputs", ["--sites"], {"OMNI_TALKER_STEP_INPUT_KERNEL": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -119,3 +122,10 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert fused["sites"][pass_add] == passes - 1 and pass_add not in kernels["sites"]
     assert fused["torch_ops"] - kernels["torch_ops"] == 2 * passes  # codebooks 1..15: a lookup and an add each
     assert fused["total"] - kernels["total"] == 2 * passes - 1  # and 14 GEMMs for 14 gathers, and the sum's kernel
+    # step_input_kernel on top: the step's reads at its slots (drawn, frame, codebook 0's id into the codes, its
+    # embedding, the last hidden state and the stack, the trailing text id's select and row, the position) in one
+    # kernel; no PyTorch lookup is left in the step.
+    inputs = runs["step_inputs"]
+    assert inputs["launches"]["_step_inputs_kernel"] == 1 and "_step_inputs_kernel" not in kernels["launches"]
+    assert kernels["torch_ops"] - inputs["torch_ops"] == 15 and kernels["total"] - inputs["total"] == 14
+    assert gathers not in inputs["sites"] and "stack" not in inputs["ops"] and "where" not in inputs["ops"]

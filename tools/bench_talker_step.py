@@ -513,7 +513,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
-               "projected-lookups", "lookup-kernels"}  # fmt: skip
+               "projected-lookups", "lookup-kernels", "step-inputs"}  # fmt: skip
 
 
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
@@ -566,7 +566,8 @@ def runner_flags(tokens: set[str]) -> dict:
     return dict(sampler_kernel="sampler" in tokens, short_pass_kernel="sdpa-short" not in tokens,
                 kv_write_kernel="kv-write" in tokens, norm_rope_write_kernel="norm-rope-write" in tokens,
                 predictor_tables="rope-per-forward" not in tokens, fused_draws="fused-draws" in tokens,
-                projected_lookups="projected-lookups" in tokens, lookup_kernels="lookup-kernels" in tokens)  # fmt: skip
+                projected_lookups="projected-lookups" in tokens, lookup_kernels="lookup-kernels" in tokens,
+                step_input_kernel="step-inputs" in tokens)  # fmt: skip
 
 
 def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
@@ -699,7 +700,9 @@ def main() -> None:
         "+projected-lookups: the code predictor's passes 2..15 look their input up in projected tables instead of "
         "projecting it (TalkerRunner's projected_lookups; the talker service's projected_lookups); +lookup-kernels: "
         "the frame's embedding sum by one kernel after the passes, and with +projected-lookups each pass's input "
-        "gathered by one (kernels/frame_embedding.py; the talker service's lookup_kernels)"
+        "gathered by one (kernels/frame_embedding.py; the talker service's lookup_kernels); +step-inputs: the "
+        "step's gathers at its rows' slots before the first pass in one kernel (step_inputs; the talker service's "
+        "step_input_kernel)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -819,6 +822,11 @@ def main() -> None:
                 key = f"{label}_lookup_kernels_vs_lookups_and_adds"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "lookup kernels vs PyTorch lookups and adds", out[key], flush=True)
+            if "step-inputs" in tokens:
+                setups = [(talker, flags), (talker, {**flags, "step_input_kernel": False})]
+                key = f"{label}_step_input_kernel_vs_gathers"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                print(name, mode, "step input kernel vs PyTorch gathers", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"

@@ -48,6 +48,7 @@ class TalkerRunner:
         fused_draws: bool = False,
         projected_lookups: bool = False,
         lookup_kernels: bool = False,
+        step_input_kernel: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -83,6 +84,9 @@ class TalkerRunner:
         (kernels/frame_embedding.py: launched programmatically with the step's other kernels, where PyTorch's are
         not); passes then look up no talker-width embedding. The same bits. With `projected_lookups` a 1.7B step runs
         30 PyTorch kernels fewer (15 lookups, 15 adds) than with neither flag; without it the 15 adds become one kernel.
+        `step_input_kernel`: what a decode step gathers at its rows' slots before the first pass (drawn counts, frame,
+        codebook 0's id and embedding, last hidden state, position, the trailing text id's embedding row) in one
+        Triton kernel (kernels/frame_embedding.py's `step_inputs`) instead of 15 PyTorch kernels. The same bits.
         """
         self.talker = talker
         self.config = config
@@ -140,6 +144,11 @@ class TalkerRunner:
 
             self.frame_sum, self.gather_rows = frame_sum, gather_rows
             self.frame_tables = talker.code_predictor.stacked_codec_embeddings()
+        self.step_inputs = None  # step_input_kernel: the step's gathers at its slots in one kernel
+        if step_input_kernel:  # imports Triton: only when asked for
+            from omni.kernels.frame_embedding import step_inputs
+
+            self.step_inputs = step_inputs
         # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
         self._predictor_inputs: list[AttentionInputs] | None = None
         if predictor_tables:
@@ -330,8 +339,6 @@ class TalkerRunner:
     def _decode_step(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         t, predictor = self.talker, self.talker.code_predictor
         b = slots.shape[0]
-        drawn = self.drawn[slots]
-        frame = drawn - 1  # index of the frame being completed
         # The frame's codes as [16, B], codebook by codebook. Group-major (`codes_by_group`), each codebook's ids
         # are contiguous, the index its embedding lookup reads: a strided column sends index_select down its
         # generic path (17 us a lookup at 16 rows on an H200, run 168). Returned as the [B, 16] view either way.
@@ -339,14 +346,25 @@ class TalkerRunner:
             codes = torch.empty(self.groups, b, dtype=torch.int64, device=self.device)
         else:
             codes = torch.empty(b, self.groups, dtype=torch.int64, device=self.device).t()
-        codes[0] = self.pending[slots]
 
         # Code predictor: [past_hidden, E0(cb0)] then E_{g-1}(cb_{g-1}) for g = 2..15, positions from 0. The
         # embeddings it reads are the frame's codebook embeddings, so the talker's next input (`embed_frame`: their
         # sum from codebook 0 up, the same adds in the same order) is summed as they are made, or with lookup_kernels
         # by one kernel after the passes (the same adds).
-        frame_embedding = t.embed_codec(codes[0])
-        x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
+        if self.step_inputs is not None:  # step_input_kernel: the gathers below and the text id's row in one kernel
+            gathered = self.step_inputs(
+                slots, self.drawn, self.pending, self.next_pos, self.trailing, self.trailing_len, self.last_hidden,
+                t.model.codec_embedding.weight, t.model.text_embedding.weight, self.tts_pad_id, codes[0],
+            )  # fmt: skip
+            drawn, frame, x, positions = gathered.drawn, gathered.frame, gathered.x, gathered.positions
+            frame_embedding, text = x[:, 1], t.text_projection(gathered.text)
+        else:
+            drawn = self.drawn[slots]
+            frame = drawn - 1  # index of the frame being completed
+            codes[0] = self.pending[slots]
+            frame_embedding = t.embed_codec(codes[0])
+            x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
+            positions = text = None  # after the passes
         sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
         for g in range(1, self.groups):
             projected = g > 1 and self.projected is not None
@@ -361,13 +379,15 @@ class TalkerRunner:
             frame_embedding = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1])
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
-        text_ids = torch.where(
-            frame < self.trailing_len[slots],
-            self.trailing[slots, frame.clamp(max=self.max_len - 1)],
-            torch.full_like(frame, self.tts_pad_id),
-        )
-        x = (frame_embedding + t.embed_text(text_ids))[:, None]
-        positions = self.next_pos[slots][:, None]
+        if text is None:
+            text_ids = torch.where(
+                frame < self.trailing_len[slots],
+                self.trailing[slots, frame.clamp(max=self.max_len - 1)],
+                torch.full_like(frame, self.tts_pad_id),
+            )
+            text = t.embed_text(text_ids)
+            positions = self.next_pos[slots][:, None]
+        x = (frame_embedding + text)[:, None]
         hidden = t(x, positions, self.cache, slots)[:, -1]
         self.next_pos[slots] = positions[:, 0] + 1
         return codes.t(), self._draw_talker(slots, hidden, drawn)

@@ -190,6 +190,14 @@ class TalkerConfig(ServiceConfig):
         "with both 2.5-2.6% faster than without at 1 row, 2.7-3.0% at 16, 2.6-2.7% at 32, 1.9-2.0% at 128, 1.3-1.5% "
         "at 512",
     )
+    step_input_kernel: bool = option(
+        False,
+        "on a CUDA device: what a decode step gathers at its rows' slots before the code predictor's first pass (drawn "
+        "counts, frame, codebook 0's id and embedding, last hidden state, position, the trailing text id's embedding "
+        "row) in one Triton kernel launched programmatically with the step's others, instead of 15 PyTorch kernels "
+        "(the same bits; kernels/frame_embedding.py's step_inputs). Off until measured on a GPU "
+        "(tools/device/next_one_gpu_2.sh)",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -1,23 +1,19 @@
-# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~5-6 minutes), any time: A/B/C of the code predictor's inputs looked up
-# in projected tables (P: +projected-lookups, TalkerRunner's projected_lookups) and of that with the step's lookups and
-# the frame's embedding sum as Triton kernels (K: P+lookup-kernels, kernels/frame_embedding.py), both built in session
-# 53, against today's defaults (M), in the order M, P, K, M, P, K in one process, 1.7B, at 1 and 16 rows, with the
-# checks: P against the projection (not bitwise: the tables' fp32 sums run in another order; codes agreeing in bf16,
-# and in fp32 on the PyTorch paths), K against P's PyTorch lookups and adds (bit for bit), graph against eager.
-# Why: proj(E_q(id)) is row id of proj(E_q.weight), so passes 2..15 of a 1.7B step need no [1024, 2048] GEMM (small_
-# to_mtp: 6.52 us a launch at 16 rows in run 186's profile, H100), only a gather each. K then takes the step's 15
-# talker-width lookups and 15 adds (PyTorch kernels, never launched early: run 188 put the early launch at 0.59 ms of
-# a 1-row step) into 14 gathers and one sum that launch programmatically. The 0.6B has no projection.
-# Prediction: P against M 1 row -0.5 to -2%, 16 rows -0.8 to -2.5%; K against M 1 row -1.5 to -4%, 16 rows -1.5 to
-# -4%; fp32 codes all equal; K = P bit for bit.
-# Rule (with next_one_gpu_3.sh's 32, 128 and 512 rows): the talker settings projected_lookups and lookup_kernels both
-# on by default if K is >= 0.5% faster than M at 1 and at 16 rows in all three M/K comparisons (M1-K1, K1-M2, M2-K2),
-# not > 0.3% slower at 32, 128 or 512 rows in all three, the fp32 check has every code equal, the bf16 check's first-
-# step hidden difference is no larger than fused_vs_sdpa's (the tolerance the fused kernels were taken at) and K equals
-# P bit for bit; else projected_lookups alone on if P passes the same; else both stay off.
+# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~4-5 minutes), any time: A/B of the step input kernel (S:
+# +step-inputs, TalkerRunner's step_input_kernel, kernels/frame_embedding.py's step_inputs, built in session 54)
+# against today's defaults (M, with session 54's projected lookups and lookup kernels), in the order M, S, M, S in one
+# process, 1.7B, at 1, 16 and 32 rows, with the bench's checks (S against the PyTorch gathers, bit for bit; graph
+# against eager).
+# Why: before the code predictor's first pass a step reads its rows' slots with 15 PyTorch kernels (drawn counts,
+# frame, codebook 0's id into the codes and its embedding, the last hidden state and the stack, the trailing text id's
+# select and row, the position; tools/census_talker_step.py). A PyTorch kernel never launches early; run 190's lookup
+# kernels took 30 of them out for 77-79 us of a 1-row step (~2.6 us each). S does those reads in one Triton kernel
+# that launches programmatically.
+# Prediction: S against M 1 row -0.5 to -1.5%, 16 rows -0.5 to -1.2%, 32 rows -0.4 to -1%; S = M bit for bit.
+# Rule (with next_one_gpu_3.sh's 128 and 512 rows): the talker setting step_input_kernel on by default if S is >= 0.3%
+# faster than M at 1 and at 16 rows in all three comparisons (M1-S1, S1-M2, M2-S2), not > 0.3% slower at 32, 128 or
+# 512 rows in all three, and its check equal (codes, caches, hidden, state); else it stays off.
 source tools/device/setup.sh
 stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64
-P=$M+projected-lookups
-K=$P+lookup-kernels
-talker_order 1.7B 1,16 "$M,$P,$K,$M,$P,$K" abc
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels
+S=$M+step-inputs
+talker_order 1.7B 1,16,32 "$M,$S,$M,$S" ab
