@@ -394,3 +394,16 @@ def test_projected_lookups_mode_sets_the_runner_flag_and_its_check_counts_agreei
     equal, total = map(int, out["codes_equal"].split("/"))
     assert total == 2 * 64 * 16 and equal == total
     assert out["first_step_hidden_max_abs_diff"] <= 1e-5 * out["hidden_max_abs"]
+
+
+def test_each_flag_check_compares_the_mode_against_its_flag_set_otherwise():
+    """FLAG_CHECKS: each extra is one the bench takes, its flag a TalkerRunner flag the extra sets, and the build it is
+    checked against has that flag the other way (a wrong name or value would compare a build with itself)."""
+    bench = load_bench()
+    for column in (0, 3):  # one check an extra, one result key a check
+        assert len({check[column] for check in bench.FLAG_CHECKS}) == len(bench.FLAG_CHECKS)
+    for extra, flag, value, _, _ in bench.FLAG_CHECKS:
+        assert extra in bench.MODE_EXTRAS, extra
+        with_extra = bench.runner_flags(bench.mode_extras(f"fused+{extra}"))
+        without = bench.runner_flags(bench.mode_extras("fused"))
+        assert with_extra[flag] == (not value) and without[flag] == value, extra

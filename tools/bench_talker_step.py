@@ -516,6 +516,20 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "projected-lookups", "lookup-kernels", "step-inputs"}  # fmt: skip
 
 
+# The extras whose check steps the mode's runner against the same build with one TalkerRunner flag set otherwise, bit
+# for bit: (extra, flag, its value in the other build, the result's key after the mode's label, what is printed).
+FLAG_CHECKS = (
+    ("norm-rope-write", "norm_rope_write_kernel", False, "norm_rope_write_vs_three_kernels",
+     "norm+rope+write kernel vs three kernels"),
+    ("fused-draws", "fused_draws", False, "fused_draws_vs_separate", "fused draws vs processors and counters apart"),
+    ("rope-per-forward", "predictor_tables", True, "predictor_inputs_per_pass_vs_tables",  # RoPE and lengths (run
+     "predictor attention inputs per pass vs tables"),  # 136: RoPE only)
+    ("lookup-kernels", "lookup_kernels", False, "lookup_kernels_vs_lookups_and_adds",
+     "lookup kernels vs PyTorch lookups and adds"),
+    ("step-inputs", "step_input_kernel", False, "step_input_kernel_vs_gathers", "step input kernel vs PyTorch gathers"),
+)  # fmt: skip
+
+
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
 # +pin-NxK-BNxBKsSkP: that launch pinned on the [N, K] weights (a launch A/B; sweep_gemm_launch.py found it).
 DOT_SPEC = r"([1-9][0-9]*)x([1-9][0-9]*)s([1-9])k([1-9])"
@@ -772,24 +786,15 @@ def main() -> None:
                 key = f"{label}_kv_write_vs_index_put"
                 out[key] = compare_bitwise(setups, config, args.check_steps, device)
                 print(name, mode, "kv write kernel vs index put", out[key], flush=True)
-            if "norm-rope-write" in tokens:
-                setups = [(talker, flags), (talker, {**flags, "norm_rope_write_kernel": False})]
-                key = f"{label}_norm_rope_write_vs_three_kernels"
-                out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "norm+rope+write kernel vs three kernels", out[key], flush=True)
+            for extra, flag, value, suffix, what in FLAG_CHECKS:  # each against the build with one flag flipped
+                if extra in tokens:
+                    setups = [(talker, flags), (talker, {**flags, flag: value})]
+                    key = f"{label}_{suffix}"
+                    out[key] = compare_bitwise(setups, config, args.check_steps, device)
+                    print(name, mode, what, out[key], flush=True)
             if "skinny-linear" in tokens:
                 out["skinny_linear_vs_cublas"] = check_skinny_linear(talker, device)
                 print(name, mode, "skinny linear vs cuBLAS", out["skinny_linear_vs_cublas"], flush=True)
-            if "fused-draws" in tokens:
-                setups = [(talker, flags), (talker, {**flags, "fused_draws": False})]
-                key = f"{label}_fused_draws_vs_separate"
-                out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "fused draws vs processors and counters apart", out[key], flush=True)
-            if "rope-per-forward" in tokens:
-                setups = [(talker, flags), (talker, {**flags, "predictor_tables": True})]
-                key = f"{label}_predictor_inputs_per_pass_vs_tables"  # RoPE and lengths (run 136: RoPE only)
-                out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "predictor attention inputs per pass vs tables", out[key], flush=True)
             if "add-norm" in tokens:
                 layered = copy.deepcopy(talker)
                 fuse_talker_kernels(layered, add_norm=False)
@@ -817,16 +822,6 @@ def main() -> None:
                 key = f"{label}_projected_lookups_vs_projection"
                 out[key] = compare_projected_lookups(talker, flags, config, args.check_steps, device)
                 print(name, mode, "projected lookups vs the projection", out[key], flush=True)
-            if "lookup-kernels" in tokens:
-                setups = [(talker, flags), (talker, {**flags, "lookup_kernels": False})]
-                key = f"{label}_lookup_kernels_vs_lookups_and_adds"
-                out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "lookup kernels vs PyTorch lookups and adds", out[key], flush=True)
-            if "step-inputs" in tokens:
-                setups = [(talker, flags), (talker, {**flags, "step_input_kernel": False})]
-                key = f"{label}_step_input_kernel_vs_gathers"
-                out[key] = compare_bitwise(setups, config, args.check_steps, device)
-                print(name, mode, "step input kernel vs PyTorch gathers", out[key], flush=True)
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"
