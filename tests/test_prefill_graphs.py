@@ -2,6 +2,10 @@
 same per-slot state as `prefill_batch`, and mid-prompt or padding rows change nothing. The graphs themselves need
 CUDA (`PrefillGraphs` refuses a CPU runner); on CPU the same inputs run the padded forward eagerly."""
 
+import os
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: the step write kernel runs on CPU tensors
+
 import pytest
 import torch
 
@@ -66,18 +70,19 @@ def snapshot(runner: TalkerRunner, slots: list[int]) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize(
-    "batch_buckets, width_buckets, max_positions",
+    "batch_buckets, width_buckets, max_positions, step_write_kernel",
     [
-        ((1, 2, 4), (8, 24), None),  # padding rows (3 chunks in a 4-row bucket), positions clamped at max_len - 1
-        ((1, 2), (16, 32), None),  # more chunks than the largest batch bucket: several forwards per call
-        ((4,), (8,), None),  # chunks wider than every width bucket fall back to prefill_batch, the others are padded
-        ((1, 2, 4), (8, 24), 16),  # a position cap: wide chunks go in smaller batches than short ones
+        ((1, 2, 4), (8, 24), None, False),  # padding rows (3 chunks in a 4-row bucket), positions clamped at max_len-1
+        ((1, 2), (16, 32), None, False),  # more chunks than the largest batch bucket: several forwards per call
+        ((4,), (8,), None, False),  # chunks wider than every width bucket fall back to prefill_batch, the others padded
+        ((1, 2, 4), (8, 24), 16, False),  # a position cap: wide chunks go in smaller batches than short ones
+        ((1, 2, 4), (8, 24), None, True),  # the first, each runner writing its slots after a draw by one kernel
     ],
 )
-def test_prefill_padded_equals_prefill_batch(model, batch_buckets, width_buckets, max_positions):
+def test_prefill_padded_equals_prefill_batch(model, batch_buckets, width_buckets, max_positions, step_write_kernel):
     talker, config = model
-    eager = TalkerRunner(talker, config, 4, MAX_LEN)
-    padded = TalkerRunner(talker, config, 4, MAX_LEN, scratch_slot=True)
+    eager = TalkerRunner(talker, config, 4, MAX_LEN, step_write_kernel=step_write_kernel)
+    padded = TalkerRunner(talker, config, 4, MAX_LEN, scratch_slot=True, step_write_kernel=step_write_kernel)
     gen = torch.Generator().manual_seed(1)
     prompts = [make_prompt(n, gen, config) for n in LENGTHS]
     embeddings = []

@@ -29,7 +29,8 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     those gathers and the frame's embedding sum are Triton kernels. The decode-attention rows' slots are repeated once
     a forward, not once a layer: one copy a step (the code predictor's first pass, 2 positions a slot). With
     `step_input_kernel` the step's 15 PyTorch gathers, selects and copies at its slots before the first pass are one
-    Triton kernel."""
+    Triton kernel, and with `step_write_kernel` too its 8 writes at its slots after the draw (next positions, histories,
+    last hidden states, the scratch reset) are one more."""
     runs = {}
     procs = {}
     plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0"}
@@ -39,7 +40,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
                   ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1", **plain}),
                   ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0"}),
                   ("lookup_kernels", ["--sites"], {}),
-                  ("step_inputs", ["--sites"], {"OMNI_TALKER_STEP_INPUT_KERNEL": "1"}))  # fmt: skip
+                  ("step_inputs", ["--sites"], {"OMNI_TALKER_STEP_INPUT_KERNEL": "1"}),
+                  ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_INPUT_KERNEL": "1",
+                                                "OMNI_TALKER_STEP_WRITE_KERNEL": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -129,3 +132,10 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert inputs["launches"]["_step_inputs_kernel"] == 1 and "_step_inputs_kernel" not in kernels["launches"]
     assert kernels["torch_ops"] - inputs["torch_ops"] == 15 and kernels["total"] - inputs["total"] == 14
     assert gathers not in inputs["sites"] and "stack" not in inputs["ops"] and "where" not in inputs["ops"]
+    # step_write_kernel on top of it: the writes after the draw (the next position's add and index_put, the drawn ids
+    # into the histories, the last hidden states, the scratch slot's 4 fills) in one kernel; no index_put or fill left.
+    writes = runs["step_writes"]
+    assert writes["launches"]["_step_writes_kernel"] == 1 and "_step_writes_kernel" not in inputs["launches"]
+    assert inputs["ops"]["index_put_"] == 3 and inputs["ops"]["fill_"] == 4
+    assert "index_put_" not in writes["ops"] and "fill_" not in writes["ops"]
+    assert inputs["torch_ops"] - writes["torch_ops"] == 8 and inputs["total"] - writes["total"] == 7

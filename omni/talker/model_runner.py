@@ -49,6 +49,7 @@ class TalkerRunner:
         projected_lookups: bool = False,
         lookup_kernels: bool = False,
         step_input_kernel: bool = False,
+        step_write_kernel: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -87,6 +88,9 @@ class TalkerRunner:
         `step_input_kernel`: what a decode step gathers at its rows' slots before the first pass (drawn counts, frame,
         codebook 0's id and embedding, last hidden state, position, the trailing text id's embedding row) in one
         Triton kernel (kernels/frame_embedding.py's `step_inputs`) instead of 15 PyTorch kernels. The same bits.
+        `step_write_kernel`: what a step writes at its rows' slots after the draw (next positions, histories, last
+        hidden states) and a padded batch's scratch reset in one Triton kernel (kernels/step_writes.py) instead of 8
+        PyTorch kernels. The same bits.
         """
         self.talker = talker
         self.config = config
@@ -149,6 +153,11 @@ class TalkerRunner:
             from omni.kernels.frame_embedding import step_inputs
 
             self.step_inputs = step_inputs
+        self.step_writes = None  # step_write_kernel: the step's writes at its slots (and the scratch reset) in one
+        if step_write_kernel:
+            from omni.kernels.step_writes import step_writes
+
+            self.step_writes = step_writes
         # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
         self._predictor_inputs: list[AttentionInputs] | None = None
         if predictor_tables:
@@ -271,8 +280,8 @@ class TalkerRunner:
         if done:
             rows = to_device(torch.tensor(done), self.device)
             last = to_device(torch.tensor([chunks[r][3] - chunks[r][2] - 1 for r in done]), self.device)
-            self.next_pos[slots[rows]] = to_device(torch.tensor([chunks[r][3] for r in done]), self.device)
-            self._draw_talker(slots[rows], hidden[rows, last])
+            ends = to_device(torch.tensor([chunks[r][3] for r in done]), self.device)  # the next positions
+            self._draw_talker(slots[rows], hidden[rows, last], ends - 1)
         return [chunks[r][0] for r in done]
 
     @torch.no_grad()
@@ -303,26 +312,39 @@ class TalkerRunner:
         hidden = self.talker(x, positions, self.cache, slots, kv_len=self.max_len)
         rows = torch.arange(b, device=self.device)
         targets = torch.where(complete, slots, torch.full_like(slots, self.scratch_slot))
-        self.next_pos[targets] = positions[rows, last] + 1
-        self._draw_talker(targets, hidden[rows, last])
-        self._reset_scratch()
+        self._draw_talker(targets, hidden[rows, last], positions[rows, last], padded=True)
 
     # ---- decoding ----
 
     def _draw_talker(
-        self, slots: torch.Tensor, hidden: torch.Tensor, drawn: torch.Tensor | None = None
+        self,
+        slots: torch.Tensor,
+        hidden: torch.Tensor,
+        positions: torch.Tensor,
+        drawn: torch.Tensor | None = None,
+        padded: bool = False,
     ) -> torch.Tensor:
-        """Codebook-0 ids from talker hidden [B, H] of `slots`; updates the per-slot history and counters. `drawn`:
-        `self.drawn[slots]` when the caller has gathered it. Returns finished [B] (EOS drawn, or max_new_tokens ids),
-        as written to `self.finished[slots]` (rows repeating a slot: each its own value)."""
+        """Codebook-0 ids from talker hidden [B, H] of `slots`, written at positions [B]; updates the per-slot next
+        position, history, last hidden state and counters, then with `padded` resets the scratch slot its spare rows
+        stepped. `drawn`: `self.drawn[slots]` when the caller has gathered it. Returns finished [B] (EOS drawn, or
+        max_new_tokens ids), as written to `self.finished[slots]` (rows repeating a slot: each its own value)."""
         drawn = self.drawn[slots] if drawn is None else drawn
         logits = self.talker.codec_logits(hidden)
         ids, finished = self.draw_talker(
             logits, slots, drawn, self.seen, self.sampling, self.suppressed, self.eos_id, self.pending, self.drawn,
             self.finished,
         )  # fmt: skip
-        self.seen.index_put_((slots, ids), self._true)  # after the draw, which read the history
+        # After the draw, which read the history.
+        if self.step_writes is not None:
+            scratch = self.scratch_slot if padded else None
+            self.step_writes(slots, ids, hidden, positions, self.next_pos, self.seen, self.last_hidden, self.drawn,
+                             self.finished, scratch)  # fmt: skip
+            return finished
+        self.next_pos[slots] = positions + 1
+        self.seen.index_put_((slots, ids), self._true)
         self.last_hidden[slots] = hidden
+        if padded:
+            self._reset_scratch()
         return finished
 
     @torch.no_grad()
@@ -336,7 +358,7 @@ class TalkerRunner:
         with launching_rows(slots.shape[0]):
             return self._decode_step(slots)
 
-    def _decode_step(self, slots: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _decode_step(self, slots: torch.Tensor, padded: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         t, predictor = self.talker, self.talker.code_predictor
         b = slots.shape[0]
         # The frame's codes as [16, B], codebook by codebook. Group-major (`codes_by_group`), each codebook's ids
@@ -389,8 +411,7 @@ class TalkerRunner:
             positions = self.next_pos[slots][:, None]
         x = (frame_embedding + text)[:, None]
         hidden = t(x, positions, self.cache, slots)[:, -1]
-        self.next_pos[slots] = positions[:, 0] + 1
-        return codes.t(), self._draw_talker(slots, hidden, drawn)
+        return codes.t(), self._draw_talker(slots, hidden, positions[:, 0], drawn, padded)
 
     def _pass_input(
         self, g: int, ids: torch.Tensor, frame_embedding: torch.Tensor
@@ -431,9 +452,8 @@ class TalkerRunner:
         """
         if self.scratch_slot is None:
             raise ValueError("decode_step_padded needs a runner built with scratch_slot=True")
-        codes, finished = self.decode_step(slots)
-        self._reset_scratch()
-        return codes, finished
+        with launching_rows(slots.shape[0]):
+            return self._decode_step(slots, padded=True)
 
     def _reset_scratch(self) -> None:
         """The scratch slot back to its first frame: position 0, one id drawn, no history (in-place, capturable)."""

@@ -198,6 +198,13 @@ class TalkerConfig(ServiceConfig):
         "(the same bits; kernels/frame_embedding.py's step_inputs). Off until measured on a GPU "
         "(tools/device/next_one_gpu_2.sh)",
     )
+    step_write_kernel: bool = option(
+        False,
+        "on a CUDA device: what a decode step writes at its rows' slots after the talker's draw (next positions, the "
+        "drawn ids into the histories, last hidden states) and a padded batch's scratch slot reset in one Triton "
+        "kernel launched programmatically with the step's others, instead of 8 PyTorch kernels (the same bits; "
+        "kernels/step_writes.py). Off until measured on a GPU",
+    )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
     )

@@ -395,6 +395,7 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
         "projected_lookups": config.projected_lookups,
         "lookup_kernels": config.lookup_kernels and on_cuda,
         "step_input_kernel": config.step_input_kernel and on_cuda,
+        "step_write_kernel": config.step_write_kernel and on_cuda,
     }
 
 
