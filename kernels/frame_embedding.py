@@ -149,11 +149,19 @@ def _step_inputs_kernel(
     positions_ptr,
     x_ptr,
     text_out_ptr,
+    rope_cos_ptr,
+    rope_sin_ptr,
+    cos_out_ptr,
+    sin_out_ptr,
+    lengths_ptr,
     codes_stride,
     max_len,
     pad_id,
+    rope_len,
     HIDDEN: tl.constexpr,
     TEXT_DIM: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    ROPE: tl.constexpr,
     BLOCK: tl.constexpr,
     PDL: tl.constexpr,
 ):
@@ -169,10 +177,17 @@ def _step_inputs_kernel(
     trailing = tl.load(trailing_ptr + slot * max_len + column)
     text_id = tl.where(frame < tl.load(trailing_len_ptr + slot), trailing, pad_id).to(tl.int64)
     if block == 0:
+        position = tl.load(next_pos_ptr + slot)
         tl.store(codes_ptr + row * codes_stride, code)
         tl.store(drawn_out_ptr + row, drawn)
         tl.store(frame_out_ptr + row, frame)
-        tl.store(positions_ptr + row, tl.load(next_pos_ptr + slot))
+        tl.store(positions_ptr + row, position)
+        if ROPE:  # the talker forward's RoPE rows at the position (the tables' last past them) and its key count
+            tl.store(lengths_ptr + row, position + 1)
+            at = tl.minimum(position, rope_len - 1)
+            r = tl.arange(0, HEAD_DIM)
+            tl.store(cos_out_ptr + row * HEAD_DIM + r, tl.load(rope_cos_ptr + at * HEAD_DIM + r))
+            tl.store(sin_out_ptr + row * HEAD_DIM + r, tl.load(rope_sin_ptr + at * HEAD_DIM + r))
     d = block * BLOCK + tl.arange(0, BLOCK)
     inside = d < HIDDEN
     hidden = tl.load(last_hidden_ptr + slot * HIDDEN + d, mask=inside)
@@ -193,6 +208,9 @@ class StepInputs:
     positions: torch.Tensor  # [B, 1] the talker position the step writes
     x: torch.Tensor  # [B, 2, H] the code predictor's first input: [last hidden, codebook 0's embedding]
     text: torch.Tensor  # [B, text width] the text embedding row of the frame's trailing text id (the pad id past it)
+    # With rope_tables: the talker forward's attention inputs at the positions, ((cos, sin) [B, 1, 1, head_dim],
+    # lengths [B, 1]), as Decoder.attention_inputs makes them for the decode-attention kernel.
+    attention: tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor] | None = None
 
 
 def step_inputs(
@@ -207,12 +225,14 @@ def step_inputs(
     text_table: torch.Tensor,
     pad_id: int,
     codes0: torch.Tensor,
+    rope_tables: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> StepInputs:
     """At each row's slot: `drawn[s]`, `drawn[s] - 1`, `next_pos[s]`, [last_hidden[s], codec_table[pending[s]]] and
     text_table[trailing[s, min(frame, max_len - 1)] if frame < trailing_len[s] else pad_id]; `pending[s]` written
     into codes0 [B] (any stride). Slot tensors [rows] int64 and trailing [rows, max_len] int64, contiguous; the
     tables [V, D] contiguous, the codec's of last_hidden's width; ids within the tables (not checked: that would
-    sync)."""
+    sync). With `rope_tables` (cos, sin [L, head_dim], contiguous: RoPE at positions 0..L-1) also the talker forward's
+    attention inputs at next_pos[s]: those rows (row L-1 past them) and the key count next_pos[s] + 1."""
     _check_ids(slots, "step_inputs")
     b, hidden = slots.shape[0], last_hidden.shape[1]
     text_dim = text_table.shape[1]
@@ -225,13 +245,26 @@ def step_inputs(
             f"{tuple(codec_table.shape)} {codec_table.dtype} and {tuple(codes0.shape)}"
         )
     device = last_hidden.device
+    attention, rope_len, head_dim = None, 1, 1
+    if rope_tables is not None:
+        cos, sin = rope_tables
+        rope_len, head_dim = cos.shape
+        if sin.shape != cos.shape or not (cos.is_contiguous() and sin.is_contiguous()) or head_dim & (head_dim - 1):
+            raise ValueError(f"step_inputs: rope tables cos, sin [L, head_dim] contiguous, head_dim a power of 2; got "
+                             f"{tuple(cos.shape)}, {tuple(sin.shape)}")  # fmt: skip
+        rope = tuple(torch.empty(b, 1, 1, head_dim, dtype=t.dtype, device=device) for t in (cos, sin))
+        attention = (rope, torch.empty(b, 1, dtype=torch.int64, device=device))
     out = StepInputs(
         drawn=torch.empty(b, dtype=torch.int64, device=device),
         frame=torch.empty(b, dtype=torch.int64, device=device),
         positions=torch.empty(b, 1, dtype=torch.int64, device=device),
         x=torch.empty(b, 2, hidden, dtype=last_hidden.dtype, device=device),
         text=torch.empty(b, text_dim, dtype=text_table.dtype, device=device),
+        attention=attention,
     )
+    # Without rope tables the kernel touches none of their pointers: any tensor stands in.
+    (cos, sin), lengths = attention if attention is not None else ((out.x, out.x), out.drawn)
+    cos_table, sin_table = rope_tables if rope_tables is not None else (out.x, out.x)
     if b:
         _step_inputs_kernel[(b, triton.cdiv(max(hidden, text_dim), BLOCK_D))](
             slots,
@@ -249,11 +282,19 @@ def step_inputs(
             out.positions,
             out.x,
             out.text,
+            cos_table,
+            sin_table,
+            cos,
+            sin,
+            lengths,
             codes0.stride(0),
             trailing.shape[1],
             pad_id,
+            rope_len,
             HIDDEN=hidden,
             TEXT_DIM=text_dim,
+            HEAD_DIM=head_dim,
+            ROPE=rope_tables is not None,
             BLOCK=BLOCK_D,
             num_warps=4,
             **launch_options(),

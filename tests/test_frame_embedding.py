@@ -110,6 +110,35 @@ def test_step_inputs_are_the_runners_gathers(hidden, text_dim, group_major):
     assert ids.tolist() == [7, ids[1], ids[2], 7, 7, 7, ids[6]] and min(ids[1], ids[2], ids[6]) > pad_id  # both kinds
 
 
+def test_step_inputs_with_rope_tables_are_the_forwards_attention_inputs():
+    """With rope tables (RoPE at positions 0..L-1, made by rope_cos_sin as a forward makes them) step_inputs also
+    gives the talker forward's attention inputs at each row's position: the same (cos, sin) rows as rope_cos_sin at
+    those positions, to the bit, and the key counts position + 1 (Decoder.attention_inputs' lengths). A position past
+    the tables reads their last row; without tables nothing is made."""
+    from omni.models.qwen3_tts.talker import rope_cos_sin, rope_frequencies
+
+    gen = torch.Generator().manual_seed(5)
+    rows, head_dim, length = 4, 16, 40
+    frequencies = rope_frequencies(head_dim, 10000.0, torch.device("cpu"))
+    cos, sin = rope_cos_sin(torch.arange(length)[None], frequencies, torch.bfloat16)
+    tables = (cos[0, :, 0].contiguous(), sin[0, :, 0].contiguous())
+    next_pos = torch.tensor([0, 39, 17, 45])  # the first and last rows, one inside, one past the tables
+    state = [torch.ones(rows, dtype=torch.long), torch.zeros(rows, dtype=torch.long), next_pos]
+    trailing, trailing_len = torch.zeros(rows, 4, dtype=torch.long), torch.zeros(rows, dtype=torch.long)
+    hidden, codec, text = torch.randn(rows, 8, generator=gen), torch.randn(5, 8), torch.randn(5, 8)
+    slots = torch.tensor([3, 0, 2, 1])
+    args = (slots, *state, trailing, trailing_len, hidden, codec, text, 0, torch.zeros(rows, dtype=torch.long))
+    (got_cos, got_sin), lengths = step_inputs(*args, rope_tables=tables).attention
+    positions = next_pos[slots][:, None]
+    want_cos, want_sin = rope_cos_sin(positions.clamp(max=length - 1), frequencies, torch.bfloat16)
+    assert torch.equal(got_cos, want_cos) and torch.equal(got_sin, want_sin)
+    assert torch.equal(lengths, positions + 1) and lengths.tolist() == [[46], [1], [18], [40]]
+    assert not torch.equal(got_cos[0], want_cos[1])  # rows at different positions differ
+    assert step_inputs(*args).attention is None
+    with pytest.raises(ValueError, match="rope tables"):
+        step_inputs(*args, rope_tables=(tables[0][:, :12].contiguous(), tables[1][:, :12].contiguous()))
+
+
 def test_step_inputs_refuse_what_they_cannot_gather():
     state = [torch.zeros(2, dtype=torch.long) for _ in range(3)]
     trailing, trailing_len = torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, dtype=torch.long)
@@ -146,11 +175,13 @@ for pdl in (False, True):
                                      "trailing_ptr", "codes_ptr", "drawn_out_ptr", "frame_out_ptr", "positions_ptr")}
     sig |= {name: "*bf16" for name in ("last_hidden_ptr", "codec_table_ptr", "text_table_ptr", "x_ptr",
                                        "text_out_ptr")}
-    sig |= {"codes_stride": "i32", "max_len": "i32", "pad_id": "i32", "HIDDEN": "constexpr", "TEXT_DIM": "constexpr",
-            "BLOCK": "constexpr", "PDL": "constexpr"}
-    consts = {"HIDDEN": 2048, "TEXT_DIM": 2048, "BLOCK": 512, "PDL": pdl}
-    ptx = triton.compile(triton.compiler.ASTSource(_step_inputs_kernel, sig, consts), target=target).asm["ptx"]
-    assert ("griddepcontrol.wait" in ptx) == pdl, pdl
+    sig |= {name: "*bf16" for name in ("rope_cos_ptr", "rope_sin_ptr", "cos_out_ptr", "sin_out_ptr")}
+    sig |= {"lengths_ptr": "*i64", "codes_stride": "i32", "max_len": "i32", "pad_id": "i32", "rope_len": "i32"}
+    sig |= {name: "constexpr" for name in ("HIDDEN", "TEXT_DIM", "HEAD_DIM", "ROPE", "BLOCK", "PDL")}
+    for rope in (False, True):
+        consts = {"HIDDEN": 2048, "TEXT_DIM": 2048, "HEAD_DIM": 128, "ROPE": rope, "BLOCK": 512, "PDL": pdl}
+        ptx = triton.compile(triton.compiler.ASTSource(_step_inputs_kernel, sig, consts), target=target).asm["ptx"]
+        assert ("griddepcontrol.wait" in ptx) == pdl, pdl
 print("compiled")
 """
 

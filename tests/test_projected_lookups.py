@@ -15,10 +15,12 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 import pytest
 import torch
 import torch.nn.functional as F
+from omni.services.talker.config import TalkerConfig
 
 from omni.models.qwen3_tts.config import CodePredictorConfig
 from omni.models.qwen3_tts.talker import CodePredictor
 from omni.talker.generate import Synthesizer
+from omni.talker.model_runner import TalkerRunner
 from tests.kernel_runners import (
     PREFILLED_SLOTS,
     SERVICE_KERNELS,
@@ -114,6 +116,29 @@ def test_the_step_input_kernel_steps_as_the_pytorch_gathers_bit_for_bit(tiny_mod
         runner.trailing[PREFILLED_SLOTS[0], :5] = ids
         runner.trailing_len[PREFILLED_SLOTS[0]] = 5
     assert_same_steps_bit_for_bit(without, with_kernel, steps=7)
+
+
+@pytest.mark.parametrize("by_group", [True, False])
+def test_the_step_rope_tables_step_as_the_forwards_own_bit_for_bit(tiny_model_dir, by_group):
+    """step_rope_tables: the talker forward's RoPE rows and key counts from the step input kernel (tables made once
+    by position) instead of made by the forward: the same codes, caches and hidden state to the bit. It needs the
+    step input kernel and the decode-attention kernel (the key counts are that kernel's)."""
+    common = {**SERVICE_KERNELS, "projected_lookups": True, "lookup_kernels": True, "step_input_kernel": True,
+              "decode_kernel": True}  # fmt: skip
+    without, with_tables = prefilled_runner_pair(
+        tiny_model_dir("custom_voice"), fused=True, common=common, step_rope_tables=True
+    )
+    without.codes_by_group = with_tables.codes_by_group = by_group
+    assert without.rope_tables is None and with_tables.rope_tables[0].shape == (64, without.config.talker.head_dim)
+    assert_same_steps_bit_for_bit(without, with_tables, steps=5)
+    talker, config = without.talker, without.config
+    with pytest.raises(ValueError, match="needs step_input_kernel"):
+        TalkerRunner(talker, config, 2, 16, decode_kernel=True, step_rope_tables=True)
+    with pytest.raises(ValueError, match="needs step_input_kernel"):
+        TalkerRunner(talker, config, 2, 16, decode_kernel=False, step_input_kernel=True, step_rope_tables=True)
+    TalkerConfig(step_rope_tables=True).validate()  # the talker setting: with the step input kernel (the default)
+    with pytest.raises(ValueError, match="step_rope_tables needs step_input_kernel"):
+        TalkerConfig(step_rope_tables=True, step_input_kernel=False).validate()
 
 
 def test_the_stacked_embeddings_are_the_tables_themselves(tiny_model_dir):

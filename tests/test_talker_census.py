@@ -28,21 +28,25 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     `lookup_kernels` as well (both the defaults since session 54; the runs before those are asked with them off)
     those gathers and the frame's embedding sum are Triton kernels. The decode-attention rows' slots are repeated once
     a forward, not once a layer: one copy a step (the code predictor's first pass, 2 positions a slot). With
-    `step_input_kernel` the step's 15 PyTorch gathers, selects and copies at its slots before the first pass are one
-    Triton kernel, and with `step_write_kernel` too its 8 writes at its slots after the draw (next positions, histories,
-    last hidden states, the scratch reset) are one more."""
+    `step_input_kernel` (the default since session 55; the runs before it are asked with it off) the step's 15
+    PyTorch gathers, selects and copies at its slots before the first pass are one Triton kernel; with
+    `step_write_kernel` too its 8 writes at its slots after the draw (next positions, histories, last hidden states,
+    the scratch reset) are one more, and with `step_rope_tables` the talker forward's RoPE rows and key counts come
+    from the step input kernel (4 PyTorch kernels fewer, no launch more)."""
     runs = {}
     procs = {}
-    plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0"}
+    before_inputs = {"OMNI_TALKER_STEP_INPUT_KERNEL": "0"}  # the default since session 55
+    plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0", **before_inputs}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0", **plain}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
                   ("fused_draws", ["--sites"], plain),
                   ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1", **plain}),
-                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0"}),
-                  ("lookup_kernels", ["--sites"], {}),
-                  ("step_inputs", ["--sites"], {"OMNI_TALKER_STEP_INPUT_KERNEL": "1"}),
-                  ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_INPUT_KERNEL": "1",
-                                                "OMNI_TALKER_STEP_WRITE_KERNEL": "1"}))  # fmt: skip
+                  ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0",
+                                              **before_inputs}),
+                  ("lookup_kernels", ["--sites"], before_inputs),
+                  ("step_inputs", ["--sites"], {}),
+                  ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1"}),
+                  ("step_rope_tables", [], {"OMNI_TALKER_STEP_ROPE_TABLES": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -139,3 +143,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert inputs["ops"]["index_put_"] == 3 and inputs["ops"]["fill_"] == 4
     assert "index_put_" not in writes["ops"] and "fill_" not in writes["ops"]
     assert inputs["torch_ops"] - writes["torch_ops"] == 8 and inputs["total"] - writes["total"] == 7
+    # step_rope_tables (with the step input kernel): the talker forward's RoPE rows (mul, cos, sin) and key counts (add)
+    # read by that kernel from tables made once; no RoPE op is left in the step.
+    rope = runs["step_rope_tables"]
+    assert rope["launches"] == inputs["launches"] and inputs["ops"]["cos"] == inputs["ops"]["sin"] == 1
+    assert "cos" not in rope["ops"] and "sin" not in rope["ops"]
+    assert inputs["torch_ops"] - rope["torch_ops"] == 4 and inputs["total"] - rope["total"] == 4

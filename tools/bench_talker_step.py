@@ -513,7 +513,7 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
-               "projected-lookups", "lookup-kernels", "step-inputs", "step-writes"}  # fmt: skip
+               "projected-lookups", "lookup-kernels", "step-inputs", "step-writes", "step-rope-tables"}  # fmt: skip
 
 
 # The extras whose check steps the mode's runner against the same build with one TalkerRunner flag set otherwise, bit
@@ -528,6 +528,8 @@ FLAG_CHECKS = (
      "lookup kernels vs PyTorch lookups and adds"),
     ("step-inputs", "step_input_kernel", False, "step_input_kernel_vs_gathers", "step input kernel vs PyTorch gathers"),
     ("step-writes", "step_write_kernel", False, "step_write_kernel_vs_writes", "step write kernel vs PyTorch writes"),
+    ("step-rope-tables", "step_rope_tables", False, "step_rope_tables_vs_forward_rope",
+     "step rope tables vs the forward's RoPE"),
 )  # fmt: skip
 
 
@@ -582,7 +584,8 @@ def runner_flags(tokens: set[str]) -> dict:
                 kv_write_kernel="kv-write" in tokens, norm_rope_write_kernel="norm-rope-write" in tokens,
                 predictor_tables="rope-per-forward" not in tokens, fused_draws="fused-draws" in tokens,
                 projected_lookups="projected-lookups" in tokens, lookup_kernels="lookup-kernels" in tokens,
-                step_input_kernel="step-inputs" in tokens, step_write_kernel="step-writes" in tokens)  # fmt: skip
+                step_input_kernel="step-inputs" in tokens, step_write_kernel="step-writes" in tokens,
+                step_rope_tables="step-rope-tables" in tokens)  # fmt: skip
 
 
 def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
@@ -718,7 +721,9 @@ def main() -> None:
         "gathered by one (kernels/frame_embedding.py; the talker service's lookup_kernels); +step-inputs: the "
         "step's gathers at its rows' slots before the first pass in one kernel (step_inputs; the talker service's "
         "step_input_kernel); +step-writes: the step's writes at its rows' slots after the draw and the scratch "
-        "reset in one kernel (kernels/step_writes.py; the talker service's step_write_kernel)"
+        "reset in one kernel (kernels/step_writes.py; the talker service's step_write_kernel); +step-rope-tables "
+        "(with +step-inputs): the talker forward's RoPE rows and key counts read by the step input kernel from "
+        "tables made once (the talker service's step_rope_tables)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

@@ -18,7 +18,13 @@ import torch
 from omni.device import to_device
 from omni.launch_rows import launching_rows
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
-from omni.models.qwen3_tts.talker import SHORT_PASS_POSITIONS, AttentionInputs, CacheKernels, Qwen3TTSTalker
+from omni.models.qwen3_tts.talker import (
+    SHORT_PASS_POSITIONS,
+    AttentionInputs,
+    CacheKernels,
+    Qwen3TTSTalker,
+    rope_cos_sin,
+)
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import (
     SamplingParams,
@@ -50,6 +56,7 @@ class TalkerRunner:
         lookup_kernels: bool = False,
         step_input_kernel: bool = False,
         step_write_kernel: bool = False,
+        step_rope_tables: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -91,6 +98,9 @@ class TalkerRunner:
         `step_write_kernel`: what a step writes at its rows' slots after the draw (next positions, histories, last
         hidden states) and a padded batch's scratch reset in one Triton kernel (kernels/step_writes.py) instead of 8
         PyTorch kernels. The same bits.
+        `step_rope_tables` (with step_input_kernel and the decode-attention kernel): the talker forward's RoPE rows
+        read from tables made once for positions 0..max_len-1 (by the ops a forward runs) and its key counts, both by
+        the step input kernel, instead of 4 PyTorch kernels a step (mul, cos, sin, add). The same bits.
         """
         self.talker = talker
         self.config = config
@@ -158,6 +168,13 @@ class TalkerRunner:
             from omni.kernels.step_writes import step_writes
 
             self.step_writes = step_writes
+        self.rope_tables = None  # step_rope_tables: the talker's RoPE (cos, sin) [max_len, head_dim] by position
+        if step_rope_tables:
+            if not step_input_kernel or self.cache.kernel_positions < 1:
+                raise ValueError("step_rope_tables needs step_input_kernel and the decode-attention kernel")
+            positions = torch.arange(max_len, device=dev)[None]
+            cos, sin = rope_cos_sin(positions, talker.model.rope_frequencies(dev), self.dtype)  # as a forward does
+            self.rope_tables = (cos[0, :, 0].contiguous(), sin[0, :, 0].contiguous())
         # Per pass (1..15), with predictor_tables: its attention inputs at every row (slots and scratch).
         self._predictor_inputs: list[AttentionInputs] | None = None
         if predictor_tables:
@@ -377,8 +394,10 @@ class TalkerRunner:
             gathered = self.step_inputs(
                 slots, self.drawn, self.pending, self.next_pos, self.trailing, self.trailing_len, self.last_hidden,
                 t.model.codec_embedding.weight, t.model.text_embedding.weight, self.tts_pad_id, codes[0],
+                self.rope_tables,
             )  # fmt: skip
             drawn, frame, x, positions = gathered.drawn, gathered.frame, gathered.x, gathered.positions
+            attention = gathered.attention  # with step_rope_tables: the talker forward's, made there otherwise
             frame_embedding, text = x[:, 1], t.text_projection(gathered.text)
         else:
             drawn = self.drawn[slots]
@@ -386,7 +405,7 @@ class TalkerRunner:
             codes[0] = self.pending[slots]
             frame_embedding = t.embed_codec(codes[0])
             x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
-            positions = text = None  # after the passes
+            positions = text = attention = None  # after the passes
         sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
         for g in range(1, self.groups):
             projected = g > 1 and self.projected is not None
@@ -410,7 +429,7 @@ class TalkerRunner:
             text = t.embed_text(text_ids)
             positions = self.next_pos[slots][:, None]
         x = (frame_embedding + text)[:, None]
-        hidden = t(x, positions, self.cache, slots)[:, -1]
+        hidden = t(x, positions, self.cache, slots, inputs=attention)[:, -1]
         return codes.t(), self._draw_talker(slots, hidden, positions[:, 0], drawn, padded)
 
     def _pass_input(

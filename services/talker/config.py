@@ -191,19 +191,27 @@ class TalkerConfig(ServiceConfig):
         "at 512",
     )
     step_input_kernel: bool = option(
-        False,
+        True,
         "on a CUDA device: what a decode step gathers at its rows' slots before the code predictor's first pass (drawn "
         "counts, frame, codebook 0's id and embedding, last hidden state, position, the trailing text id's embedding "
         "row) in one Triton kernel launched programmatically with the step's others, instead of 15 PyTorch kernels "
-        "(the same bits; kernels/frame_embedding.py's step_inputs). Off until measured on a GPU "
-        "(tools/device/next_one_gpu_2.sh)",
+        "(the same bits; kernels/frame_embedding.py's step_inputs). Runs 193-194 (H100): the 1.7B step 0.67-0.73% "
+        "faster at 1 row, 0.53-0.78% at 16, 0.22-0.55% at 32-512",
     )
     step_write_kernel: bool = option(
         False,
         "on a CUDA device: what a decode step writes at its rows' slots after the talker's draw (next positions, the "
         "drawn ids into the histories, last hidden states) and a padded batch's scratch slot reset in one Triton "
         "kernel launched programmatically with the step's others, instead of 8 PyTorch kernels (the same bits; "
-        "kernels/step_writes.py). Off until measured on a GPU",
+        "kernels/step_writes.py). Off: against step_input_kernel alone 0.20-0.32% faster at 1 row but 0.07-0.42% at 16 "
+        "(runs 193-194, H100), under its rule's 0.2% in every comparison",
+    )
+    step_rope_tables: bool = option(
+        False,
+        "with step_input_kernel and fused_kernels on a CUDA device: the talker forward's RoPE rows read by the step "
+        "input kernel from tables made once for every position (by the ops a forward runs), with the attention's key "
+        "counts, instead of 4 PyTorch kernels a step (the same bits). Off until measured on a GPU "
+        "(tools/device/next_one_gpu_2.sh)",
     )
     prefill_graphs: bool = option(
         True, "with cuda_graphs on CUDA: replay prefill forwards from CUDA graphs per (batch, width) bucket"
@@ -250,6 +258,8 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(
                 f"skinny_linear_silu_down_max_rows must be >= 0, got {self.skinny_linear_silu_down_max_rows}"
             )
+        if self.step_rope_tables and not self.step_input_kernel:
+            raise ValueError("step_rope_tables needs step_input_kernel (its kernel reads the tables)")
         if self.programmatic_launch_max_rows < 0:
             raise ValueError(f"programmatic_launch_max_rows must be >= 0, got {self.programmatic_launch_max_rows}")
         if not self.min_lead_ms >= 0:

@@ -396,6 +396,7 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
         "lookup_kernels": config.lookup_kernels and on_cuda,
         "step_input_kernel": config.step_input_kernel and on_cuda,
         "step_write_kernel": config.step_write_kernel and on_cuda,
+        "step_rope_tables": config.step_rope_tables and config.step_input_kernel and fused,
     }
 
 

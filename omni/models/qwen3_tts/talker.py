@@ -527,10 +527,17 @@ class Qwen3TTSTalker(nn.Module):
         return x
 
     def forward(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: KVCache, slots: torch.Tensor, kv_len: int | None = None
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: KVCache,
+        slots: torch.Tensor,
+        kv_len: int | None = None,
+        inputs: AttentionInputs | None = None,
     ) -> torch.Tensor:
-        """x [B, T, H] at positions [B, T] of slots [B] -> final-normed hidden [B, T, H]."""
-        return self.model(x, positions, cache, slots, kv_len)
+        """x [B, T, H] at positions [B, T] of slots [B] -> final-normed hidden [B, T, H]. `inputs`: the forward's
+        attention inputs when the caller made them (Decoder.forward)."""
+        return self.model(x, positions, cache, slots, kv_len, inputs)
 
     def codec_logits(self, h: torch.Tensor) -> torch.Tensor:
         """Codebook-0 logits [.., vocab_size] from final-normed hidden states."""
