@@ -1,10 +1,9 @@
-# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~5 minutes), with or after next_one_gpu_2.sh: the step input and step
-# write kernels' A/B at 32, 128 and 512 rows (M, S, W, M, S, W in one process, 1.7B; see next_one_gpu_2.sh for why,
-# the predictions and the rules). Programmatic launch stops at 64 rows (pdl-to-64), so at 128 and 512 rows no kernel
-# launches early and what is left is the PyTorch kernels' own time against one Triton kernel's.
+# One-GPU call (nvidia-h200 or nvidia-h100-x1, ~5 minutes), with or after next_one_gpu_2.sh: the step RoPE tables'
+# A/B at 32, 128 and 512 rows (M, R, M, R in one process, 1.7B; see next_one_gpu_2.sh for why, the prediction and the
+# rule). Programmatic launch stops at 64 rows (pdl-to-64), so at 128 and 512 rows no kernel launches early and what is
+# left is the PyTorch kernels' own time.
 source tools/device/setup.sh
 stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels
-S=$M+step-inputs
-W=$S+step-writes
-talker_order 1.7B 32,128,512 "$M,$S,$W,$M,$S,$W" abc_large
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs
+R=$M+step-rope-tables
+talker_order 1.7B 32,128,512 "$M,$R,$M,$R" ab_large
