@@ -204,7 +204,7 @@ class TalkerConfig(ServiceConfig):
         "drawn ids into the histories, last hidden states) and a padded batch's scratch slot reset in one Triton "
         "kernel launched programmatically with the step's others, instead of 8 PyTorch kernels (the same bits; "
         "kernels/step_writes.py). Off: against step_input_kernel alone 0.20-0.32% faster at 1 row but 0.07-0.42% at 16 "
-        "(runs 193-194, H100), under its rule's 0.2% in every comparison",
+        "(runs 193-194, H100), under its rule's 0.2% in two of the three comparisons there",
     )
     step_rope_tables: bool = option(
         False,
