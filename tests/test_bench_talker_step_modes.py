@@ -407,3 +407,13 @@ def test_each_flag_check_compares_the_mode_against_its_flag_set_otherwise():
         with_extra = bench.runner_flags(bench.mode_extras(f"fused+{extra}"))
         without = bench.runner_flags(bench.mode_extras("fused"))
         assert with_extra[flag] == (not value) and without[flag] == value, extra
+    # A mode with every extra: each compared build is one the runner takes (no flag on without the one it needs), and
+    # differs from the mode in the check's flag.
+    every = bench.runner_flags(set(bench.MODE_EXTRAS))
+    assert every["step_rope_tables"] and every["step_input_kernel"]
+    for extra, flag, value, _, _ in bench.FLAG_CHECKS:
+        other = bench.flag_set_otherwise(every, flag, value)
+        assert other[flag] == value and other[flag] != every[flag], extra
+        assert all(other[needed] or not other[needing] for needing, needed in bench.FLAG_NEEDS.items()), extra
+    assert not bench.flag_set_otherwise(every, "step_input_kernel", False)["step_rope_tables"]
+    assert bench.flag_set_otherwise(every, "step_write_kernel", False)["step_rope_tables"]

@@ -531,6 +531,18 @@ FLAG_CHECKS = (
     ("step-rope-tables", "step_rope_tables", False, "step_rope_tables_vs_forward_rope",
      "step rope tables vs the forward's RoPE"),
 )  # fmt: skip
+# TalkerRunner flags that need another on (the runner refuses them without it): a check that turns the other off
+# turns these off with it.
+FLAG_NEEDS = {"step_rope_tables": "step_input_kernel"}
+
+
+def flag_set_otherwise(flags: dict, flag: str, value: bool) -> dict:
+    """A FLAG_CHECKS build: `flags` with `flag` set to `value`, and any flag that needs one now off turned off."""
+    other = {**flags, flag: value}
+    for needing, needed in FLAG_NEEDS.items():
+        if not other.get(needed, False):
+            other[needing] = False
+    return other
 
 
 # BNxBKsSkP: a dot-kernel launch of BN features x BK-wide chunks, S stages, P split-K shares, 4 warps (`dot_spec`).
@@ -795,7 +807,7 @@ def main() -> None:
                 print(name, mode, "kv write kernel vs index put", out[key], flush=True)
             for extra, flag, value, suffix, what in FLAG_CHECKS:  # each against the build with one flag flipped
                 if extra in tokens:
-                    setups = [(talker, flags), (talker, {**flags, flag: value})]
+                    setups = [(talker, flags), (talker, flag_set_otherwise(flags, flag, value))]
                     key = f"{label}_{suffix}"
                     out[key] = compare_bitwise(setups, config, args.check_steps, device)
                     print(name, mode, what, out[key], flush=True)
