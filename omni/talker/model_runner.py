@@ -297,8 +297,8 @@ class TalkerRunner:
         if done:
             rows = to_device(torch.tensor(done), self.device)
             last = to_device(torch.tensor([chunks[r][3] - chunks[r][2] - 1 for r in done]), self.device)
-            ends = to_device(torch.tensor([chunks[r][3] for r in done]), self.device)  # the next positions
-            self._draw_talker(slots[rows], hidden[rows, last], ends - 1)
+            written = to_device(torch.tensor([chunks[r][3] - 1 for r in done]), self.device)  # each prompt's last
+            self._draw_talker(slots[rows], hidden[rows, last], written)
         return [chunks[r][0] for r in done]
 
     @torch.no_grad()
