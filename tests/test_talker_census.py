@@ -31,11 +31,13 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     `step_input_kernel` (the default since session 55; the runs before it are asked with it off) the step's 15
     PyTorch gathers, selects and copies at its slots before the first pass are one Triton kernel; with
     `step_write_kernel` too its 8 writes at its slots after the draw (next positions, histories, last hidden states,
-    the scratch reset) are one more, and with `step_rope_tables` the talker forward's RoPE rows and key counts come
-    from the step input kernel (4 PyTorch kernels fewer, no launch more)."""
+    the scratch reset) are one more, and with `step_rope_tables` (the default since session 56; the runs before it are
+    asked with it off) the talker forward's RoPE rows and key counts come from the step input kernel (4 PyTorch
+    kernels fewer, no launch more)."""
     runs = {}
     procs = {}
-    before_inputs = {"OMNI_TALKER_STEP_INPUT_KERNEL": "0"}  # the default since session 55
+    before_inputs = {"OMNI_TALKER_STEP_INPUT_KERNEL": "0"}  # the default since session 55 (and the tables with it)
+    before_tables = {"OMNI_TALKER_STEP_ROPE_TABLES": "0"}  # the default since session 56
     plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0", **before_inputs}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0", **plain}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
@@ -44,9 +46,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
                   ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0",
                                               **before_inputs}),
                   ("lookup_kernels", ["--sites"], before_inputs),
-                  ("step_inputs", ["--sites"], {}),
-                  ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1"}),
-                  ("step_rope_tables", [], {"OMNI_TALKER_STEP_ROPE_TABLES": "1"}))  # fmt: skip
+                  ("step_inputs", ["--sites"], before_tables),
+                  ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1", **before_tables}),
+                  ("step_rope_tables", [], {}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]

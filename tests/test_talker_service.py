@@ -505,16 +505,18 @@ def test_the_measured_talker_kernels_are_on_by_default_and_can_be_turned_off(mod
     """Every talker kernel setting won its GPU A/B (docs/benchmarks.md): sampler_kernel (run 16), short_pass_kernel (run
     83), kv_write_kernel and fused_add_norm (run 86), norm_rope_write_kernel (run 109), skinny_linear (run 154),
     fused_draws (run 155), skinny_linear_dot (run 160), skinny_linear_by_shape and skinny_linear_dot_32 (runs 163-164),
-    projected_lookups and lookup_kernels (runs 190-191), step_input_kernel (runs 193-194). Each can be turned off
-    from the environment; on CPU none reaches the runner's caches (the PyTorch paths) and the lookups and the step's
-    reads stay PyTorch's, but the projected tables (a model identity, not a kernel) are made on any device."""
+    projected_lookups and lookup_kernels (runs 190-191), step_input_kernel (runs 193-194), step_rope_tables (runs
+    195-196). Each can be turned off from the environment; on CPU none reaches the runner's caches (the PyTorch paths)
+    and the lookups and the step's reads stay PyTorch's, but the projected tables (a model identity, not a kernel) are
+    made on any device."""
     from omni.services.common.config import load_config
 
     settings = ("sampler_kernel", "short_pass_kernel", "kv_write_kernel", "fused_add_norm", "norm_rope_write_kernel",
                 "skinny_linear", "fused_draws", "skinny_linear_dot", "skinny_linear_by_shape",
-                "skinny_linear_dot_32", "projected_lookups", "lookup_kernels", "step_input_kernel")  # fmt: skip
+                "skinny_linear_dot_32", "projected_lookups", "lookup_kernels", "step_input_kernel",
+                "step_rope_tables")  # fmt: skip
     assert all(getattr(TalkerConfig(), name) for name in settings)
-    offs = ("0", "false", "no", "off", "0", "off", "false", "0", "no", "0", "off", "false", "no")
+    offs = ("0", "false", "no", "off", "0", "off", "false", "0", "no", "0", "off", "false", "no", "0")
     env = {f"OMNI_TALKER_{name.upper()}": value for name, value in zip(settings, offs, strict=True)}
     off = load_config(TalkerConfig, "talker", env=env)
     assert not any(getattr(off, name) for name in settings)
@@ -525,7 +527,7 @@ def test_the_measured_talker_kernels_are_on_by_default_and_can_be_turned_off(mod
     runner = asyncio.run(build(TalkerConfig(model=str(model_dir), device="cpu", max_streams=2, port=0))).engine.runner
     kernels = runner.cache.kernels
     assert not (kernels.write or kernels.norm_rope_write or kernels.attention)
-    assert runner.frame_tables is None and runner.step_inputs is None  # CUDA-only kernels
+    assert runner.frame_tables is None and runner.step_inputs is None and runner.rope_tables is None  # CUDA only
     assert runner.projected is not None  # model_dir's tiny talker has a projection
     config = dataclasses.replace(off, model=str(model_dir), device="cpu", max_streams=2, port=0)
     assert asyncio.run(build(config)).engine.runner.projected is None

@@ -42,7 +42,7 @@ from omni.talker.cuda_graphs import TalkerGraphs  # noqa: E402
 
 DEFAULTS = (
     "fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64"
-    "+projected-lookups+lookup-kernels+step-inputs"
+    "+projected-lookups+lookup-kernels+step-inputs+step-rope-tables"
 )
 # The dot kernel's launches tried on every shape they fit, as `dot_spec` reads them (BNxBKsSkP, 4 warps; what
 # --candidates and bench_talker_step's +pin-... take). The 128-feature ones (session 51) after run 184 found the
