@@ -204,12 +204,27 @@ def _rms_norm_rope_kernel(
 
 
 @triton.jit
+def silu_rounded(g, dt: tl.constexpr):
+    """F.silu(g) from g in fp32, rounded to dt as F.silu rounds; the one copy of this arithmetic."""
+    return (g / (1.0 + tl.exp(-g))).to(dt)
+
+
+@triton.jit
 def silu_times(g, u, dt: tl.constexpr):
     """F.silu(g) * u from g and u in fp32, rounded to dt as the eager ops round (F.silu rounds to the dtype before
-    the product); the one copy of this arithmetic, so skinny_linear's gated input (`silu_gate`) gives silu_mul's
-    bits."""
-    s = (g / (1.0 + tl.exp(-g))).to(dt).to(tl.float32)
+    the product), so skinny_linear's gated input (`silu_gate`) gives silu_mul's bits."""
+    s = silu_rounded(g, dt).to(tl.float32)
     return (s * u).to(dt)
+
+
+@triton.jit
+def _silu_kernel(x_ptr, out_ptr, n, x_stride, BLOCK: tl.constexpr, PDL: tl.constexpr):
+    wait_for_prior_kernels(PDL)
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    x = tl.load(x_ptr + row * x_stride + offs, mask=inside, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * n + offs, silu_rounded(x, out_ptr.dtype.element_ty), mask=inside)
 
 
 @triton.jit
@@ -310,6 +325,18 @@ def rms_norm_rope(
         NORM=weight is not None,
         **launch_options(),
     )
+    return out
+
+
+def silu(x: torch.Tensor) -> torch.Tensor:
+    """F.silu(x) in a kernel that launches programmatically with the step's others (the talker's text projection,
+    between its two GEMMs); x [..., n] with a contiguous last dim."""
+    n = x.shape[-1]
+    rows, stride = _rows(x, n)
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    block = 1024
+    if rows.shape[0]:
+        _silu_kernel[(rows.shape[0], triton.cdiv(n, block))](rows, out, n, stride, BLOCK=block, **launch_options())
     return out
 
 

@@ -22,6 +22,7 @@ from omni.kernels.transformer_fused import (
     rms_norm_reference,
     rms_norm_rope,
     rms_norm_rope_reference,
+    silu,
     silu_mul,
     silu_mul_reference,
 )
@@ -73,6 +74,18 @@ def test_silu_mul_on_column_slices(dtype):
     gate_up = (torch.randn(3, 2, 2 * 1500, generator=gen) * 2).to(dtype)
     gate, up = gate_up[..., :1500], gate_up[..., 1500:]
     torch.testing.assert_close(silu_mul(gate, up), silu_mul_reference(gate, up), **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_silu_is_f_silu(dtype):
+    """The text projection's SiLU: F.silu's values (bf16: within the interpreter's truncation), rows of any count
+    and a width past one block, from a row-strided view."""
+    gen = torch.Generator().manual_seed(3)
+    x = (torch.randn(3, 2, 2500, generator=gen) * 4).to(dtype)[..., 100:2300]
+    got = silu(x)
+    assert got.shape == x.shape and got.is_contiguous()
+    torch.testing.assert_close(got, torch.nn.functional.silu(x), **TOL[dtype])
+    assert not torch.allclose(got.float(), x.float(), **TOL[dtype])  # not the input back
 
 
 def _runners_with_one_request(synth: Synthesizer, talkers) -> list[TalkerRunner]:

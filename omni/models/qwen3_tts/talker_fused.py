@@ -6,7 +6,8 @@
 - each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor, or, where the
   cache asks (`CacheKernels.norm_rope_write`), one kernel with the K/V cache write (kv_write.norm_rope_write_kv);
 - SiLU(gate) · up is one kernel, or, after `use_silu_down`, part of the down projection's skinny_linear kernel;
-- with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer).
+- with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer);
+- the text projection's SiLU is one kernel.
 The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
 the order of fp32 sums and the GEMM's own kernel choice. Per layer: ~60 kernels → ~15.
 Importing this module imports Triton: import it only where the kernels are wanted (CUDA serving, tests).
@@ -29,7 +30,7 @@ from omni.kernels.skinny_linear import (
     max_rows_for,
     skinny_linear,
 )
-from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu_mul
+from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu, silu_mul
 from omni.models.qwen3_tts.talker import (
     MLP,
     Attention,
@@ -37,6 +38,7 @@ from omni.models.qwen3_tts.talker import (
     Decoder,
     KVCache,
     Qwen3TTSTalker,
+    ResizeMLP,
     RMSNorm,
     kernel_row_slots,
 )
@@ -165,7 +167,17 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
     for module in talker.modules():
         if isinstance(module, Attention):  # the talker's only: the codec's transformer has caches of its own
             module.project_write = types.MethodType(_fused_project_write, module)
+        elif isinstance(module, ResizeMLP) and not getattr(module, "fused", False):
+            module.forward = types.MethodType(_fused_resize_mlp, module)
+            module.fused = True
+            changed += 1
     return changed
+
+
+def _fused_resize_mlp(self: ResizeMLP, x: torch.Tensor) -> torch.Tensor:
+    """The text projection with its SiLU in a kernel (`silu`, F.silu's bits), not a PyTorch kernel between its GEMMs:
+    a PyTorch kernel waits for the one ahead to finish and lets none after it launch early."""
+    return self.linear_fc2(silu(self.linear_fc1(x)))
 
 
 def _skinny_linear_forward(self: nn.Linear, x: torch.Tensor) -> torch.Tensor:
