@@ -56,12 +56,13 @@ def _decode_attention_kernel(
     BLOCK_N: tl.constexpr,
     PRECISION: tl.constexpr,
     DOT_FP32: tl.constexpr,
+    ROWS_PER_SLOT: tl.constexpr,
     PDL: tl.constexpr,
 ):
     wait_for_prior_kernels(PDL)
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
-    slot = tl.load(slots_ptr + row).to(tl.int64)
+    slot = tl.load(slots_ptr + row // ROWS_PER_SLOT).to(tl.int64)
     length = tl.load(lengths_ptr + row).to(tl.int32)
 
     g = tl.arange(0, GROUP_PAD)  # the query heads of this kv head (rows past GROUP are padding for tl.dot)
@@ -120,12 +121,15 @@ def decode_attention(
     slots: torch.Tensor,
     lengths: torch.Tensor,
     launch: dict | None = None,
+    rows_per_slot: int = 1,
 ) -> torch.Tensor:
-    """Attention of one query per row, q [B, H, D], over keys 0..lengths[b]-1 of cache slot slots[b].
+    """Attention of one query per row, q [B, H, D], over keys 0..lengths[b]-1 of cache slot slots[b // rows_per_slot].
 
-    k_cache, v_cache: [S, L, KVH, D] with the last dim contiguous (one layer of `KVCache`). Every length must be
-    in 1..L (a zero length would divide by zero; callers always attend at least to the query's own key).
-    Returns [B, H, D] in q's dtype. `launch` overrides the settings for the cache's length.
+    `rows_per_slot` T: the rows are T positions of each slot in turn (slots [B / T]), as a T-position forward's
+    (the code predictor's first pass, short prefills) lays them out. k_cache, v_cache: [S, L, KVH, D] with the last
+    dim contiguous (one layer of `KVCache`). Every length must be in 1..L (a zero length would divide by zero; callers
+    always attend at least to the query's own key). Returns [B, H, D] in q's dtype. `launch` overrides the settings
+    for the cache's length.
     """
     launch = {**(LAUNCH_SHORT if k_cache.shape[1] <= SHORT_CACHE else LAUNCH), **(launch or {})}
     b, heads, dim = q.shape
@@ -134,6 +138,8 @@ def decode_attention(
         raise ValueError(f"{heads} query heads are not a multiple of {kv_heads} kv heads")
     if k_cache.stride(-1) != 1 or v_cache.stride() != k_cache.stride() or q.stride(-1) != 1:
         raise ValueError("q and the caches need a contiguous last dim, and k/v caches the same strides")
+    if slots.dim() != 1 or rows_per_slot < 1 or slots.shape[0] * rows_per_slot != b:
+        raise ValueError(f"{b} rows need [{b} / rows_per_slot] slots, got {tuple(slots.shape)} and {rows_per_slot}")
     group = heads // kv_heads
     out = torch.empty_like(q)
     _decode_attention_kernel[(b, kv_heads)](
@@ -159,6 +165,7 @@ def decode_attention(
         PRECISION="ieee",  # fp32 inputs stay fp32 (no TF32 rounding); bf16/fp16 inputs are exact products anyway
         # The Triton interpreter (CPU tests) computes tl.dot of bf16 on raw bits; upcasting first is exact.
         DOT_FP32=INTERPRETED and q.dtype != torch.float32,
+        ROWS_PER_SLOT=rows_per_slot,
         num_warps=launch["num_warps"],
         num_stages=launch["num_stages"],
         **launch_options(),

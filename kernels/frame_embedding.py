@@ -11,12 +11,13 @@ never lets the next one in early), so each one costs a launch with nothing overl
 - `frame_sum(start, tables, codes)`: `start + tables[0][codes[0]] + ... + tables[n-1][codes[n-1]]`, added in that
   order and rounded to the tables' dtype after every add, as PyTorch's element-wise add rounds, so the sum has the
   same bits as the step's adds: one launch for the frame where there were 15 adds (and, with the projected tables,
-  15 gathers).
+  15 gathers); with `then`, the talker's text vector added last, the next talker input's add.
 
 - `step_inputs(...)`: what a decode step reads at its rows' slots before its first pass, in one launch where there
-  were 15 PyTorch kernels: each row's drawn count and frame, codebook 0's id (into the codes), its position, the code
-  predictor's first input [last hidden, codebook 0's embedding] and the text embedding row of the frame's trailing
-  text id (the pad id past it). Gathers and a select only: the same values as the PyTorch ops.
+  were 16 PyTorch kernels: each row's drawn count, frame and first draw counter, codebook 0's id (into the codes),
+  its position, the code predictor's first input [last hidden, codebook 0's embedding] and the text embedding row of
+  the frame's trailing text id (the pad id past it). Gathers, a select and a multiply: the same values as the PyTorch
+  ops.
 
 All wait for the kernels ahead and let the next one launch (kernels/programmatic_launch.py) where programmatic
 launch is on.
@@ -50,6 +51,7 @@ def _frame_sum_kernel(
     start_ptr,
     tables_ptr,
     codes_ptr,
+    then_ptr,
     out_ptr,
     start_stride_b,
     codes_stride_n,
@@ -57,6 +59,7 @@ def _frame_sum_kernel(
     table_stride_n,
     DIM: tl.constexpr,
     BOOKS: tl.constexpr,
+    THEN: tl.constexpr,
     BLOCK: tl.constexpr,
     ROUND_TO: tl.constexpr,
     PDL: tl.constexpr,
@@ -71,6 +74,8 @@ def _frame_sum_kernel(
         index = tl.load(codes_ptr + book * codes_stride_n + row * codes_stride_b).to(tl.int64)
         rows = tl.load(tables_ptr + book * table_stride_n + index * DIM + d, mask=inside, other=0.0)
         total = round_to(total + rows.to(tl.float32), ROUND_TO)
+    if THEN:  # one more row added last (the talker's text vector)
+        total = round_to(total + tl.load(then_ptr + row * DIM + d, mask=inside, other=0.0).to(tl.float32), ROUND_TO)
     # exact: the total is a value of the output's dtype
     tl.store(out_ptr + row * DIM + d, total.to(out_ptr.dtype.element_ty), mask=inside)
 
@@ -95,10 +100,12 @@ def gather_rows(table: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def frame_sum(start: torch.Tensor, tables: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
-    """start + sum over i, in order, of tables[i][codes[i]], rounded after every add: start [B, D] (rows contiguous),
-    tables [n, V, D] contiguous of start's dtype, codes [n, B] integer (any strides, on the tables' device; within
-    [0, V), not checked here) -> [B, D] contiguous."""
+def frame_sum(
+    start: torch.Tensor, tables: torch.Tensor, codes: torch.Tensor, then: torch.Tensor | None = None
+) -> torch.Tensor:
+    """start + sum over i, in order, of tables[i][codes[i]] (+ `then` last, if given), rounded after every add: start
+    [B, D] (rows contiguous), tables [n, V, D] contiguous of start's dtype, codes [n, B] integer (any strides, on the
+    tables' device; within [0, V), not checked here), then [B, D] contiguous of start's dtype -> [B, D] contiguous."""
     _check_ids(codes, "frame_sum")
     if tables.dtype not in ROUNDING or start.dtype != tables.dtype:
         raise ValueError(f"frame_sum: start and tables of one of {list(ROUNDING)}, got {start.dtype}, {tables.dtype}")
@@ -111,12 +118,16 @@ def frame_sum(start: torch.Tensor, tables: torch.Tensor, codes: torch.Tensor) ->
             f"frame_sum: start [B, {dim}] with contiguous rows and codes [{books}, B], got {tuple(start.shape)} and "
             f"{tuple(codes.shape)}"
         )
+    if then is not None and (then.shape != (rows, dim) or then.dtype != start.dtype or not then.is_contiguous()):
+        raise ValueError(f"frame_sum: then must be a contiguous [{rows}, {dim}] {start.dtype} tensor, got "
+                         f"{tuple(then.shape)} {then.dtype}")  # fmt: skip
     out = torch.empty(rows, dim, dtype=start.dtype, device=start.device)
     if rows:
         _frame_sum_kernel[(rows, triton.cdiv(dim, BLOCK_D))](
             start,
             tables,
             codes,
+            start if then is None else then,  # not read without it
             out,
             start.stride(0),
             codes.stride(0),
@@ -124,6 +135,7 @@ def frame_sum(start: torch.Tensor, tables: torch.Tensor, codes: torch.Tensor) ->
             tables.stride(0),
             DIM=dim,
             BOOKS=books,
+            THEN=then is not None,
             BLOCK=BLOCK_D,
             ROUND_TO=ROUNDING[tables.dtype],
             num_warps=4,
@@ -146,6 +158,7 @@ def _step_inputs_kernel(
     codes_ptr,
     drawn_out_ptr,
     frame_out_ptr,
+    counter_ptr,
     positions_ptr,
     x_ptr,
     text_out_ptr,
@@ -158,6 +171,7 @@ def _step_inputs_kernel(
     max_len,
     pad_id,
     rope_len,
+    DRAWS: tl.constexpr,
     HIDDEN: tl.constexpr,
     TEXT_DIM: tl.constexpr,
     HEAD_DIM: tl.constexpr,
@@ -181,6 +195,7 @@ def _step_inputs_kernel(
         tl.store(codes_ptr + row * codes_stride, code)
         tl.store(drawn_out_ptr + row, drawn)
         tl.store(frame_out_ptr + row, frame)
+        tl.store(counter_ptr + row, frame * DRAWS)
         tl.store(positions_ptr + row, position)
         if ROPE:  # the talker forward's RoPE rows at the position (the tables' last past them) and its key count
             tl.store(lengths_ptr + row, position + 1)
@@ -205,6 +220,7 @@ class StepInputs:
 
     drawn: torch.Tensor  # [B] codebook-0 ids drawn so far
     frame: torch.Tensor  # [B] the frame being completed (drawn - 1)
+    counter: torch.Tensor  # [B] the frame's first draw counter (frame * draws_per_frame)
     positions: torch.Tensor  # [B, 1] the talker position the step writes
     x: torch.Tensor  # [B, 2, H] the code predictor's first input: [last hidden, codebook 0's embedding]
     text: torch.Tensor  # [B, text width] the text embedding row of the frame's trailing text id (the pad id past it)
@@ -225,14 +241,16 @@ def step_inputs(
     text_table: torch.Tensor,
     pad_id: int,
     codes0: torch.Tensor,
+    draws_per_frame: int,
     rope_tables: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> StepInputs:
-    """At each row's slot: `drawn[s]`, `drawn[s] - 1`, `next_pos[s]`, [last_hidden[s], codec_table[pending[s]]] and
-    text_table[trailing[s, min(frame, max_len - 1)] if frame < trailing_len[s] else pad_id]; `pending[s]` written
-    into codes0 [B] (any stride). Slot tensors [rows] int64 and trailing [rows, max_len] int64, contiguous; the
-    tables [V, D] contiguous, the codec's of last_hidden's width; ids within the tables (not checked: that would
-    sync). With `rope_tables` (cos, sin [L, head_dim], contiguous: RoPE at positions 0..L-1) also the talker forward's
-    attention inputs at next_pos[s]: those rows (row L-1 past them) and the key count next_pos[s] + 1."""
+    """At each row's slot: `drawn[s]`, frame = `drawn[s] - 1`, frame * draws_per_frame, `next_pos[s]`,
+    [last_hidden[s], codec_table[pending[s]]] and text_table[trailing[s, min(frame, max_len - 1)] if frame <
+    trailing_len[s] else pad_id]; `pending[s]` written into codes0 [B] (any stride). Slot tensors [rows] int64 and
+    trailing [rows, max_len] int64, contiguous; the tables [V, D] contiguous, the codec's of last_hidden's width; ids
+    within the tables (not checked: that would sync). With `rope_tables` (cos, sin [L, head_dim], contiguous: RoPE at
+    positions 0..L-1) also the talker forward's attention inputs at next_pos[s]: those rows (row L-1 past them) and
+    the key count next_pos[s] + 1."""
     _check_ids(slots, "step_inputs")
     b, hidden = slots.shape[0], last_hidden.shape[1]
     text_dim = text_table.shape[1]
@@ -257,6 +275,7 @@ def step_inputs(
     out = StepInputs(
         drawn=torch.empty(b, dtype=torch.int64, device=device),
         frame=torch.empty(b, dtype=torch.int64, device=device),
+        counter=torch.empty(b, dtype=torch.int64, device=device),
         positions=torch.empty(b, 1, dtype=torch.int64, device=device),
         x=torch.empty(b, 2, hidden, dtype=last_hidden.dtype, device=device),
         text=torch.empty(b, text_dim, dtype=text_table.dtype, device=device),
@@ -279,6 +298,7 @@ def step_inputs(
             codes0,
             out.drawn,
             out.frame,
+            out.counter,
             out.positions,
             out.x,
             out.text,
@@ -291,6 +311,7 @@ def step_inputs(
             trailing.shape[1],
             pad_id,
             rope_len,
+            DRAWS=draws_per_frame,
             HIDDEN=hidden,
             TEXT_DIM=text_dim,
             HEAD_DIM=head_dim,

@@ -141,10 +141,12 @@ def test_the_talker_cases_hold_the_prefills_and_the_prompt_embeddings():
     outside = [case for case in talker if case.module == "skinny_linear" and not case.constexprs["PDL"]]
     assert any(case.constexprs["HAS_BIAS"] for case in outside), [case.name for case in outside]
     attention = [case for case in talker if case.kernel == "_decode_attention_kernel"]
-    assert len(attention) == 2 and all(case.types["lengths_ptr"] == "*i64" for case in attention)
+    assert len(attention) == 3 and all(case.types["lengths_ptr"] == "*i64" for case in attention)
+    # the backbone's, and the code predictor's at 1 position a slot and at 2 (its first pass: a slot for 2 rows)
+    assert sorted(case.constexprs["ROWS_PER_SLOT"] for case in attention) == [1, 1, 2]
     # The chart's profile (256 streams) adds decode steps above 64 rows: their attention without programmatic launch
     deployed = [case for case in tool.all_cases() if case.kernel == "_decode_attention_kernel"]
-    assert len(deployed) == 4 and {case.constexprs["PDL"] for case in deployed} == {True, False}
+    assert len(deployed) == 6 and {case.constexprs["PDL"] for case in deployed} == {True, False}
     # and the 0.6B talker's shapes, launches of their own
     small, every = {case.name for case in tool.talker_cases(model="0.6B")}, {case.name for case in tool.all_cases()}
     assert small <= every and small - {case.name for case in talker}

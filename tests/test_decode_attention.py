@@ -71,6 +71,19 @@ def test_bad_head_counts_fail_clearly():
         decode_attention(q, k, v, slots, lengths)
 
 
+@pytest.mark.parametrize("rows_per_slot", [2, 3])
+def test_rows_per_slot_read_the_slot_of_their_group(rows_per_slot):
+    """T rows a slot (a T-position pass, slot-major): each row attends to its group's slot, the same bits as the
+    slots repeated T times; slots that do not make the rows fail clearly."""
+    q, k, v, _, lengths = _inputs((6, 4, 2, 16, 5, 40), torch.bfloat16, seed=4)
+    slots = torch.tensor([4, 1, 3])[: 6 // rows_per_slot]
+    got = decode_attention(q, k, v, slots, lengths, rows_per_slot=rows_per_slot)
+    assert torch.equal(got, decode_attention(q, k, v, slots.repeat_interleave(rows_per_slot), lengths))
+    assert not torch.equal(got, decode_attention(q, k, v, slots.repeat(rows_per_slot), lengths))  # not slot-minor
+    with pytest.raises(ValueError, match="rows_per_slot"):
+        decode_attention(q, k, v, slots, lengths)
+
+
 def test_runner_with_kernel_equals_runner_without(tiny_model_dir):
     without, with_kernel = prefilled_runner_pair(tiny_model_dir("custom_voice"), decode_kernel=True)
     assert with_kernel.predictor_cache.kernel_positions == 2  # the predictor's 2-position pass goes through it too
@@ -100,9 +113,9 @@ def test_short_pass_through_the_kernel_equals_the_masked_pass(positions_per_slot
     assert [c.kernel_positions for c in caches] == [0, 2]
     kernel_rows = []  # the real kernel, with the rows of each call recorded
 
-    def counted(q, *args):
+    def counted(q, *args, **kwargs):
         kernel_rows.append(q.shape[0])
-        return decode_attention(q, *args)
+        return decode_attention(q, *args, **kwargs)
 
     caches[1].decode_attention = counted
     slots = torch.tensor([3, 0, 2])

@@ -47,6 +47,10 @@ def test_frame_sum_has_the_bits_of_the_adds_in_order(dtype, group_major):
     got = frame_sum(start, tables, codes)
     assert got.dtype == dtype and torch.equal(got, want)
     assert not torch.equal(got, (start.float() + sum(tables[i][codes[i]].float() for i in range(15))).to(dtype))
+    # `then` (the talker's text vector) added last, rounded as the runner's add: (sum + then), not sum + (then + ...)
+    then = (torch.randn(5, 600, generator=gen) * 100).to(dtype)
+    with_then = frame_sum(start, tables, codes, then=then)
+    assert torch.equal(with_then, want + then) and not torch.equal(with_then, got)
 
 
 def test_frame_sum_refuses_what_it_cannot_sum():
@@ -60,6 +64,8 @@ def test_frame_sum_refuses_what_it_cannot_sum():
         frame_sum(start.bfloat16(), tables, codes)
     with pytest.raises(ValueError, match="integers"):
         frame_sum(start, tables, codes.float())
+    with pytest.raises(ValueError, match=r"then must be a contiguous \[2, 16\]"):
+        frame_sum(start, tables, codes, then=torch.zeros(16, 2).t())
     with pytest.raises(ValueError, match="contiguous"):
         gather_rows(tables[0].t(), codes[0])
 
@@ -102,9 +108,10 @@ def test_step_inputs_are_the_runners_gathers(hidden, text_dim, group_major):
     b = slots.shape[0]
     codes = torch.full((16, b), -1) if group_major else torch.full((b, 16), -1).t()
     names = ("drawn", "pending", "next_pos", "trailing", "trailing_len", "last_hidden")
-    got = step_inputs(slots, *(state[name] for name in names), codec_table, text_table, pad_id, codes[0])
+    got = step_inputs(slots, *(state[name] for name in names), codec_table, text_table, pad_id, codes[0], 16)
     drawn, frame, code, x, ids, text, positions = _step_inputs_by_pytorch(slots, state, codec_table, text_table, pad_id)
     assert torch.equal(got.drawn, drawn) and torch.equal(got.frame, frame) and torch.equal(codes[0], code)
+    assert torch.equal(got.counter, frame * 16) and got.counter.tolist()[:2] == [192, -16]  # SubtalkerRows' counter
     assert torch.equal(got.positions, positions) and torch.equal(got.x, x) and torch.equal(got.text, text)
     assert (codes[1:] == -1).all()  # nothing but codebook 0 written
     assert ids.tolist() == [7, ids[1], ids[2], 7, 7, 7, ids[6]] and min(ids[1], ids[2], ids[6]) > pad_id  # both kinds
@@ -127,7 +134,7 @@ def test_step_inputs_with_rope_tables_are_the_forwards_attention_inputs():
     trailing, trailing_len = torch.zeros(rows, 4, dtype=torch.long), torch.zeros(rows, dtype=torch.long)
     hidden, codec, text = torch.randn(rows, 8, generator=gen), torch.randn(5, 8), torch.randn(5, 8)
     slots = torch.tensor([3, 0, 2, 1])
-    args = (slots, *state, trailing, trailing_len, hidden, codec, text, 0, torch.zeros(rows, dtype=torch.long))
+    args = (slots, *state, trailing, trailing_len, hidden, codec, text, 0, torch.zeros(rows, dtype=torch.long), 16)
     (got_cos, got_sin), lengths = step_inputs(*args, rope_tables=tables).attention
     positions = next_pos[slots][:, None]
     want_cos, want_sin = rope_cos_sin(positions.clamp(max=length - 1), frequencies, torch.bfloat16)
@@ -145,11 +152,11 @@ def test_step_inputs_refuse_what_they_cannot_gather():
     hidden, codec, text = torch.zeros(2, 8), torch.zeros(5, 8), torch.zeros(5, 6)
     slots, codes0 = torch.tensor([0, 1]), torch.zeros(2, dtype=torch.long)
     with pytest.raises(ValueError, match="int64"):
-        step_inputs(slots, *state, trailing.int(), trailing_len, hidden, codec, text, 0, codes0)
+        step_inputs(slots, *state, trailing.int(), trailing_len, hidden, codec, text, 0, codes0, 16)
     with pytest.raises(ValueError, match=r"codec table \[V, 8\]"):
-        step_inputs(slots, *state, trailing, trailing_len, hidden, text, text, 0, codes0)
+        step_inputs(slots, *state, trailing, trailing_len, hidden, text, text, 0, codes0, 16)
     with pytest.raises(ValueError, match="integers"):
-        step_inputs(slots.float(), *state, trailing, trailing_len, hidden, codec, text, 0, codes0)
+        step_inputs(slots.float(), *state, trailing, trailing_len, hidden, codec, text, 0, codes0, 16)
 
 
 COMPILE = r"""
@@ -159,27 +166,30 @@ from omni.kernels.frame_embedding import _frame_sum_kernel, _gather_rows_kernel,
 
 target = GPUTarget("cuda", 90, 32)
 for pdl in (False, True):
-    sig = {"start_ptr": "*bf16", "tables_ptr": "*bf16", "codes_ptr": "*i64", "out_ptr": "*bf16",
+    sig = {"start_ptr": "*bf16", "tables_ptr": "*bf16", "codes_ptr": "*i64", "then_ptr": "*bf16", "out_ptr": "*bf16",
            "start_stride_b": "i32", "codes_stride_n": "i32", "codes_stride_b": "i32", "table_stride_n": "i32",
-           "DIM": "constexpr",
-           "BOOKS": "constexpr", "BLOCK": "constexpr", "ROUND_TO": "constexpr", "PDL": "constexpr"}
-    consts = {"DIM": 2048, "BOOKS": 15, "BLOCK": 512, "ROUND_TO": 1, "PDL": pdl}
-    ptx = triton.compile(triton.compiler.ASTSource(_frame_sum_kernel, sig, consts), target=target).asm["ptx"]
-    assert ("griddepcontrol.wait" in ptx) == pdl, pdl
+           "DIM": "constexpr", "BOOKS": "constexpr", "THEN": "constexpr", "BLOCK": "constexpr",
+           "ROUND_TO": "constexpr", "PDL": "constexpr"}
+    for then in (False, True):
+        consts = {"DIM": 2048, "BOOKS": 15, "THEN": then, "BLOCK": 512, "ROUND_TO": 1, "PDL": pdl}
+        ptx = triton.compile(triton.compiler.ASTSource(_frame_sum_kernel, sig, consts), target=target).asm["ptx"]
+        assert ("griddepcontrol.wait" in ptx) == pdl, pdl
     sig = {"table_ptr": "*bf16", "ids_ptr": "*i64", "out_ptr": "*bf16", "ids_stride": "i32", "DIM": "constexpr",
            "BLOCK": "constexpr", "PDL": "constexpr"}
     consts = {"DIM": 1024, "BLOCK": 512, "PDL": pdl}
     ptx = triton.compile(triton.compiler.ASTSource(_gather_rows_kernel, sig, consts), target=target).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == pdl, pdl
     sig = {name: "*i64" for name in ("slots_ptr", "drawn_ptr", "pending_ptr", "next_pos_ptr", "trailing_len_ptr",
-                                     "trailing_ptr", "codes_ptr", "drawn_out_ptr", "frame_out_ptr", "positions_ptr")}
+                                     "trailing_ptr", "codes_ptr", "drawn_out_ptr", "frame_out_ptr", "counter_ptr",
+                                     "positions_ptr")}
     sig |= {name: "*bf16" for name in ("last_hidden_ptr", "codec_table_ptr", "text_table_ptr", "x_ptr",
                                        "text_out_ptr")}
     sig |= {name: "*bf16" for name in ("rope_cos_ptr", "rope_sin_ptr", "cos_out_ptr", "sin_out_ptr")}
     sig |= {"lengths_ptr": "*i64", "codes_stride": "i32", "max_len": "i32", "pad_id": "i32", "rope_len": "i32"}
-    sig |= {name: "constexpr" for name in ("HIDDEN", "TEXT_DIM", "HEAD_DIM", "ROPE", "BLOCK", "PDL")}
+    sig |= {name: "constexpr" for name in ("DRAWS", "HIDDEN", "TEXT_DIM", "HEAD_DIM", "ROPE", "BLOCK", "PDL")}
     for rope in (False, True):
-        consts = {"HIDDEN": 2048, "TEXT_DIM": 2048, "HEAD_DIM": 128, "ROPE": rope, "BLOCK": 512, "PDL": pdl}
+        consts = {"DRAWS": 16, "HIDDEN": 2048, "TEXT_DIM": 2048, "HEAD_DIM": 128, "ROPE": rope, "BLOCK": 512,
+                  "PDL": pdl}
         ptx = triton.compile(triton.compiler.ASTSource(_step_inputs_kernel, sig, consts), target=target).asm["ptx"]
         assert ("griddepcontrol.wait" in ptx) == pdl, pdl
 print("compiled")

@@ -26,14 +26,17 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     (one a layer fewer) and every other launch and op is as without it. With `projected_lookups` the code predictor's
     passes 2..15 each gather their input from a projected table instead of running the projection's GEMM, and with
     `lookup_kernels` as well (both the defaults since session 54; the runs before those are asked with them off)
-    those gathers and the frame's embedding sum are Triton kernels. The decode-attention rows' slots are repeated once
-    a forward, not once a layer: one copy a step (the code predictor's first pass, 2 positions a slot). With
+    those gathers and the frame's embedding sum are Triton kernels, the sum's kernel adding the text vector too. The
+    decode-attention kernel reads a 2-position pass's slot at row // 2 (the code predictor's first pass): no copy of
+    the slots repeated. With
     `step_input_kernel` (the default since session 55; the runs before it are asked with it off) the step's 15
-    PyTorch gathers, selects and copies at its slots before the first pass are one Triton kernel; with
+    PyTorch gathers, selects and copies at its slots before the first pass, and the draw counter's multiply, are one
+    Triton kernel; with
     `step_write_kernel` too its 8 writes at its slots after the draw (next positions, histories, last hidden states,
     the scratch reset) are one more, and with `step_rope_tables` (the default since session 56; the runs before it are
     asked with it off) the talker forward's RoPE rows and key counts come from the step input kernel (4 PyTorch
-    kernels fewer, no launch more)."""
+    kernels fewer, no launch more). The text projection's SiLU is a kernel of the fused talker, so with today's
+    defaults and the step write kernel a step runs no PyTorch kernel."""
     runs = {}
     procs = {}
     before_inputs = {"OMNI_TALKER_STEP_INPUT_KERNEL": "0"}  # the default since session 55 (and the tables with it)
@@ -48,7 +51,8 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
                   ("lookup_kernels", ["--sites"], before_inputs),
                   ("step_inputs", ["--sites"], before_tables),
                   ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1", **before_tables}),
-                  ("step_rope_tables", [], {}))  # fmt: skip
+                  ("step_rope_tables", [], {}),
+                  ("no_torch_ops", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1"}))  # fmt: skip
     for name, extra, env in runs_asked:
         out = tmp_path / f"{name}.json"
         cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
@@ -87,20 +91,21 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     sites = kept["sites"]
     assert sum(sites.values()) == kept["torch_ops"] and "sites" not in per_forward
     # fused_draws: codebook 0's draw takes the talker's processors and the slots' counters; no draw gathers its
-    # parameters, so sampling in PyTorch is only the predictor's draw counter (frame * 16, once a step).
+    # parameters, so sampling runs no PyTorch op (the predictor's draw counter, frame * 16, is the runner's multiply).
     fused = runs["fused_draws"]
     assert fused["launches"]["_draw_kernel"] == forwards - 1 and fused["launches"]["_draw_talker_kernel"] == 1
     assert "_draw_talker_kernel" not in kept["launches"]
-    fused_sampling = {site: n for site, n in fused["sites"].items() if "omni/talker/sampling.py" in site}
-    assert list(fused_sampling.values()) == [1] and next(iter(fused_sampling)).startswith("mul at"), fused_sampling
+    runner_source = (ROOT / "omni/talker/model_runner.py").read_text().splitlines()
+    counter_line = runner_source.index("            counter = frame * DRAWS_PER_FRAME") + 1
+    counter = f"mul at omni/talker/model_runner.py:{counter_line}"
+    assert not any("omni/talker/sampling.py" in site for site in fused["sites"]) and fused["sites"][counter] == 1
     assert sum(n for site, n in sites.items() if "omni/talker/sampling.py" in site) > 20  # processors and gathers
     assert fused["ops"]["copy_"] == 1  # the EOS block's copy is in the kernel
     assert kept["total"] - fused["total"] == 34, (kept["total"], fused["total"])  # tiny: 449 -> 415
     assert all(" at omni/" in site or " at kernels/" in site or " at services/" in site for site in sites), sites
     talker_source = (ROOT / "omni/models/qwen3_tts/talker.py").read_text().splitlines()
-    repeat = "    return slots if visible.shape[1] == 1 else slots.repeat_interleave(visible.shape[1])"
-    assert sites[f"clone at omni/models/qwen3_tts/talker.py:{talker_source.index(repeat) + 1}"] == 1
-    assert kept["layers"]["code_predictor"] > 1  # so once a layer would be more
+    # rows_per_slot: the decode-attention kernel reads a 2-position pass's slots itself; no copy in the model
+    assert not any(site.startswith(("clone", "repeat_interleave")) and "qwen3_tts" in site for site in sites), sites
     # Every lookup is the talker's one gather line: the 16 codebooks and the text id, each looked up once.
     line = talker_source.index("            return table.weight[ids]") + 1
     assert sites[f"index at omni/models/qwen3_tts/talker.py:{line}"] == forwards + 1
@@ -124,19 +129,22 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     kernels = runs["lookup_kernels"]
     assert kernels["launches"]["_gather_rows_kernel"] == passes - 1 and kernels["launches"]["_frame_sum_kernel"] == 1
     assert kernels["sites"][gathers] == 2  # codebook 0 and the text id
-    runner_source = (ROOT / "omni/talker/model_runner.py").read_text().splitlines()
     pass_add = "add at omni/talker/model_runner.py:{}".format(
         runner_source.index("            frame_embedding = frame_embedding + embedding") + 1
     )
     assert fused["sites"][pass_add] == passes - 1 and pass_add not in kernels["sites"]
-    assert fused["torch_ops"] - kernels["torch_ops"] == 2 * passes  # codebooks 1..15: a lookup and an add each
-    assert fused["total"] - kernels["total"] == 2 * passes - 1  # and 14 GEMMs for 14 gathers, and the sum's kernel
+    last_adds = "            x = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1]) + text"
+    text_add = f"add at omni/talker/model_runner.py:{runner_source.index(last_adds) + 1}"  # codebook 15's, the text's
+    assert fused["sites"][text_add] == 2 and text_add not in kernels["sites"]
+    assert fused["torch_ops"] - kernels["torch_ops"] == 2 * passes + 1  # codebooks 1..15: a lookup and an add each
+    assert fused["total"] - kernels["total"] == 2 * passes  # and 14 GEMMs for 14 gathers, and the sum's kernel
     # step_input_kernel on top: the step's reads at its slots (drawn, frame, codebook 0's id into the codes, its
     # embedding, the last hidden state and the stack, the trailing text id's select and row, the position) in one
     # kernel; no PyTorch lookup is left in the step.
     inputs = runs["step_inputs"]
     assert inputs["launches"]["_step_inputs_kernel"] == 1 and "_step_inputs_kernel" not in kernels["launches"]
-    assert kernels["torch_ops"] - inputs["torch_ops"] == 15 and kernels["total"] - inputs["total"] == 14
+    assert kernels["torch_ops"] - inputs["torch_ops"] == 16 and kernels["total"] - inputs["total"] == 15
+    assert counter in kernels["sites"] and counter not in inputs["sites"]
     assert gathers not in inputs["sites"] and "stack" not in inputs["ops"] and "where" not in inputs["ops"]
     # step_write_kernel on top of it: the writes after the draw (the next position's add and index_put, the drawn ids
     # into the histories, the last hidden states, the scratch slot's 4 fills) in one kernel; no index_put or fill left.
@@ -151,3 +159,9 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert rope["launches"] == inputs["launches"] and inputs["ops"]["cos"] == inputs["ops"]["sin"] == 1
     assert "cos" not in rope["ops"] and "sin" not in rope["ops"]
     assert inputs["torch_ops"] - rope["torch_ops"] == 4 and inputs["total"] - rope["total"] == 4
+    # Today's defaults with the step write kernel too: the step runs no PyTorch kernel (the text projection's SiLU is a
+    # kernel of fuse_talker_kernels), so every launch can wait for the one ahead and let the next one in early.
+    assert rope["ops"] == {"add": 1, "index_put_": 3, "fill_": 4}, rope["ops"]  # the writes after the draw
+    none = runs["no_torch_ops"]
+    assert none["torch_ops"] == 0 and not none["sites"] and none["launches"]["_silu_kernel"] == 1
+    assert "silu" not in kept["ops"] and kept["launches"]["_silu_kernel"] == 1  # with the fused kernels, always

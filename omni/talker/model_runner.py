@@ -27,6 +27,7 @@ from omni.models.qwen3_tts.talker import (
 )
 from omni.talker.prompt import NO_ID, TalkerPrompt
 from omni.talker.sampling import (
+    DRAWS_PER_FRAME,
     SamplingParams,
     SlotSampling,
     SubtalkerRows,
@@ -394,19 +395,20 @@ class TalkerRunner:
             gathered = self.step_inputs(
                 slots, self.drawn, self.pending, self.next_pos, self.trailing, self.trailing_len, self.last_hidden,
                 t.model.codec_embedding.weight, t.model.text_embedding.weight, self.tts_pad_id, codes[0],
-                self.rope_tables,
+                DRAWS_PER_FRAME, self.rope_tables,
             )  # fmt: skip
-            drawn, frame, x, positions = gathered.drawn, gathered.frame, gathered.x, gathered.positions
+            drawn, counter, x, positions = gathered.drawn, gathered.counter, gathered.x, gathered.positions
             attention = gathered.attention  # with step_rope_tables: the talker forward's, made there otherwise
             frame_embedding, text = x[:, 1], t.text_projection(gathered.text)
         else:
             drawn = self.drawn[slots]
             frame = drawn - 1  # index of the frame being completed
+            counter = frame * DRAWS_PER_FRAME
             codes[0] = self.pending[slots]
             frame_embedding = t.embed_codec(codes[0])
             x = torch.stack([self.last_hidden[slots], frame_embedding], dim=1)
             positions = text = attention = None  # after the passes
-        sub = SubtalkerRows.gather(self.sampling, slots, frame, indexed=self.indexed_draws)
+        sub = SubtalkerRows.gather(self.sampling, slots, counter, indexed=self.indexed_draws)
         for g in range(1, self.groups):
             projected = g > 1 and self.projected is not None
             if g > 1:
@@ -414,10 +416,6 @@ class TalkerRunner:
             h = predictor(x, self._predictor_positions(g, b), self.predictor_cache, slots, self.groups,
                           self._predictor_inputs_at(g, b), projected=projected)[:, -1]  # fmt: skip
             sample_subtalker(predictor.logits(h, g), sub, g, self.draw, out=codes[g])
-        if self.frame_tables is not None:  # lookup_kernels: the sum in one kernel, in the same order
-            frame_embedding = self.frame_sum(frame_embedding, self.frame_tables, codes[1:])
-        else:
-            frame_embedding = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1])
 
         # Next talker input: the frame's summed embeddings + the next trailing text vector (or tts_pad).
         if text is None:
@@ -428,8 +426,11 @@ class TalkerRunner:
             )
             text = t.embed_text(text_ids)
             positions = self.next_pos[slots][:, None]
-        x = (frame_embedding + text)[:, None]
-        hidden = t(x, positions, self.cache, slots, inputs=attention)[:, -1]
+        if self.frame_tables is not None:  # lookup_kernels: the sum and the text's add in one kernel, in that order
+            x = self.frame_sum(frame_embedding, self.frame_tables, codes[1:], then=text)
+        else:
+            x = frame_embedding + t.lookup(predictor.codec_embedding[-1], codes[-1]) + text
+        hidden = t(x[:, None], positions, self.cache, slots, inputs=attention)[:, -1]
         return codes.t(), self._draw_talker(slots, hidden, positions[:, 0], drawn, padded)
 
     def _pass_input(

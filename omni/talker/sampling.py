@@ -335,10 +335,10 @@ class SubtalkerRows:
 
     @classmethod
     def gather(
-        cls, params: SlotSampling, slots: torch.Tensor, frame: torch.Tensor, indexed: bool = False
+        cls, params: SlotSampling, slots: torch.Tensor, counter: torch.Tensor, indexed: bool = False
     ) -> "SubtalkerRows":
+        """`counter` [B]: each row's frame * DRAWS_PER_FRAME (the step input kernel writes it with its gathers)."""
         tables = (params.sub_do_sample, params.sub_temperature, params.sub_top_k, params.sub_top_p, params.seed)
-        counter = frame * DRAWS_PER_FRAME
         if indexed:
             return cls(*tables, counter, index=slots)
         return cls(*(t[slots] for t in tables), counter)

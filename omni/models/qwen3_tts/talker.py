@@ -197,16 +197,17 @@ class Attention(nn.Module):
         layer: int,
         slots: torch.Tensor,
         positions: torch.Tensor,
-        row_slots: torch.Tensor | None,
     ) -> torch.Tensor:
         """`visible`: the causal mask [B, 1, T, kv_len] (PyTorch path) or each (slot, position)'s length [B, T]
-        (decode kernel), whose rows' slots are `row_slots` (`kernel_row_slots`; None on the PyTorch path)."""
+        (decode kernel)."""
         b, t, _ = x.shape
         q = self.project_write(x, rope, cache, layer, slots, positions)
         if visible.dim() == 2:  # one kernel row per (slot, position): keys 0..position of its slot, read in place
             rows = q.reshape(b * t, self.heads, self.head_dim)
             lengths = visible.reshape(-1)  # slot-major, as the rows
-            out = cache.decode_attention(rows, cache.k[layer], cache.v[layer], row_slots, lengths).view(b, t, -1)
+            # T rows a slot: the kernel reads row r's slot at slots[r // T] (no copy of the slots repeated)
+            out = cache.decode_attention(rows, cache.k[layer], cache.v[layer], slots, lengths, rows_per_slot=t)
+            out = out.view(b, t, -1)
         else:
             keys, values = cache.read(layer, slots, visible.shape[-1])
             out = F.scaled_dot_product_attention(
@@ -234,18 +235,9 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, x, rope, visible, cache, layer, slots, positions, row_slots) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), rope, visible, cache, layer, slots, positions, row_slots)
+    def forward(self, x, rope, visible, cache, layer, slots, positions) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), rope, visible, cache, layer, slots, positions)
         return x + self.mlp(self.post_attention_layernorm(x))
-
-
-def kernel_row_slots(slots: torch.Tensor, visible: torch.Tensor) -> torch.Tensor | None:
-    """The slot of each decode-attention kernel row (T rows a slot, slot-major, as `visible`'s lengths), made once a
-    forward rather than in each layer (a copy kernel for T > 1: the code predictor's first pass, short prefills);
-    None where `visible` is a mask (the PyTorch path)."""
-    if visible.dim() != 2:
-        return None
-    return slots if visible.shape[1] == 1 else slots.repeat_interleave(visible.shape[1])
 
 
 def _check_shapes(
@@ -303,9 +295,8 @@ class Decoder(nn.Module):
         rows); default: made here.
         """
         rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
-        row_slots = kernel_row_slots(slots, visible)
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, visible, cache, i, slots, positions, row_slots)
+            x = layer(x, rope, visible, cache, i, slots, positions)
         return self.norm(x)
 
     def rope_frequencies(self, device: torch.device) -> torch.Tensor:

@@ -40,7 +40,6 @@ from omni.models.qwen3_tts.talker import (
     Qwen3TTSTalker,
     ResizeMLP,
     RMSNorm,
-    kernel_row_slots,
 )
 
 
@@ -140,11 +139,10 @@ def _decoder_forward_add_norm(
     with the layer's post-attention norm, the MLP's with the next layer's input norm (the last with the final
     norm). The same sums and roundings as the layer-by-layer forward; two kernels fewer per layer."""
     rope, visible = self.shared_inputs(x, positions, cache, slots, kv_len, inputs)
-    row_slots = kernel_row_slots(slots, visible)
     layers = self.layers
     h = layers[0].input_layernorm(x)
     for i, layer in enumerate(layers):
-        attn = layer.self_attn(h, rope, visible, cache, i, slots, positions, row_slots)
+        attn = layer.self_attn(h, rope, visible, cache, i, slots, positions)
         post = layer.post_attention_layernorm
         x, h = add_rms_norm(x, attn, post.weight, post.eps)
         after = layers[i + 1].input_layernorm if i + 1 < len(layers) else self.norm
