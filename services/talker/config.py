@@ -203,8 +203,9 @@ class TalkerConfig(ServiceConfig):
         "on a CUDA device: what a decode step writes at its rows' slots after the talker's draw (next positions, the "
         "drawn ids into the histories, last hidden states) and a padded batch's scratch slot reset in one Triton "
         "kernel launched programmatically with the step's others, instead of 8 PyTorch kernels (the same bits; "
-        "kernels/step_writes.py). Off: against step_input_kernel alone 0.20-0.32% faster at 1 row but 0.07-0.42% at 16 "
-        "(runs 193-194, H100), under its rule's 0.2% in two of the three comparisons there",
+        "kernels/step_writes.py). Off: its rule (>= 0.2% faster at 1 and 16 rows in all three comparisons) failed at "
+        "16 rows twice, runs 193-194 (0.07-0.42% faster, two of three under 0.2%) and run 198 (3.0-3.3% slower in two "
+        "of three, 0.48% faster in one); at 1 row 0.20-0.93% faster (H100)",
     )
     step_rope_tables: bool = option(
         True,
