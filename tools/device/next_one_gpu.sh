@@ -5,8 +5,8 @@
 # Prediction: the stack at 16 and 32 streams 2-5% above run 179 (the split-free launch: -2.1 to -2.4% of the 16-row
 # step and -1.6 to -1.7% of the 32-row step on an H100; session 54's projected lookups and lookup kernels: -2.6 to
 # -3.0% at 16 and 32 rows, runs 190-191, H100; session 55's step input kernel: -0.5 to -0.8%, runs 193-194, H100;
-# session 56's step RoPE tables: -0.2 to -0.4%, runs 195-196, H100; the talker ~90% busy); 1 stream within run 179's spread or up to 3% above it; the predictor's o_proj at 16 rows 4-5 us a
-# launch. No rule: it decides nothing.
+# session 56's step RoPE tables: -0.2 to -0.4%, runs 195-196, H100; the talker ~90% busy); 1 stream within run 179's
+# spread or up to 3% above it; the predictor's o_proj at 16 rows 4-5 us a launch. No rule: it decides nothing.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
