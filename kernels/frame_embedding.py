@@ -157,7 +157,6 @@ def _step_inputs_kernel(
     text_table_ptr,
     codes_ptr,
     drawn_out_ptr,
-    frame_out_ptr,
     counter_ptr,
     positions_ptr,
     x_ptr,
@@ -194,7 +193,6 @@ def _step_inputs_kernel(
         position = tl.load(next_pos_ptr + slot)
         tl.store(codes_ptr + row * codes_stride, code)
         tl.store(drawn_out_ptr + row, drawn)
-        tl.store(frame_out_ptr + row, frame)
         tl.store(counter_ptr + row, frame * DRAWS)
         tl.store(positions_ptr + row, position)
         if ROPE:  # the talker forward's RoPE rows at the position (the tables' last past them) and its key count
@@ -219,8 +217,7 @@ class StepInputs:
     """What `step_inputs` gathered for B rows."""
 
     drawn: torch.Tensor  # [B] codebook-0 ids drawn so far
-    frame: torch.Tensor  # [B] the frame being completed (drawn - 1)
-    counter: torch.Tensor  # [B] the frame's first draw counter (frame * draws_per_frame)
+    counter: torch.Tensor  # [B] the first draw counter of the frame being completed ((drawn - 1) * draws_per_frame)
     positions: torch.Tensor  # [B, 1] the talker position the step writes
     x: torch.Tensor  # [B, 2, H] the code predictor's first input: [last hidden, codebook 0's embedding]
     text: torch.Tensor  # [B, text width] the text embedding row of the frame's trailing text id (the pad id past it)
@@ -244,7 +241,7 @@ def step_inputs(
     draws_per_frame: int,
     rope_tables: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> StepInputs:
-    """At each row's slot: `drawn[s]`, frame = `drawn[s] - 1`, frame * draws_per_frame, `next_pos[s]`,
+    """At each row's slot: `drawn[s]`, the draw counter frame * draws_per_frame (frame = `drawn[s] - 1`), `next_pos[s]`,
     [last_hidden[s], codec_table[pending[s]]] and text_table[trailing[s, min(frame, max_len - 1)] if frame <
     trailing_len[s] else pad_id]; `pending[s]` written into codes0 [B] (any stride). Slot tensors [rows] int64 and
     trailing [rows, max_len] int64, contiguous; the tables [V, D] contiguous, the codec's of last_hidden's width; ids
@@ -274,7 +271,6 @@ def step_inputs(
         attention = (rope, torch.empty(b, 1, dtype=torch.int64, device=device))
     out = StepInputs(
         drawn=torch.empty(b, dtype=torch.int64, device=device),
-        frame=torch.empty(b, dtype=torch.int64, device=device),
         counter=torch.empty(b, dtype=torch.int64, device=device),
         positions=torch.empty(b, 1, dtype=torch.int64, device=device),
         x=torch.empty(b, 2, hidden, dtype=last_hidden.dtype, device=device),
@@ -297,7 +293,6 @@ def step_inputs(
             text_table,
             codes0,
             out.drawn,
-            out.frame,
             out.counter,
             out.positions,
             out.x,

@@ -110,7 +110,7 @@ def test_step_inputs_are_the_runners_gathers(hidden, text_dim, group_major):
     names = ("drawn", "pending", "next_pos", "trailing", "trailing_len", "last_hidden")
     got = step_inputs(slots, *(state[name] for name in names), codec_table, text_table, pad_id, codes[0], 16)
     drawn, frame, code, x, ids, text, positions = _step_inputs_by_pytorch(slots, state, codec_table, text_table, pad_id)
-    assert torch.equal(got.drawn, drawn) and torch.equal(got.frame, frame) and torch.equal(codes[0], code)
+    assert torch.equal(got.drawn, drawn) and torch.equal(codes[0], code)
     assert torch.equal(got.counter, frame * 16) and got.counter.tolist()[:2] == [192, -16]  # SubtalkerRows' counter
     assert torch.equal(got.positions, positions) and torch.equal(got.x, x) and torch.equal(got.text, text)
     assert (codes[1:] == -1).all()  # nothing but codebook 0 written
@@ -180,7 +180,7 @@ for pdl in (False, True):
     ptx = triton.compile(triton.compiler.ASTSource(_gather_rows_kernel, sig, consts), target=target).asm["ptx"]
     assert ("griddepcontrol.wait" in ptx) == pdl, pdl
     sig = {name: "*i64" for name in ("slots_ptr", "drawn_ptr", "pending_ptr", "next_pos_ptr", "trailing_len_ptr",
-                                     "trailing_ptr", "codes_ptr", "drawn_out_ptr", "frame_out_ptr", "counter_ptr",
+                                     "trailing_ptr", "codes_ptr", "drawn_out_ptr", "counter_ptr",
                                      "positions_ptr")}
     sig |= {name: "*bf16" for name in ("last_hidden_ptr", "codec_table_ptr", "text_table_ptr", "x_ptr",
                                        "text_out_ptr")}
