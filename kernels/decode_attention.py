@@ -8,6 +8,13 @@ bound needs no host sync and the kernel can be captured in a CUDA graph).
 
 One program per (row, kv head) handles the whole GQA group of query heads that share the kv head, with an online
 softmax over blocks of keys, accumulating in fp32 (the only roundings are the inputs' and the final store).
+
+`norm_rope_attention` is one kernel for a one-position pass from its QKV GEMM's output: each (row, kv head) program
+first does that kv head's share of kv_write.norm_rope_write_kv (its query heads' and its key's norms and RoPE, the key
+and value written into the cache) with the same arithmetic, then attends. A decode step's layers launch one kernel
+where the two made two (98 fewer a 1.7B step: the backbone's 28 and the code predictor's passes 2-15). It needs one
+position a row: a program reads only the keys it wrote itself or earlier kernels did, while in a T-position pass a
+row's keys would come from other programs running at the same time.
 """
 
 import math
@@ -17,6 +24,7 @@ import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
+from omni.kernels.transformer_fused import _store_norm_rope
 
 
 def decode_attention_reference(
@@ -34,19 +42,21 @@ def decode_attention_reference(
 
 
 @triton.jit
-def _decode_attention_kernel(
+def _attend(
     q_ptr,
     k_ptr,
     v_ptr,
     out_ptr,
-    slots_ptr,
-    lengths_ptr,
+    row,
+    kv_head,
+    slot,
+    length,
     scale,
     q_stride_b,
     q_stride_h,
     cache_stride_s,
-    cache_stride_l,
     cache_stride_h,
+    cache_stride_l,
     out_stride_b,
     out_stride_h,
     GROUP: tl.constexpr,
@@ -56,15 +66,9 @@ def _decode_attention_kernel(
     BLOCK_N: tl.constexpr,
     PRECISION: tl.constexpr,
     DOT_FP32: tl.constexpr,
-    ROWS_PER_SLOT: tl.constexpr,
-    PDL: tl.constexpr,
 ):
-    wait_for_prior_kernels(PDL)
-    row = tl.program_id(0)
-    kv_head = tl.program_id(1)
-    slot = tl.load(slots_ptr + row // ROWS_PER_SLOT).to(tl.int64)
-    length = tl.load(lengths_ptr + row).to(tl.int32)
-
+    """Row `row`'s GROUP query heads of `kv_head` over keys 0..length-1 of `slot`, stored to out: the one copy of the
+    attention's arithmetic, for both kernels."""
     g = tl.arange(0, GROUP_PAD)  # the query heads of this kv head (rows past GROUP are padding for tl.dot)
     d = tl.arange(0, DIM_PAD)  # head dims past DIM are padding (zeros) for power-of-two blocks
     head = kv_head * GROUP + g
@@ -104,6 +108,102 @@ def _decode_attention_kernel(
         out.to(out_ptr.dtype.element_ty),
         mask=q_mask,
     )
+
+
+@triton.jit
+def _decode_attention_kernel(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    out_ptr,
+    slots_ptr,
+    lengths_ptr,
+    scale,
+    q_stride_b,
+    q_stride_h,
+    cache_stride_s,
+    cache_stride_l,
+    cache_stride_h,
+    out_stride_b,
+    out_stride_h,
+    GROUP: tl.constexpr,
+    GROUP_PAD: tl.constexpr,
+    DIM: tl.constexpr,
+    DIM_PAD: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    PRECISION: tl.constexpr,
+    DOT_FP32: tl.constexpr,
+    ROWS_PER_SLOT: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    wait_for_prior_kernels(PDL)
+    row = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    slot = tl.load(slots_ptr + row // ROWS_PER_SLOT).to(tl.int64)
+    length = tl.load(lengths_ptr + row).to(tl.int32)
+    _attend(q_ptr, k_ptr, v_ptr, out_ptr, row, kv_head, slot, length, scale, q_stride_b, q_stride_h, cache_stride_s,
+            cache_stride_h, cache_stride_l, out_stride_b, out_stride_h, GROUP, GROUP_PAD, DIM, DIM_PAD, BLOCK_N,
+            PRECISION, DOT_FP32)  # fmt: skip
+
+
+@triton.jit
+def _norm_rope_attention_kernel(
+    qkv_ptr,
+    qw_ptr,
+    kw_ptr,
+    cos_ptr,
+    sin_ptr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    out_ptr,
+    slots_ptr,
+    positions_ptr,
+    lengths_ptr,
+    scale,
+    q_eps,
+    k_eps,
+    qkv_stride,
+    rope_stride,
+    pos_stride,
+    cache_stride_s,
+    cache_stride_l,
+    cache_stride_h,
+    HEADS: tl.constexpr,
+    KV_HEADS: tl.constexpr,
+    GROUP: tl.constexpr,
+    GROUP_PAD: tl.constexpr,
+    GROUP_POW2: tl.constexpr,
+    DIM: tl.constexpr,
+    DIM_PAD: tl.constexpr,
+    HALF_PAD: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    PRECISION: tl.constexpr,
+    DOT_FP32: tl.constexpr,
+    PDL: tl.constexpr,
+):
+    wait_for_prior_kernels(PDL)
+    row = tl.program_id(0)
+    kv_head = tl.program_id(1)
+    slot = tl.load(slots_ptr + row).to(tl.int64)
+    position = tl.load(positions_ptr + row * pos_stride).to(tl.int64)
+    length = tl.load(lengths_ptr + row).to(tl.int32)
+    x = qkv_ptr + row.to(tl.int64) * qkv_stride
+    cos_row, sin_row = cos_ptr + row * rope_stride, sin_ptr + row * rope_stride
+    # norm_rope_write_kv's arithmetic for this kv head's share: its query heads into q, its key and value into the cache
+    first_q = kv_head * GROUP * DIM
+    q_row = q_ptr + row * HEADS * DIM + first_q
+    _store_norm_rope(x + first_q, qw_ptr, cos_row, sin_row, q_row, GROUP, q_eps, DIM // 2, GROUP_POW2, HALF_PAD, True)
+    dst = slot * cache_stride_s + position * cache_stride_l + kv_head * cache_stride_h
+    key = x + HEADS * DIM + kv_head * DIM
+    _store_norm_rope(key, kw_ptr, cos_row, sin_row, k_ptr + dst, 1, k_eps, DIM // 2, 1, HALF_PAD, True)
+    d = tl.arange(0, DIM_PAD)
+    value = tl.load(key + KV_HEADS * DIM + d, mask=d < DIM)
+    tl.store(v_ptr + dst + d, value, mask=d < DIM)
+    tl.debug_barrier()  # a CTA barrier: the stores above are seen by every thread's loads below
+    _attend(q_ptr, k_ptr, v_ptr, out_ptr, row, kv_head, slot, length, scale, HEADS * DIM, DIM, cache_stride_s,
+            cache_stride_h, cache_stride_l, HEADS * DIM, DIM, GROUP, GROUP_PAD, DIM, DIM_PAD, BLOCK_N, PRECISION,
+            DOT_FP32)  # fmt: skip
 
 
 # Launch settings (keys per block, warps, pipeline stages), by cache length: tools/bench_decode_attention.py sweeps
@@ -166,6 +266,86 @@ def decode_attention(
         # The Triton interpreter (CPU tests) computes tl.dot of bf16 on raw bits; upcasting first is exact.
         DOT_FP32=INTERPRETED and q.dtype != torch.float32,
         ROWS_PER_SLOT=rows_per_slot,
+        num_warps=launch["num_warps"],
+        num_stages=launch["num_stages"],
+        **launch_options(),
+    )
+    return out
+
+
+def norm_rope_attention(
+    qkv: torch.Tensor,
+    heads: int,
+    q_norm: tuple[torch.Tensor, float],
+    k_norm: tuple[torch.Tensor, float],
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    slots: torch.Tensor,
+    positions: torch.Tensor,
+    lengths: torch.Tensor,
+    launch: dict | None = None,
+) -> torch.Tensor:
+    """A one-position pass's attention from its QKV GEMM's output, in one kernel: the same bits as
+    `kv_write.norm_rope_write_kv(qkv, heads, q_norm, k_norm, cos, sin, k_cache, v_cache, slots, positions)` then
+    `decode_attention` of its q over keys 0..lengths[b]-1 of slots[b], with the same K/V written into the caches.
+    qkv [B, 1, (heads + 2 kv_heads) * D] (q | k | v columns, rows contiguous), q_norm/k_norm (weight [D], eps),
+    cos/sin [B, 1, 1, D]; caches [S, L, kv_heads, D] (one layer's, contiguous), slots [B], positions [B, 1], lengths
+    [B] (each in 1..L). Returns [B, heads, D]."""
+    b, t, width = qkv.shape
+    kv_heads, dim = k_cache.shape[2:]
+    if t != 1:
+        raise ValueError(f"norm_rope_attention takes one position a row, got {t}: a row's keys would come from "
+                         "programs running at the same time")  # fmt: skip
+    if width != (heads + 2 * kv_heads) * dim or heads % kv_heads or v_cache.shape != k_cache.shape or dim % 2:
+        raise ValueError(f"qkv {tuple(qkv.shape)} does not hold {heads} q and 2 x {kv_heads} kv heads of {dim}")
+    if qkv.dtype != k_cache.dtype or v_cache.dtype != k_cache.dtype:
+        raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
+    if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
+        raise ValueError("norm_rope_attention needs qkv's last dim and the caches contiguous")
+    if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, 1) or tuple(lengths.shape) != (b,):
+        raise ValueError(f"slots {tuple(slots.shape)}, positions {tuple(positions.shape)}, lengths "
+                         f"{tuple(lengths.shape)} do not match qkv's {b} rows")  # fmt: skip
+    launch = {**(LAUNCH_SHORT if k_cache.shape[1] <= SHORT_CACHE else LAUNCH), **(launch or {})}
+    group = heads // kv_heads
+    rows = qkv.reshape(b, width)  # a view where the rows are one stride apart (a GEMM's output is)
+    cos2, sin2 = cos.reshape(b, dim), sin.reshape(b, dim)
+    q = torch.empty(b, heads, dim, dtype=qkv.dtype, device=qkv.device)  # the normed, rotated queries
+    out = torch.empty_like(q)
+    _norm_rope_attention_kernel[(b, kv_heads)](
+        rows,
+        q_norm[0],
+        k_norm[0],
+        cos2,
+        sin2,
+        q,
+        k_cache,
+        v_cache,
+        out,
+        slots,
+        positions,
+        lengths,
+        1.0 / math.sqrt(dim),
+        q_norm[1],
+        k_norm[1],
+        rows.stride(0),
+        cos2.stride(0),
+        positions.stride(0),
+        k_cache.stride(0),
+        k_cache.stride(1),
+        k_cache.stride(2),
+        HEADS=heads,
+        KV_HEADS=kv_heads,
+        GROUP=group,
+        GROUP_PAD=max(16, triton.next_power_of_2(group)),
+        GROUP_POW2=triton.next_power_of_2(group),
+        DIM=dim,
+        DIM_PAD=max(16, triton.next_power_of_2(dim)),
+        HALF_PAD=triton.next_power_of_2(dim // 2),
+        BLOCK_N=launch["block_n"],
+        PRECISION="ieee",
+        DOT_FP32=INTERPRETED and qkv.dtype != torch.float32,
         num_warps=launch["num_warps"],
         num_stages=launch["num_stages"],
         **launch_options(),

@@ -418,3 +418,5 @@ def test_each_flag_check_compares_the_mode_against_its_flag_set_otherwise():
         assert all(other[needed] or not other[needing] for needing, needed in bench.FLAG_NEEDS.items()), extra
     assert not bench.flag_set_otherwise(every, "step_input_kernel", False)["step_rope_tables"]
     assert bench.flag_set_otherwise(every, "step_write_kernel", False)["step_rope_tables"]
+    assert every["norm_rope_attention_kernel"]
+    assert not bench.flag_set_otherwise(every, "norm_rope_write_kernel", False)["norm_rope_attention_kernel"]

@@ -513,7 +513,8 @@ def time_steps(step, slots: torch.Tensor, iters: int) -> float:
 MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write", "rope-per-forward", "fused-draws",
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
-               "projected-lookups", "lookup-kernels", "step-inputs", "step-writes", "step-rope-tables"}  # fmt: skip
+               "projected-lookups", "lookup-kernels", "step-inputs", "step-writes", "step-rope-tables",
+               "norm-rope-attention"}  # fmt: skip
 
 
 # The extras whose check steps the mode's runner against the same build with one TalkerRunner flag set otherwise, bit
@@ -530,10 +531,12 @@ FLAG_CHECKS = (
     ("step-writes", "step_write_kernel", False, "step_write_kernel_vs_writes", "step write kernel vs PyTorch writes"),
     ("step-rope-tables", "step_rope_tables", False, "step_rope_tables_vs_forward_rope",
      "step rope tables vs the forward's RoPE"),
+    ("norm-rope-attention", "norm_rope_attention_kernel", False, "norm_rope_attention_vs_two_kernels",
+     "norm+rope+attention kernel vs two kernels"),
 )  # fmt: skip
 # TalkerRunner flags that need another on (the runner refuses them without it): a check that turns the other off
 # turns these off with it.
-FLAG_NEEDS = {"step_rope_tables": "step_input_kernel"}
+FLAG_NEEDS = {"step_rope_tables": "step_input_kernel", "norm_rope_attention_kernel": "norm_rope_write_kernel"}
 
 
 def flag_set_otherwise(flags: dict, flag: str, value: bool) -> dict:
@@ -597,7 +600,8 @@ def runner_flags(tokens: set[str]) -> dict:
                 predictor_tables="rope-per-forward" not in tokens, fused_draws="fused-draws" in tokens,
                 projected_lookups="projected-lookups" in tokens, lookup_kernels="lookup-kernels" in tokens,
                 step_input_kernel="step-inputs" in tokens, step_write_kernel="step-writes" in tokens,
-                step_rope_tables="step-rope-tables" in tokens)  # fmt: skip
+                step_rope_tables="step-rope-tables" in tokens,
+                norm_rope_attention_kernel="norm-rope-attention" in tokens)  # fmt: skip
 
 
 def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
@@ -735,7 +739,9 @@ def main() -> None:
         "step_input_kernel); +step-writes: the step's writes at its rows' slots after the draw and the scratch "
         "reset in one kernel (kernels/step_writes.py; the talker service's step_write_kernel); +step-rope-tables "
         "(with +step-inputs): the talker forward's RoPE rows and key counts read by the step input kernel from "
-        "tables made once (the talker service's step_rope_tables)"
+        "tables made once (the talker service's step_rope_tables); +norm-rope-attention (with +norm-rope-write): a "
+        "one-position pass's norms, RoPE, K/V write and attention in one kernel (kernels/decode_attention.py's "
+        "norm_rope_attention; the talker service's norm_rope_attention_kernel)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

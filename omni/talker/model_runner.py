@@ -58,6 +58,7 @@ class TalkerRunner:
         step_input_kernel: bool = False,
         step_write_kernel: bool = False,
         step_rope_tables: bool = False,
+        norm_rope_attention_kernel: bool = False,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -102,6 +103,10 @@ class TalkerRunner:
         `step_rope_tables` (with step_input_kernel and the decode-attention kernel): the talker forward's RoPE rows
         read from tables made once for positions 0..max_len-1 (by the ops a forward runs) and its key counts, both by
         the step input kernel, instead of 4 PyTorch kernels a step (mul, cos, sin, add). The same bits.
+        `norm_rope_attention_kernel` (with norm_rope_write_kernel and the decode-attention kernel): a fused talker's
+        one-position passes (the backbone's and the code predictor's passes 2..15) run their q/k norms, RoPE, K/V write
+        and attention as one kernel after the QKV GEMM (kernels/decode_attention.py's `norm_rope_attention`) instead
+        of two: 98 launches fewer a 1.7B step. The same bits.
         """
         self.talker = talker
         self.config = config
@@ -131,8 +136,14 @@ class TalkerRunner:
             self.draw_talker = kernel_draw_talker if fused_draws else partial(draw_talker, draw_fn=kernel_draw)
             self.indexed_draws = fused_draws
         positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
+        if norm_rope_attention_kernel and not (decode_kernel and norm_rope_write_kernel):
+            raise ValueError("norm_rope_attention_kernel needs norm_rope_write_kernel and the decode-attention kernel")
         kernels = CacheKernels(
-            attention=decode_kernel, positions=positions, write=kv_write_kernel, norm_rope_write=norm_rope_write_kernel
+            attention=decode_kernel,
+            positions=positions,
+            write=kv_write_kernel,
+            norm_rope_write=norm_rope_write_kernel,
+            norm_rope_attention=norm_rope_attention_kernel,
         )
         self.cache = talker.new_cache(rows, max_len, self.dtype, dev, kernels)
         self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, kernels)

@@ -104,6 +104,13 @@ class TalkerConfig(ServiceConfig):
         "kernel after its QKV GEMM (the same bits; two kernels fewer per layer; 1.7B graph step at 512 rows 12.17 -> "
         "11.86 ms, at 128 rows 7.11 -> 6.85 ms on an H200; ignored on CPU)",
     )
+    norm_rope_attention_kernel: bool = option(
+        False,
+        "with norm_rope_write_kernel on a CUDA device (off without it): a one-position pass (the talker's decode step "
+        "and the code predictor's passes 2-15) runs that kernel and its attention as one, after the QKV GEMM (the same "
+        "bits; 98 launches fewer a 1.7B step; kernels/decode_attention.py's norm_rope_attention). Off until its A/B "
+        "on a GPU",
+    )
     fused_add_norm: bool = option(
         True,
         "on a CUDA device: each residual add of the talker and code predictor runs in one kernel with the RMSNorm "

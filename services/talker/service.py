@@ -392,6 +392,7 @@ def apply_kernels(talker: Qwen3TTSTalker, config: TalkerConfig, on_cuda: bool) -
         "short_pass_kernel": config.short_pass_kernel,
         "kv_write_kernel": config.kv_write_kernel and on_cuda,
         "norm_rope_write_kernel": config.norm_rope_write_kernel and fused,
+        "norm_rope_attention_kernel": config.norm_rope_attention_kernel and config.norm_rope_write_kernel and fused,
         "projected_lookups": config.projected_lookups,
         "lookup_kernels": config.lookup_kernels and on_cuda,
         "step_input_kernel": config.step_input_kernel and on_cuda,

@@ -24,7 +24,7 @@ talker_order() {
     shift 4
     python3 tools/bench_talker_step.py --models "$model" --modes "$modes" --batches "$batches" --max-len 512 \
         --check-steps 2 --iters 50 --json "$OUT/talker_$tag.json" "$@" 2>&1 \
-        | grep -E "graph vs eager|linear vs|draws vs|projected lookups|lookup kernels|step input kernel|step write kernel|step rope tables|fused_vs_sdpa|default paths|silu_mul kernel|programmatic launch|batch [0-9]+:|replays at|Error|error|unknown|Traceback" \
+        | grep -E "graph vs eager|linear vs|draws vs|projected lookups|lookup kernels|step input kernel|step write kernel|step rope tables|attention kernel vs|fused_vs_sdpa|default paths|silu_mul kernel|programmatic launch|batch [0-9]+:|replays at|Error|error|unknown|Traceback" \
         | cut -c1-300
     stamp "$tag"
 }

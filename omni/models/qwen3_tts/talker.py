@@ -29,16 +29,21 @@ class CacheKernels:
     """The Triton kernels a KVCache's forwards use (CUDA serving); the PyTorch paths are the CPU path and the
     reference. `attention`: passes of at most `positions` positions per slot attend with kernels/decode_attention.py;
     `write`: K and V go into the cache with kernels/kv_write.py; `norm_rope_write`: attention modules fused by
-    talker_fused.py apply their q/k norms and RoPE and write K and V in one kernel (kv_write.norm_rope_write_kv)."""
+    talker_fused.py apply their q/k norms and RoPE and write K and V in one kernel (kv_write.norm_rope_write_kv);
+    `norm_rope_attention` (with both `attention` and `norm_rope_write`): in a one-position pass they do that and attend
+    in one kernel (decode_attention.norm_rope_attention)."""
 
     attention: bool = False
     positions: int = SHORT_PASS_POSITIONS
     write: bool = False
     norm_rope_write: bool = False
+    norm_rope_attention: bool = False
 
     def __post_init__(self) -> None:
         if self.positions < 1:
             raise ValueError(f"CacheKernels.positions must be >= 1, got {self.positions}")
+        if self.norm_rope_attention and not (self.attention and self.norm_rope_write):
+            raise ValueError("CacheKernels.norm_rope_attention needs the attention and norm_rope_write kernels")
 
 
 PYTORCH_PATHS = CacheKernels()
@@ -73,9 +78,9 @@ class KVCache:
         self.kernels = kernels
         # Triton is imported only when asked for: CPU installs need not have it.
         if kernels.attention:
-            from omni.kernels.decode_attention import decode_attention
+            from omni.kernels.decode_attention import decode_attention, norm_rope_attention
 
-            self.decode_attention = decode_attention
+            self.decode_attention, self.norm_rope_attention = decode_attention, norm_rope_attention
         if kernels.write:
             from omni.kernels.kv_write import write_kv
 

@@ -4,7 +4,9 @@
 - q/k/v projections become one GEMM over a concatenated weight, gate/up another; the original Linear weights are
   re-pointed at row slices of the concatenated tensors, so no memory is duplicated and `state_dict()` is unchanged;
 - each RMSNorm is one Triton kernel; the per-head q/k RMSNorm and RoPE are one kernel per tensor, or, where the
-  cache asks (`CacheKernels.norm_rope_write`), one kernel with the K/V cache write (kv_write.norm_rope_write_kv);
+  cache asks (`CacheKernels.norm_rope_write`), one kernel with the K/V cache write (kv_write.norm_rope_write_kv),
+  and where it asks for `norm_rope_attention` too, a one-position pass's attention is in that kernel as well
+  (decode_attention.norm_rope_attention);
 - SiLU(gate) · up is one kernel, or, after `use_silu_down`, part of the down projection's skinny_linear kernel;
 - with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer);
 - the text projection's SiLU is one kernel.
@@ -108,6 +110,29 @@ def _fused_project_write(
     return norm_rope_write_kv(qkv, self.heads, q_norm, k_norm, *rope, cache.k[layer], cache.v[layer], slots, positions)
 
 
+def _fused_attention_forward(
+    self: Attention,
+    x: torch.Tensor,
+    rope: tuple[torch.Tensor, torch.Tensor],
+    visible: torch.Tensor,
+    cache: KVCache,
+    layer: int,
+    slots: torch.Tensor,
+    positions: torch.Tensor,
+) -> torch.Tensor:
+    """`Attention.forward`, with a one-position pass through the decode kernel (`visible`: the key counts [B, 1]) run
+    after its QKV GEMM as one kernel, q/k norms, RoPE, K/V write and attention, where the cache asks for it
+    (`CacheKernels.norm_rope_attention`; the same bits as the two kernels); otherwise the class's forward."""
+    b, t, _ = x.shape
+    if not (cache.kernels.norm_rope_attention and t == 1 and visible.dim() == 2):
+        return Attention.forward(self, x, rope, visible, cache, layer, slots, positions)
+    qkv = module_linear(self, x, self.qkv_weight)
+    q_norm, k_norm = (self.q_norm.weight, self.q_norm.eps), (self.k_norm.weight, self.k_norm.eps)
+    out = cache.norm_rope_attention(qkv, self.heads, q_norm, k_norm, *rope, cache.k[layer], cache.v[layer], slots,
+                                    positions, visible.reshape(-1))  # fmt: skip
+    return self.o_proj(out.view(b, t, self.heads * self.head_dim))
+
+
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
     gate_up = module_linear(self, x, self.gate_up_weight)
     down = self.down_proj
@@ -165,6 +190,7 @@ def fuse_talker_kernels(talker: Qwen3TTSTalker, add_norm: bool = False) -> int:
     for module in talker.modules():
         if isinstance(module, Attention):  # the talker's only: the codec's transformer has caches of its own
             module.project_write = types.MethodType(_fused_project_write, module)
+            module.forward = types.MethodType(_fused_attention_forward, module)
         elif isinstance(module, ResizeMLP) and not getattr(module, "fused", False):
             module.forward = types.MethodType(_fused_resize_mlp, module)
             module.fused = True
