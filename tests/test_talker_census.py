@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,8 +23,8 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     at the row's slot).
     The kernels the service's settings turn on are each counted per layer as built; with `skinny_linear` and
     `skinny_linear_dot` (the defaults) every GEMM at these 2 rows is the row kernel's but the codec head's (3,072
-    outputs: the dot kernel from 2 rows); none is cuBLAS's. With `skinny_linear_silu_down` no silu_mul kernel runs
-    (one a layer fewer) and every other launch and op is as without it. With `projected_lookups` the code predictor's
+    outputs: the dot kernel from 2 rows); none is cuBLAS's (`skinny_linear_silu_down`, which takes the silu_mul
+    kernels out, is tests/test_skinny_linear.py's). With `projected_lookups` the code predictor's
     passes 2..15 each gather their input from a projected table instead of running the projection's GEMM, and with
     `lookup_kernels` as well (both the defaults since session 54; the runs before those are asked with them off)
     those gathers and the frame's embedding sum are Triton kernels, the sum's kernel adding the text vector too. The
@@ -38,33 +39,31 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     kernels fewer, no launch more). The text projection's SiLU is a kernel of the fused talker, so with today's
     defaults and the step write kernel a step runs no PyTorch kernel."""
     runs = {}
-    procs = {}
     before_inputs = {"OMNI_TALKER_STEP_INPUT_KERNEL": "0"}  # the default since session 55 (and the tables with it)
     before_tables = {"OMNI_TALKER_STEP_ROPE_TABLES": "0"}  # the default since session 56
     plain = {"OMNI_TALKER_PROJECTED_LOOKUPS": "0", "OMNI_TALKER_LOOKUP_KERNELS": "0", **before_inputs}
     apart = {"OMNI_TALKER_FUSED_DRAWS": "0", **plain}  # the draws' processors and counters as PyTorch ops
     runs_asked = (("kept", ["--sites"], apart), ("per_forward", ["--rope-per-forward"], apart),
                   ("fused_draws", ["--sites"], plain),
-                  ("silu_down", [], {"OMNI_TALKER_SKINNY_LINEAR_SILU_DOWN": "1", **plain}),
                   ("projected", ["--sites"], {"OMNI_TALKER_PROJECTED_LOOKUPS": "1", "OMNI_TALKER_LOOKUP_KERNELS": "0",
                                               **before_inputs}),
                   ("lookup_kernels", ["--sites"], before_inputs),
                   ("step_inputs", ["--sites"], before_tables),
-                  ("step_writes", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1", **before_tables}),
                   ("step_rope_tables", [], {}),
                   ("no_torch_ops", ["--sites"], {"OMNI_TALKER_STEP_WRITE_KERNEL": "1"}))  # fmt: skip
-    for name, extra, env in runs_asked:
-        out = tmp_path / f"{name}.json"
-        cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(out), *extra]
-        procs[name] = (
-            subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True),
-            out,
-        )  # fmt: skip
-    for name, (proc, out) in procs.items():
-        _, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, err[-3000:]
-        runs[name] = json.loads(out.read_text())
+
+    def census(name: str, extra: list[str], env: dict) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, str(ROOT / "tools/census_talker_step.py"), "--out", str(tmp_path / f"{name}.json"),
+               *extra]  # fmt: skip
+        return subprocess.run(cmd, cwd=ROOT, env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
+
+    # Two at a time, one a core: each is ~35 s of one core alone; all at once on two cores, beside the other test
+    # worker, the first took over 300 s in a CI run.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = dict(zip([r[0] for r in runs_asked], pool.map(lambda run: census(*run), runs_asked), strict=True))
+    for name, proc in done.items():
+        assert proc.returncode == 0, (name, proc.stderr[-3000:])
+        runs[name] = json.loads((tmp_path / f"{name}.json").read_text())
     kept, per_forward = runs["kept"], runs["per_forward"]
     forwards = kept["forwards"]
     assert forwards == 16
@@ -109,11 +108,7 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     # Every lookup is the talker's one gather line: the 16 codebooks and the text id, each looked up once.
     line = talker_source.index("            return table.weight[ids]") + 1
     assert sites[f"index at omni/models/qwen3_tts/talker.py:{line}"] == forwards + 1
-    # skinny_linear_silu_down: each layer's silu_mul kernel gone into its down projection's kernel, nothing else.
-    silu_down = runs["silu_down"]
-    assert fused["launches"]["_silu_mul_kernel"] == layers and "_silu_mul_kernel" not in silu_down["launches"]
-    assert silu_down["launches"] == {k: n for k, n in fused["launches"].items() if k != "_silu_mul_kernel"}
-    assert fused["total"] - silu_down["total"] == layers
+    assert fused["launches"]["_silu_mul_kernel"] == layers
     # projected_lookups: passes 2..15 look their input up (one more gather each) instead of projecting it (one GEMM
     # fewer each); every other launch as without.
     projected, gathers = runs["projected"], f"index at omni/models/qwen3_tts/talker.py:{line}"
@@ -146,22 +141,20 @@ def test_census_counts_the_launches_that_kept_rope_frequencies_remove(tmp_path):
     assert kernels["torch_ops"] - inputs["torch_ops"] == 16 and kernels["total"] - inputs["total"] == 15
     assert counter in kernels["sites"] and counter not in inputs["sites"]
     assert gathers not in inputs["sites"] and "stack" not in inputs["ops"] and "where" not in inputs["ops"]
-    # step_write_kernel on top of it: the writes after the draw (the next position's add and index_put, the drawn ids
-    # into the histories, the last hidden states, the scratch slot's 4 fills) in one kernel; no index_put or fill left.
-    writes = runs["step_writes"]
-    assert writes["launches"]["_step_writes_kernel"] == 1 and "_step_writes_kernel" not in inputs["launches"]
-    assert inputs["ops"]["index_put_"] == 3 and inputs["ops"]["fill_"] == 4
-    assert "index_put_" not in writes["ops"] and "fill_" not in writes["ops"]
-    assert inputs["torch_ops"] - writes["torch_ops"] == 8 and inputs["total"] - writes["total"] == 7
     # step_rope_tables (with the step input kernel): the talker forward's RoPE rows (mul, cos, sin) and key counts (add)
     # read by that kernel from tables made once; no RoPE op is left in the step.
     rope = runs["step_rope_tables"]
     assert rope["launches"] == inputs["launches"] and inputs["ops"]["cos"] == inputs["ops"]["sin"] == 1
     assert "cos" not in rope["ops"] and "sin" not in rope["ops"]
     assert inputs["torch_ops"] - rope["torch_ops"] == 4 and inputs["total"] - rope["total"] == 4
-    # Today's defaults with the step write kernel too: the step runs no PyTorch kernel (the text projection's SiLU is a
-    # kernel of fuse_talker_kernels), so every launch can wait for the one ahead and let the next one in early.
+    # Today's defaults with step_write_kernel too: the writes after the draw (the next position's add and index_put,
+    # the drawn ids into the histories, the last hidden states, the scratch slot's 4 fills) in one kernel, so the step
+    # runs no PyTorch kernel (the text projection's SiLU is a kernel of fuse_talker_kernels), and every launch can wait
+    # for the one ahead and let the next one in early.
     assert rope["ops"] == {"add": 1, "index_put_": 3, "fill_": 4}, rope["ops"]  # the writes after the draw
     none = runs["no_torch_ops"]
     assert none["torch_ops"] == 0 and not none["sites"] and none["launches"]["_silu_kernel"] == 1
+    assert none["launches"]["_step_writes_kernel"] == 1 and "_step_writes_kernel" not in rope["launches"]
+    assert {k: n for k, n in none["launches"].items() if k != "_step_writes_kernel"} == rope["launches"]
+    assert rope["total"] - none["total"] == 7
     assert "silu" not in kept["ops"] and kept["launches"]["_silu_kernel"] == 1  # with the fused kernels, always
