@@ -11,10 +11,15 @@ softmax over blocks of keys, accumulating in fp32 (the only roundings are the in
 
 `norm_rope_attention` is one kernel for a one-position pass from its QKV GEMM's output: each (row, kv head) program
 first does that kv head's share of kv_write.norm_rope_write_kv (its query heads' and its key's norms and RoPE, the key
-and value written into the cache) with the same arithmetic, then attends. A decode step's layers launch one kernel
-where the two made two (98 fewer a 1.7B step: the backbone's 28 and the code predictor's passes 2-15). It needs one
-position a row: a program reads only the keys it wrote itself or earlier kernels did, while in a T-position pass a
-row's keys would come from other programs running at the same time.
+and value written into the cache) with the same code, then attends. A decode step's layers launch one kernel where
+the two made two (98 fewer a 1.7B step: the backbone's 28 and the code predictor's passes 2-15). It needs one position
+a row: a program reads only the keys it wrote itself or earlier kernels did, while in a T-position pass a row's keys
+would come from other programs running at the same time.
+Not the same bits on a GPU (run 202, an H100): the norms' fp32 sums of squares reduce in the order of each kernel's
+layout ([2, 64] and [1, 64] here, [16, 64] and [8, 64] there), so in fp32 about a tenth of the keys differ by a
+rounding; in bf16 the keys and values written were equal, but 71 of 131,072 outputs of the backbone's launch differed
+by one bf16 rounding (the code predictor's: none). The interpreter sums in one order, so the CPU tests see the same
+bits. Its A/B (run 201) failed its rule, so the talker setting is off.
 """
 
 import math
@@ -23,6 +28,7 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
+from omni.kernels.kv_write import check_qkv_caches
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 from omni.kernels.transformer_fused import _store_norm_rope
 
@@ -287,9 +293,10 @@ def norm_rope_attention(
     lengths: torch.Tensor,
     launch: dict | None = None,
 ) -> torch.Tensor:
-    """A one-position pass's attention from its QKV GEMM's output, in one kernel: the same bits as
+    """A one-position pass's attention from its QKV GEMM's output, in one kernel: what
     `kv_write.norm_rope_write_kv(qkv, heads, q_norm, k_norm, cos, sin, k_cache, v_cache, slots, positions)` then
-    `decode_attention` of its q over keys 0..lengths[b]-1 of slots[b], with the same K/V written into the caches.
+    `decode_attention` of its q over keys 0..lengths[b]-1 of slots[b] give, with the K/V written into the caches, by
+    the same code (on a GPU within a rounding, not the same bits: see the module's note).
     qkv [B, 1, (heads + 2 kv_heads) * D] (q | k | v columns, rows contiguous), q_norm/k_norm (weight [D], eps),
     cos/sin [B, 1, 1, D]; caches [S, L, kv_heads, D] (one layer's, contiguous), slots [B], positions [B, 1], lengths
     [B] (each in 1..L). Returns [B, heads, D]."""
@@ -298,12 +305,9 @@ def norm_rope_attention(
     if t != 1:
         raise ValueError(f"norm_rope_attention takes one position a row, got {t}: a row's keys would come from "
                          "programs running at the same time")  # fmt: skip
-    if width != (heads + 2 * kv_heads) * dim or heads % kv_heads or v_cache.shape != k_cache.shape or dim % 2:
-        raise ValueError(f"qkv {tuple(qkv.shape)} does not hold {heads} q and 2 x {kv_heads} kv heads of {dim}")
-    if qkv.dtype != k_cache.dtype or v_cache.dtype != k_cache.dtype:
-        raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
-    if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
-        raise ValueError("norm_rope_attention needs qkv's last dim and the caches contiguous")
+    check_qkv_caches(qkv, heads, k_cache, v_cache, "norm_rope_attention")
+    if heads % kv_heads:
+        raise ValueError(f"{heads} query heads are not a multiple of {kv_heads} kv heads")
     if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, 1) or tuple(lengths.shape) != (b,):
         raise ValueError(f"slots {tuple(slots.shape)}, positions {tuple(positions.shape)}, lengths "
                          f"{tuple(lengths.shape)} do not match qkv's {b} rows")  # fmt: skip

@@ -72,6 +72,18 @@ def _check_slots_positions(slots: torch.Tensor, positions: torch.Tensor, b: int,
         raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match {of}'s [B, T]")
 
 
+def check_qkv_caches(qkv: torch.Tensor, heads: int, k_cache: torch.Tensor, v_cache: torch.Tensor, of: str) -> None:
+    """What a fused attention's kernels read and write (`of`: the caller, for the error): qkv [B, T, (heads + 2
+    kv_heads) * D] with its last dim contiguous, of the caches' dtype; caches [S, L, kv_heads, D] contiguous, D even."""
+    kv_heads, dim = k_cache.shape[2:]
+    if qkv.shape[-1] != (heads + 2 * kv_heads) * dim or v_cache.shape != k_cache.shape or dim % 2:
+        raise ValueError(f"qkv {tuple(qkv.shape)} does not hold {heads} q and 2 x {kv_heads} kv heads of {dim}")
+    if qkv.dtype != k_cache.dtype or v_cache.dtype != k_cache.dtype:
+        raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
+    if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
+        raise ValueError(f"{of} needs qkv's last dim and the caches contiguous")
+
+
 def _token_contiguous(x: torch.Tensor) -> bool:
     """[..., heads, dim] with each token's heads × dim one contiguous run."""
     return x.stride(-1) == 1 and x.stride(-2) == x.shape[-1]
@@ -184,14 +196,9 @@ def norm_rope_write_kv(
     slots [B], positions [B, T]. Writes RoPE(norm(k)) and v at (slots[b], positions[b, t]) and returns
     RoPE(norm(q)) [B, T, heads, D]: the same bits as `rms_norm_rope` on each part and `write_kv`."""
     b, t, width = qkv.shape
-    kv_heads, dim = k_cache.shape[2:]
-    if width != (heads + 2 * kv_heads) * dim or v_cache.shape != k_cache.shape or dim % 2:
-        raise ValueError(f"qkv {tuple(qkv.shape)} does not hold {heads} q and 2 x {kv_heads} kv heads of {dim}")
-    if qkv.dtype != k_cache.dtype or v_cache.dtype != k_cache.dtype:
-        raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
-    if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
-        raise ValueError("norm_rope_write_kv needs qkv's last dim and the caches contiguous")
+    check_qkv_caches(qkv, heads, k_cache, v_cache, "norm_rope_write_kv")
     _check_slots_positions(slots, positions, b, t, "qkv")
+    kv_heads, dim = k_cache.shape[2:]
     rows = qkv.reshape(b * t, width)  # a view where the rows are one stride apart (a GEMM's output is)
     cos2, sin2 = cos.reshape(b * t, dim), sin.reshape(b * t, dim)
     q = torch.empty(b, t, heads, dim, dtype=qkv.dtype, device=qkv.device)

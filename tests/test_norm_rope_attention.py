@@ -1,7 +1,9 @@
 """The one-position attention kernel from a QKV GEMM's output (`norm_rope_attention`) against the two kernels it
 replaces (kv_write.norm_rope_write_kv, then decode_attention), and a fused talker runner with it against without.
 
-On CPU through the Triton interpreter; tools/bench_talker_step.py checks the same on the GPU (+norm-rope-attention).
+On CPU through the Triton interpreter, which sums the norms in one order: the same bits. On a GPU each kernel's layout
+orders those sums, so the two differ by a rounding there (run 202); tools/bench_talker_step.py's +norm-rope-attention
+check compares them on the GPU.
 """
 
 import os

@@ -106,7 +106,8 @@ class TalkerRunner:
         `norm_rope_attention_kernel` (with norm_rope_write_kernel and the decode-attention kernel): a fused talker's
         one-position passes (the backbone's and the code predictor's passes 2..15) run their q/k norms, RoPE, K/V write
         and attention as one kernel after the QKV GEMM (kernels/decode_attention.py's `norm_rope_attention`) instead
-        of two: 98 launches fewer a 1.7B step. The same bits.
+        of two: 98 launches fewer a 1.7B step. The same bits under the interpreter; on a GPU the norms' sums reduce in
+        another order, so not the same bits (run 202).
         """
         self.talker = talker
         self.config = config
