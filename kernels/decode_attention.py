@@ -28,9 +28,8 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.kv_write import check_qkv_caches
+from omni.kernels.kv_write import NORM_ROPE_WARPS, _norm_rope_write_token, check_qkv_caches
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
-from omni.kernels.transformer_fused import _store_norm_rope
 
 
 def decode_attention_reference(
@@ -177,12 +176,14 @@ def _norm_rope_attention_kernel(
     cache_stride_h,
     HEADS: tl.constexpr,
     KV_HEADS: tl.constexpr,
+    HALF: tl.constexpr,
+    HEADS_PAD: tl.constexpr,
+    KV_HEADS_PAD: tl.constexpr,
+    HALF_PAD: tl.constexpr,
+    V_BLOCK: tl.constexpr,
     GROUP: tl.constexpr,
     GROUP_PAD: tl.constexpr,
-    GROUP_POW2: tl.constexpr,
-    DIM: tl.constexpr,
     DIM_PAD: tl.constexpr,
-    HALF_PAD: tl.constexpr,
     BLOCK_N: tl.constexpr,
     PRECISION: tl.constexpr,
     DOT_FP32: tl.constexpr,
@@ -191,24 +192,23 @@ def _norm_rope_attention_kernel(
     wait_for_prior_kernels(PDL)
     row = tl.program_id(0)
     kv_head = tl.program_id(1)
+    token = row.to(tl.int64)
     slot = tl.load(slots_ptr + row).to(tl.int64)
-    position = tl.load(positions_ptr + row * pos_stride).to(tl.int64)
+    position = tl.load(positions_ptr + token * pos_stride).to(tl.int64)
     length = tl.load(lengths_ptr + row).to(tl.int32)
-    x = qkv_ptr + row.to(tl.int64) * qkv_stride
-    cos_row, sin_row = cos_ptr + row * rope_stride, sin_ptr + row * rope_stride
-    # norm_rope_write_kv's arithmetic for this kv head's share: its query heads into q, its key and value into the cache
-    first_q = kv_head * GROUP * DIM
-    q_row = q_ptr + row * HEADS * DIM + first_q
-    _store_norm_rope(x + first_q, qw_ptr, cos_row, sin_row, q_row, GROUP, q_eps, DIM // 2, GROUP_POW2, HALF_PAD, True)
-    dst = slot * cache_stride_s + position * cache_stride_l + kv_head * cache_stride_h
-    key = x + HEADS * DIM + kv_head * DIM
-    _store_norm_rope(key, kw_ptr, cos_row, sin_row, k_ptr + dst, 1, k_eps, DIM // 2, 1, HALF_PAD, True)
-    d = tl.arange(0, DIM_PAD)
-    value = tl.load(key + KV_HEADS * DIM + d, mask=d < DIM)
-    tl.store(v_ptr + dst + d, value, mask=d < DIM)
+    x = qkv_ptr + token * qkv_stride
+    cos_row, sin_row = cos_ptr + token * rope_stride, sin_ptr + token * rope_stride
+    dim: tl.constexpr = 2 * HALF
+    q_row = q_ptr + token * (HEADS * dim)
+    dst = slot * cache_stride_s + position * cache_stride_l
+    # The row's whole norm_rope_write_kv, by each of its programs (each writes the same values): so the keys a program
+    # reads come from no other program running with it, and with that kernel's code and warps its norms' sums reduce
+    # in its order (the same bits).
+    _norm_rope_write_token(x, qw_ptr, kw_ptr, cos_row, sin_row, q_row, k_ptr, v_ptr, dst, q_eps, k_eps, HEADS,
+                           KV_HEADS, HALF, HEADS_PAD, KV_HEADS_PAD, HALF_PAD, V_BLOCK)  # fmt: skip
     tl.debug_barrier()  # a CTA barrier: the stores above are seen by every thread's loads below
-    _attend(q_ptr, k_ptr, v_ptr, out_ptr, row, kv_head, slot, length, scale, HEADS * DIM, DIM, cache_stride_s,
-            cache_stride_h, cache_stride_l, HEADS * DIM, DIM, GROUP, GROUP_PAD, DIM, DIM_PAD, BLOCK_N, PRECISION,
+    _attend(q_ptr, k_ptr, v_ptr, out_ptr, row, kv_head, slot, length, scale, HEADS * dim, dim, cache_stride_s,
+            cache_stride_h, cache_stride_l, HEADS * dim, dim, GROUP, GROUP_PAD, dim, DIM_PAD, BLOCK_N, PRECISION,
             DOT_FP32)  # fmt: skip
 
 
@@ -341,16 +341,18 @@ def norm_rope_attention(
         k_cache.stride(2),
         HEADS=heads,
         KV_HEADS=kv_heads,
+        HALF=dim // 2,
+        HEADS_PAD=triton.next_power_of_2(heads),
+        KV_HEADS_PAD=triton.next_power_of_2(kv_heads),
+        HALF_PAD=triton.next_power_of_2(dim // 2),
+        V_BLOCK=triton.next_power_of_2(kv_heads * dim),
         GROUP=group,
         GROUP_PAD=max(16, triton.next_power_of_2(group)),
-        GROUP_POW2=triton.next_power_of_2(group),
-        DIM=dim,
         DIM_PAD=max(16, triton.next_power_of_2(dim)),
-        HALF_PAD=triton.next_power_of_2(dim // 2),
         BLOCK_N=launch["block_n"],
         PRECISION="ieee",
         DOT_FP32=INTERPRETED and qkv.dtype != torch.float32,
-        num_warps=launch["num_warps"],
+        num_warps=NORM_ROPE_WARPS,  # norm_rope_write_kv's, whatever the attention's launch: its sums' order
         num_stages=launch["num_stages"],
         **launch_options(),
     )

@@ -130,6 +130,46 @@ def write_kv(
     )
 
 
+# The warps norm_rope_write_kv launches with (Triton's default, not passed): decode_attention's norm_rope_attention
+# runs `_norm_rope_write_token` with as many, so the norms' sums reduce in the same order (the same bits).
+NORM_ROPE_WARPS = 4
+
+
+@triton.jit
+def _norm_rope_write_token(
+    row,
+    qw_ptr,
+    kw_ptr,
+    cos_row,
+    sin_row,
+    q_out,
+    k_cache_ptr,
+    v_cache_ptr,
+    dst,
+    q_eps,
+    k_eps,
+    HEADS: tl.constexpr,
+    KV_HEADS: tl.constexpr,
+    HALF: tl.constexpr,
+    HEADS_PAD: tl.constexpr,
+    KV_HEADS_PAD: tl.constexpr,
+    HALF_PAD: tl.constexpr,
+    V_BLOCK: tl.constexpr,
+):
+    """One token's q, normed and rotated, to q_out, and its k (normed, rotated) and v into the caches at offset dst:
+    this kernel's work, in one place for decode_attention's norm_rope_attention too."""
+    nq = HEADS * 2 * HALF
+    nk = KV_HEADS * 2 * HALF
+    _store_norm_rope(row, qw_ptr, cos_row, sin_row, q_out, HEADS, q_eps, HALF, HEADS_PAD, HALF_PAD, True)
+    _store_norm_rope(
+        row + nq, kw_ptr, cos_row, sin_row, k_cache_ptr + dst, KV_HEADS, k_eps, HALF, KV_HEADS_PAD, HALF_PAD, True
+    )
+    offs = tl.arange(0, V_BLOCK)
+    inside = offs < nk
+    v = tl.load(row + nq + nk + offs, mask=inside)
+    tl.store(v_cache_ptr + dst + offs, v, mask=inside)
+
+
 @triton.jit
 def _norm_rope_write_kernel(
     qkv_ptr,
@@ -167,16 +207,9 @@ def _norm_rope_write_kernel(
     )
     row = qkv_ptr + token * qkv_stride
     cos_row, sin_row = cos_ptr + token * rope_stride, sin_ptr + token * rope_stride
-    nq = HEADS * 2 * HALF
-    nk = KV_HEADS * 2 * HALF
-    _store_norm_rope(row, qw_ptr, cos_row, sin_row, q_ptr + token * nq, HEADS, q_eps, HALF, HEADS_PAD, HALF_PAD, True)
-    _store_norm_rope(
-        row + nq, kw_ptr, cos_row, sin_row, k_cache_ptr + dst, KV_HEADS, k_eps, HALF, KV_HEADS_PAD, HALF_PAD, True
-    )
-    offs = tl.arange(0, V_BLOCK)
-    inside = offs < nk
-    v = tl.load(row + nq + nk + offs, mask=inside)
-    tl.store(v_cache_ptr + dst + offs, v, mask=inside)
+    _norm_rope_write_token(row, qw_ptr, kw_ptr, cos_row, sin_row, q_ptr + token * (HEADS * 2 * HALF), k_cache_ptr,
+                           v_cache_ptr, dst, q_eps, k_eps, HEADS, KV_HEADS, HALF, HEADS_PAD, KV_HEADS_PAD, HALF_PAD,
+                           V_BLOCK)  # fmt: skip
 
 
 def norm_rope_write_kv(
