@@ -64,14 +64,16 @@ def test_rejects_what_it_cannot_hold():
 
 
 def test_fused_runner_with_the_kernel_equals_it_without(tiny_model_dir):
-    """A fused talker (fp32) with the norm + RoPE + write kernel: its one-position passes through the one kernel
-    against the two, over decode steps: the same codes, caches and hidden state to the bit. The kernel runs in every
-    one-position layer pass (counted), and only there: the code predictor's 2-position first pass keeps the two."""
+    """A fused talker (fp32) with the norm + RoPE + write kernel: its one-position backbone passes through the one
+    kernel against the two, over decode steps: the same codes, caches and hidden state to the bit. The kernel runs in
+    every backbone layer pass (counted), and only there: the code predictor's passes keep the two (its cache does not
+    ask for it)."""
     common = {"decode_kernel": True, "kv_write_kernel": True, "norm_rope_write_kernel": True}
     without, with_kernel = prefilled_runner_pair(
         tiny_model_dir("custom_voice"), fused=True, common=common, norm_rope_attention_kernel=True
     )
-    assert with_kernel.cache.kernels.norm_rope_attention and with_kernel.predictor_cache.kernels.norm_rope_attention
+    assert with_kernel.cache.kernels.norm_rope_attention and not with_kernel.predictor_cache.kernels.norm_rope_attention
+    assert with_kernel.predictor_cache.kernels.norm_rope_write
     calls = []  # each call's positions (qkv's T), the kernel still run
 
     def counted(kernel):
@@ -81,9 +83,7 @@ def test_fused_runner_with_the_kernel_equals_it_without(tiny_model_dir):
         cache.norm_rope_attention = counted(cache.norm_rope_attention)
     steps = 2
     assert_same_steps_bit_for_bit(without, with_kernel, steps=steps)
-    talker = with_kernel.config.talker
-    passes = talker.num_hidden_layers + (with_kernel.groups - 2) * talker.code_predictor.num_hidden_layers
-    assert calls == [1] * steps * passes
+    assert calls == [1] * steps * with_kernel.config.talker.num_hidden_layers
 
 
 def test_the_runner_refuses_it_without_the_kernels_it_extends(tiny_model_dir):

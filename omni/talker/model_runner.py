@@ -10,6 +10,7 @@ codebook-0 id from the talker, exactly as the official `Qwen3TTSTalkerForConditi
 back to the host.
 """
 
+import dataclasses
 from collections.abc import Sequence
 from functools import partial
 
@@ -104,10 +105,9 @@ class TalkerRunner:
         read from tables made once for positions 0..max_len-1 (by the ops a forward runs) and its key counts, both by
         the step input kernel, instead of 4 PyTorch kernels a step (mul, cos, sin, add). The same bits.
         `norm_rope_attention_kernel` (with norm_rope_write_kernel and the decode-attention kernel): a fused talker's
-        one-position passes (the backbone's and the code predictor's passes 2..15) run their q/k norms, RoPE, K/V write
-        and attention as one kernel after the QKV GEMM (kernels/decode_attention.py's `norm_rope_attention`) instead
-        of two: 98 launches fewer a 1.7B step. The same bits under the interpreter; on a GPU the norms' sums reduce in
-        another order, so not the same bits (run 202).
+        one-position backbone passes run their q/k norms, RoPE, K/V write and attention as one kernel after the QKV
+        GEMM (kernels/decode_attention.py's `norm_rope_attention`) instead of two: 28 launches fewer a 1.7B step. The
+        code predictor's passes keep the two (see there). The same bits (run 203, at the backbone's launch).
         """
         self.talker = talker
         self.config = config
@@ -147,7 +147,11 @@ class TalkerRunner:
             norm_rope_attention=norm_rope_attention_kernel,
         )
         self.cache = talker.new_cache(rows, max_len, self.dtype, dev, kernels)
-        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, kernels)
+        # The code predictor's passes keep the two kernels: its attention launches with 1 warp and the norm kernel
+        # with 4, and one kernel cannot sum as both do (run 203: the fused kernel with 4 warps there was not the same
+        # bits in fp32, and 4% slower at 1 row).
+        predictor_kernels = dataclasses.replace(kernels, norm_rope_attention=False)
+        self.predictor_cache = talker.code_predictor.new_cache(rows, self.dtype, dev, predictor_kernels)
         self.sampling = SlotSampling(rows, dev)
         # As the official generate: the top 1024 codec ids are suppressed, except EOS.
         self.suppressed = torch.zeros(t.vocab_size, dtype=torch.bool, device=dev)
