@@ -10,16 +10,17 @@ One program per (row, kv head) handles the whole GQA group of query heads that s
 softmax over blocks of keys, accumulating in fp32 (the only roundings are the inputs' and the final store).
 
 `norm_rope_attention` is one kernel for a one-position pass from its QKV GEMM's output: each (row, kv head) program
-first does that kv head's share of kv_write.norm_rope_write_kv (its query heads' and its key's norms and RoPE, the key
-and value written into the cache) with the same code, then attends. A decode step's layers launch one kernel where
-the two made two (98 fewer a 1.7B step: the backbone's 28 and the code predictor's passes 2-15). It needs one position
-a row: a program reads only the keys it wrote itself or earlier kernels did, while in a T-position pass a row's keys
-would come from other programs running at the same time.
-Not the same bits on a GPU (run 202, an H100): the norms' fp32 sums of squares reduce in the order of each kernel's
-layout ([2, 64] and [1, 64] here, [16, 64] and [8, 64] there), so in fp32 about a tenth of the keys differ by a
-rounding; in bf16 the keys and values written were equal, but 71 of 131,072 outputs of the backbone's launch differed
-by one bf16 rounding (the code predictor's: none). The interpreter sums in one order, so the CPU tests see the same
-bits. Its A/B (run 201) failed its rule, so the talker setting is off.
+runs its row's whole kv_write.norm_rope_write_kv (`_norm_rope_write_token`: the queries' and keys' norms and RoPE,
+the keys and values written into the cache; every program of the row writes the same values), waits at a CTA barrier,
+then attends. One kernel where there were two. It needs one position a row: a program reads only keys it wrote itself
+or earlier kernels did, while in a T-position pass a row's keys would come from programs running at the same time.
+The same bits needs the same order of sums, which the interpreter does not show (it sums in one order):
+- run 202 (an H100), a first version that normed only its kv head's share ([2, 64] and [1, 64] tiles against the norm
+  kernel's [16, 64] and [8, 64]): a tenth of the fp32 keys a rounding apart, 71 of 131,072 bf16 outputs;
+- run 203, this version with the norm kernel's code and warps (NORM_ROPE_WARPS): at the backbone's launch keys, values
+  and outputs equal in bf16 and fp32; at the code predictor's (whose attention launches with 1 warp, the norms with 4)
+  a fifth of the fp32 outputs a rounding apart. So the runner asks for it on the talker's cache only.
+The first version's A/B (run 201) failed its rule; the talker setting is off until this one's (next_one_gpu_2.sh).
 """
 
 import math
@@ -296,7 +297,7 @@ def norm_rope_attention(
     """A one-position pass's attention from its QKV GEMM's output, in one kernel: what
     `kv_write.norm_rope_write_kv(qkv, heads, q_norm, k_norm, cos, sin, k_cache, v_cache, slots, positions)` then
     `decode_attention` of its q over keys 0..lengths[b]-1 of slots[b] give, with the K/V written into the caches, by
-    the same code (on a GPU within a rounding, not the same bits: see the module's note).
+    the same code: the same bits where the attention's launch has NORM_ROPE_WARPS warps (the module's note).
     qkv [B, 1, (heads + 2 kv_heads) * D] (q | k | v columns, rows contiguous), q_norm/k_norm (weight [D], eps),
     cos/sin [B, 1, 1, D]; caches [S, L, kv_heads, D] (one layer's, contiguous), slots [B], positions [B, 1], lengths
     [B] (each in 1..L). Returns [B, heads, D]."""

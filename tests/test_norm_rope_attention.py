@@ -1,9 +1,9 @@
 """The one-position attention kernel from a QKV GEMM's output (`norm_rope_attention`) against the two kernels it
 replaces (kv_write.norm_rope_write_kv, then decode_attention), and a fused talker runner with it against without.
 
-On CPU through the Triton interpreter, which sums the norms in one order: the same bits. On a GPU each kernel's layout
-orders those sums, so the two differ by a rounding there (run 202); tools/bench_talker_step.py's +norm-rope-attention
-check compares them on the GPU.
+On CPU through the Triton interpreter, which sums in one order whatever the layout: the same bits here says the code
+is the same, not that a GPU's order is (run 202 found a first version a rounding apart there; run 203 this one equal
+at the backbone's launch). tools/bench_talker_step.py's +norm-rope-attention check compares them on the GPU.
 """
 
 import os

@@ -106,11 +106,11 @@ class TalkerConfig(ServiceConfig):
     )
     norm_rope_attention_kernel: bool = option(
         False,
-        "with norm_rope_write_kernel on a CUDA device (off without it): a one-position pass (the talker's decode step "
-        "and the code predictor's passes 2-15) runs that kernel and its attention as one, after the QKV GEMM (98 "
-        "launches fewer a 1.7B step; kernels/decode_attention.py's norm_rope_attention; not the same bits on a GPU: "
-        "the norms' sums reduce in another order, run 202). Off: run 201 (H100) gave 2.0-3.3% faster steps at 16-128 "
-        "rows but 0.35-0.64% slower at 1 row and 0.17-0.53% at 512, and its rule asked for >= 1% at 1 and 16 rows",
+        "with norm_rope_write_kernel on a CUDA device (off without it): the talker's one-position passes run that "
+        "kernel and their attention as one, after the QKV GEMM (28 launches fewer a 1.7B step; kernels/"
+        "decode_attention.py's norm_rope_attention; the same bits, run 203). Off until its A/B: a first version on "
+        "every pass (98 launches, not the same bits) was 2.0-3.3% faster at 16-128 rows but 0.35-0.64% slower at 1 "
+        "row and up to 0.53% at 512 (run 201, H100)",
     )
     fused_add_norm: bool = option(
         True,
