@@ -300,7 +300,8 @@ def norm_rope_attention(
     the same code: the same bits where the attention's launch has NORM_ROPE_WARPS warps (the module's note).
     qkv [B, 1, (heads + 2 kv_heads) * D] (q | k | v columns, rows contiguous), q_norm/k_norm (weight [D], eps),
     cos/sin [B, 1, 1, D]; caches [S, L, kv_heads, D] (one layer's, contiguous), slots [B], positions [B, 1], lengths
-    [B] (each in 1..L). Returns [B, heads, D]."""
+    [B] (each in 1..L). Returns [B, heads, D]. `launch` overrides the keys per block and stages for the cache's
+    length; the warps are always NORM_ROPE_WARPS."""
     b, t, width = qkv.shape
     kv_heads, dim = k_cache.shape[2:]
     if t != 1:
