@@ -739,9 +739,9 @@ def main() -> None:
         "step_input_kernel); +step-writes: the step's writes at its rows' slots after the draw and the scratch "
         "reset in one kernel (kernels/step_writes.py; the talker service's step_write_kernel); +step-rope-tables "
         "(with +step-inputs): the talker forward's RoPE rows and key counts read by the step input kernel from "
-        "tables made once (the talker service's step_rope_tables); +norm-rope-attention (with +norm-rope-write): a "
-        "one-position pass's norms, RoPE, K/V write and attention in one kernel (kernels/decode_attention.py's "
-        "norm_rope_attention; the talker service's norm_rope_attention_kernel)"
+        "tables made once (the talker service's step_rope_tables); +norm-rope-attention (with +norm-rope-write): the "
+        "backbone's one-position passes' norms, RoPE, K/V write and attention in one kernel (kernels/"
+        "decode_attention.py's norm_rope_attention; the talker service's norm_rope_attention_kernel)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")

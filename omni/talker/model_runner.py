@@ -138,8 +138,6 @@ class TalkerRunner:
             self.draw_talker = kernel_draw_talker if fused_draws else partial(draw_talker, draw_fn=kernel_draw)
             self.indexed_draws = fused_draws
         positions = SHORT_PASS_POSITIONS if short_pass_kernel else 1
-        if norm_rope_attention_kernel and not (decode_kernel and norm_rope_write_kernel):
-            raise ValueError("norm_rope_attention_kernel needs norm_rope_write_kernel and the decode-attention kernel")
         kernels = CacheKernels(
             attention=decode_kernel,
             positions=positions,

@@ -43,7 +43,9 @@ class CacheKernels:
         if self.positions < 1:
             raise ValueError(f"CacheKernels.positions must be >= 1, got {self.positions}")
         if self.norm_rope_attention and not (self.attention and self.norm_rope_write):
-            raise ValueError("CacheKernels.norm_rope_attention needs the attention and norm_rope_write kernels")
+            raise ValueError("CacheKernels.norm_rope_attention (the runner's norm_rope_attention_kernel) needs the "
+                             "decode-attention kernel (attention) and norm_rope_write (the runner's "
+                             "norm_rope_write_kernel)")  # fmt: skip
 
 
 PYTORCH_PATHS = CacheKernels()
