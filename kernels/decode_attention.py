@@ -61,8 +61,8 @@ def _attend(
     q_stride_b,
     q_stride_h,
     cache_stride_s,
-    cache_stride_h,
     cache_stride_l,
+    cache_stride_h,
     out_stride_b,
     out_stride_h,
     GROUP: tl.constexpr,
@@ -148,7 +148,7 @@ def _decode_attention_kernel(
     slot = tl.load(slots_ptr + row // ROWS_PER_SLOT).to(tl.int64)
     length = tl.load(lengths_ptr + row).to(tl.int32)
     _attend(q_ptr, k_ptr, v_ptr, out_ptr, row, kv_head, slot, length, scale, q_stride_b, q_stride_h, cache_stride_s,
-            cache_stride_h, cache_stride_l, out_stride_b, out_stride_h, GROUP, GROUP_PAD, DIM, DIM_PAD, BLOCK_N,
+            cache_stride_l, cache_stride_h, out_stride_b, out_stride_h, GROUP, GROUP_PAD, DIM, DIM_PAD, BLOCK_N,
             PRECISION, DOT_FP32)  # fmt: skip
 
 
@@ -209,7 +209,7 @@ def _norm_rope_attention_kernel(
                            KV_HEADS, HALF, HEADS_PAD, KV_HEADS_PAD, HALF_PAD, V_BLOCK)  # fmt: skip
     tl.debug_barrier()  # a CTA barrier: the stores above are seen by every thread's loads below
     _attend(q_ptr, k_ptr, v_ptr, out_ptr, row, kv_head, slot, length, scale, HEADS * dim, dim, cache_stride_s,
-            cache_stride_h, cache_stride_l, HEADS * dim, dim, GROUP, GROUP_PAD, dim, DIM_PAD, BLOCK_N, PRECISION,
+            cache_stride_l, cache_stride_h, HEADS * dim, dim, GROUP, GROUP_PAD, dim, DIM_PAD, BLOCK_N, PRECISION,
             DOT_FP32)  # fmt: skip
 
 
