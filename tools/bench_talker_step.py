@@ -34,6 +34,7 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from omni.kernels.decode_attention import SHORT_CACHE
 from omni.kernels.programmatic_launch import set_programmatic_launch
 from omni.kernels.skinny_linear import dot_launch
 
@@ -54,6 +55,13 @@ from omni.talker.sampling import SamplingParams, draw_talker
 
 PROMPT_LEN = 24  # correctness runs
 WARMUP_STEPS = 3  # untimed steps before a timing's iters (time_steps, profile_replays)
+
+
+def check_len(steps: int) -> int:
+    """Positions per slot in a correctness run of `steps` steps: past SHORT_CACHE, so the talker's attention takes the
+    launch the timed steps' and the service's (max_context) caches take. Run 205's checks had 34 positions, the code
+    predictor's 1-warp launch."""
+    return max(PROMPT_LEN + steps + 8, SHORT_CACHE + 1)
 
 
 def build_talker(name: str, dtype: torch.dtype, device: str) -> tuple[Qwen3TTSTalker, Qwen3TTSConfig]:
@@ -86,7 +94,7 @@ def prefill_all(runner: TalkerRunner, seed: int, prompt_len: int = PROMPT_LEN) -
 def compare_paths(talker, config, steps: int, device: str, fused: bool) -> dict:
     """The same slots stepped eagerly by two runners: the optimised path (the decode-attention kernel, and with
     `fused` the fused layer kernels on a copy of the talker) against the plain PyTorch one (masked SDPA)."""
-    slots, max_len = 64, PROMPT_LEN + steps + 8
+    slots, max_len = 64, check_len(steps)
     fast_talker = talker
     if fused:
         fast_talker = copy.deepcopy(talker)
@@ -122,7 +130,7 @@ def compare_close(runners: list[TalkerRunner], steps: int) -> dict:
 def compare_projected_lookups(talker, flags: dict, config, steps: int, device: str) -> dict:
     """The mode's runner with the code predictor's inputs looked up in projected tables against it projecting each
     looked-up embedding (`compare_close`: not the same bits, the tables' sums run in another order)."""
-    max_len = PROMPT_LEN + steps + 8
+    max_len = check_len(steps)
     runners = [TalkerRunner(talker, config, 64, max_len, device, **{**flags, "projected_lookups": on})
                for on in (True, False)]  # fmt: skip
     return compare_close(runners, steps)
@@ -136,7 +144,7 @@ def compare_bitwise(
     one step at each): changes that only move or fuse work without reordering a sum must give the same codes, caches
     and hidden state, bit for bit."""
     steps = max(steps, len(batches))
-    max_len = PROMPT_LEN + steps + 8
+    max_len = check_len(steps)
     runners = []
     for talker, flags, *extras in setups:
         runners.append(TalkerRunner(talker, config, slots, max_len, device, **flags))
@@ -171,7 +179,7 @@ def compare_programmatic_launch(
     switch as the mode has it."""
     batches = (1, 5, 16, 64)
     slots, steps = 64, max(steps, len(batches))
-    max_len = PROMPT_LEN + steps + 8
+    max_len = check_len(steps)
     runners, codes = [], []
     for on in (True, False):
         set_programmatic_launch(on, early_weights=on and early_weights, max_rows=max_rows)
@@ -389,7 +397,7 @@ def check_skinny_linear(talker: Qwen3TTSTalker, device: str) -> dict:
 def check_correctness(talker, config, steps: int, device: str, **kernels) -> dict:
     """`kernels`: TalkerRunner's kernel flags (sampler_kernel, short_pass_kernel, kv_write_kernel,
     norm_rope_write_kernel, predictor_tables)."""
-    slots, max_len = 64, PROMPT_LEN + steps + 8
+    slots, max_len = 64, check_len(steps)
     runners = [TalkerRunner(talker, config, slots, max_len, device, scratch_slot=True, **kernels) for _ in range(3)]
     for r in runners:
         prefill_all(r, seed=0)
@@ -477,7 +485,7 @@ def check_sampler_kernel(device: str) -> dict:
 def compare_sampler_runners(talker, config, steps: int, device: str) -> dict:
     """fp32 runners with and without the sampler kernel over the same prompts (greedy and sampled slots, top-p 1):
     the codes must be equal; raises otherwise."""
-    slots, max_len = 64, PROMPT_LEN + steps + 8
+    slots, max_len = 64, check_len(steps)
     runners = [TalkerRunner(talker, config, slots, max_len, device, sampler_kernel=s) for s in (False, True)]
     for r in runners:
         prefill_all(r, seed=0)
