@@ -277,6 +277,30 @@ def dot_stages(launch: dict, early: bool) -> int:
     return max(1, launch.get("num_stages", 3) - early)
 
 
+# The dot kernel's stages that fit the device's shared memory, by call (device, dtype, constexprs, stages asked), where
+# fewer than asked: the tuned launches fit in bf16, but fp32 tiles take twice the bytes (run 206: 64 x 256 blocks at 32
+# padded rows and 4 stages asked 294,912 bytes of the H100's 232,448). Fewer stages pipeline the same loads; the sums
+# and their order are the same.
+_STAGES_THAT_FIT: dict[tuple, int] = {}
+
+
+def launch_fitting(kernel, grid: tuple, args: tuple, key: tuple, stages: int, **options) -> None:
+    """`kernel[grid](*args, num_stages=stages, **options)`, with one stage fewer at a time while the compiled kernel
+    asks more shared memory than the device has (Triton's OutOfResources, raised before anything runs), the stages
+    that fit remembered under `key` (the call's device, dtype and constexprs)."""
+    key = (*key, stages)
+    stages = _STAGES_THAT_FIT.get(key, stages)
+    while True:
+        try:
+            kernel[grid](*args, num_stages=stages, **options)
+            return
+        except triton.runtime.errors.OutOfResources:
+            if stages == 1:
+                raise
+            stages -= 1
+            _STAGES_THAT_FIT[key] = stages
+
+
 def dot_from_for(weight: torch.Tensor) -> int:
     """With the dot kernel on (talker setting skinny_linear_dot), from how many rows a weight [N, K] takes it; fewer
     rows take the row kernel. Run 159 (cold weights, 2 rows): the row kernel beat the dot kernel and cuBLAS on every
@@ -377,12 +401,15 @@ def skinny_linear(
         if split_k > 1:
             part = torch.empty(split_k, rows_pad, n, dtype=torch.float32, device=x.device)
             tickets = split_tickets(x.device, blocks)
-        _skinny_linear_dot_kernel[(blocks, split_k)](
-            x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k,
+        constexprs = dict(
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
-            num_warps=launch["num_warps"], num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early,
-            **launch_options(),
+            EARLY_WEIGHTS=early, num_warps=launch["num_warps"], **launch_options(),
+        )  # fmt: skip
+        launch_fitting(
+            _skinny_linear_dot_kernel, (blocks, split_k),
+            (x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k),
+            (x.device, x.dtype, *constexprs.items()), dot_stages(launch, early), **constexprs,
         )  # fmt: skip
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](

@@ -188,6 +188,18 @@ def test_silu_down_mode_sets_every_mlp_and_its_check_steps_the_rows_the_kernels_
     assert all(m.silu_down == 1 for m in mlps)
 
 
+def test_the_checks_give_the_talker_a_cache_past_the_short_launch():
+    """The bitwise checks step the talker with a cache longer than SHORT_CACHE, so its attention takes the launch the
+    timed steps and the service take (4 warps), not the code predictor's (1 warp): run 205's 34-position checks found
+    the norm + RoPE + attention kernel not equal there, run 206's 65-position ones equal."""
+    from omni.kernels.decode_attention import LAUNCH, LAUNCH_SHORT, SHORT_CACHE
+
+    bench = load_bench()
+    assert all(bench.check_len(steps) > SHORT_CACHE for steps in (1, 2, 12))
+    assert bench.check_len(40) == bench.PROMPT_LEN + 40 + 8  # longer runs as long as they need
+    assert LAUNCH["num_warps"] != LAUNCH_SHORT["num_warps"]
+
+
 def test_pdl_mode_turns_programmatic_launch_on_and_a_mode_without_it_off(monkeypatch):
     """+pdl: build_mode turns the process-wide programmatic launch on for the mode's runner and graphs (+early-weights
     too: the GEMMs' first weights before their wait); every other mode turns both off (its check, graphs with and

@@ -22,6 +22,7 @@ from omni.kernels.skinny_linear import (
     dot_from_for,
     dot_launch_for,
     dot_rows_for,
+    launch_fitting,
     launch_for,
     max_rows_for,
     row_launch_for,
@@ -582,6 +583,74 @@ print("compiled")
 def test_the_kernel_compiles_for_sm90(tmp_path):
     done = compile_for_sm90(COMPILE, tmp_path)
     assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+SHARED = """
+import sys
+
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.skinny_linear import _skinny_linear_dot_kernel, dot_launch
+
+H100 = 232_448  # the shared memory a program may have on an H100 or H200, in bytes
+signature = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "M": "i32", "K": "i32",
+             "N": "i32", "x_stride": "i32", "y_stride": "i32", "part_ptr": "*fp32", "ticket_ptr": "*i32",
+             "up_offset": "i32"}
+signature |= {k: "constexpr" for k in ("HAS_BIAS", "SILU_GATE", "ROWS_PAD", "BLOCK_N", "BLOCK_K", "SPLIT_K",
+                                       "DOT_FP32", "PDL", "EARLY_WEIGHTS")}
+
+
+def shared(launch, dtype, stages, gate=False):
+    types = {k: dtype if v == "*bf16" else v for k, v in signature.items()}
+    constexprs = {"HAS_BIAS": False, "SILU_GATE": gate, "ROWS_PAD": 32, "BLOCK_N": launch["block_n"],
+                  "BLOCK_K": launch["block_k"], "SPLIT_K": launch.get("split_k", 1), "DOT_FP32": False, "PDL": False,
+                  "EARLY_WEIGHTS": False}
+    done = compile(ASTSource(_skinny_linear_dot_kernel, types, constexprs), target=GPUTarget("cuda", 90, 32),
+                   options={"num_warps": 4, "num_stages": stages})
+    return done.metadata.shared
+
+
+# Every dot launch dot_launch_for gives, at 32 padded rows: in bf16 each fits at its stages (no call is refitted).
+for launch, gate in ((dot_launch(16, 512, num_stages=3), False), (dot_launch(32, 256, num_stages=4), False),
+                     (dot_launch(64, 256, num_stages=4), False), (dot_launch(64, 128, num_stages=4), False),
+                     (dot_launch(32, 128, num_stages=4, split_k=4), True)):
+    assert shared(launch, "*bf16", launch["num_stages"], gate) <= H100, launch
+wide = dot_launch(64, 256, num_stages=4)  # the predictor's [6144, 1024] gate_up, in fp32: run 206's failure
+print(shared(wide, "*fp32", 4), shared(wide, "*fp32", 3))
+"""
+
+
+def test_in_bf16_every_dot_launch_fits_and_in_fp32_one_needs_fewer_stages(tmp_path):
+    """Compiled for sm_90 (no GPU needed): the shared memory the dot kernel asks at 32 padded rows. The tuned launches
+    fit the H100's in bf16, so `launch_fitting` never changes their stages; in fp32 the 64 x 256 launch at 4 stages
+    asks more than the H100 has (run 206) and at 3 fits, which is where launch_fitting lands."""
+    done = compile_for_sm90(SHARED, tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    at_4, at_3 = map(int, done.stdout.split())
+    assert at_4 > 232_448 >= at_3
+
+
+def test_launch_fitting_takes_a_stage_off_until_it_fits_and_remembers():
+    """The retry on Triton's OutOfResources, with a stand-in for a device whose shared memory holds 3 stages (the
+    limit a GPU gives; the sm_90 compile above shows where one is met)."""
+    tried = []
+
+    class Kernel:  # kernel[grid](*args, num_stages=..., **options), as a Triton JIT function is called
+        def __getitem__(self, grid):
+            def launch(*args, num_stages, **options):
+                tried.append(num_stages)
+                if num_stages > options["fits"]:
+                    raise triton.runtime.errors.OutOfResources(num_stages * 98_304, 232_448, "shared memory")
+
+            return launch
+
+    launch_fitting(Kernel(), (1,), (), ("a",), 4, fits=3)
+    launch_fitting(Kernel(), (1,), (), ("a",), 4, fits=3)
+    launch_fitting(Kernel(), (1,), (), ("b",), 4, fits=4)
+    assert tried == [4, 3, 3, 4]  # the second call starts at the stages that fit; another key at its own
+    with pytest.raises(triton.runtime.errors.OutOfResources):
+        launch_fitting(Kernel(), (1,), (), ("c",), 2, fits=0)
+    assert tried[-2:] == [2, 1]
 
 
 def test_decode_steps_with_the_switch_give_the_same_codes(tiny_model_dir):
