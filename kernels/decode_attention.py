@@ -19,8 +19,13 @@ The same bits needs the same order of sums, which the interpreter does not show 
   kernel's [16, 64] and [8, 64]): a tenth of the fp32 keys a rounding apart, 71 of 131,072 bf16 outputs;
 - run 203, this version with the norm kernel's code and warps (NORM_ROPE_WARPS): at the backbone's launch keys, values
   and outputs equal in bf16 and fp32; at the code predictor's (whose attention launches with 1 warp, the norms with 4)
-  a fifth of the fp32 outputs a rounding apart. So the runner asks for it on the talker's cache only.
-The first version's A/B (run 201) failed its rule; the talker setting is off until this one's (next_one_gpu_2.sh).
+  a fifth of the fp32 outputs a rounding apart. So the runner asks for it on the talker's cache only;
+- runs 206-207 (H100), the step with it on the talker's cache against the two kernels, at a cache past SHORT_CACHE
+  (the service's launch): codes, caches, hidden state and slot state equal in bf16 and in fp32. (Run 205's check, at a
+  34-position cache, took the 1-warp launch there too and was not equal.)
+Neither version passed its A/B (one process, 1.7B, H100): the first (run 201) took 2.0-3.3% off the step at 16-128
+rows but added 0.35-0.64% at 1 row; this one (run 205) took 0.6-0.9% off at 16 and 32 rows but added 0.9-1.0% at 1
+row, 0.4-0.5% at 128 and 4.2-4.3% at 512 (each of a row's 8 programs runs the row's norms). The talker setting is off.
 """
 
 import math

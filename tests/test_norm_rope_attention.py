@@ -2,8 +2,9 @@
 replaces (kv_write.norm_rope_write_kv, then decode_attention), and a fused talker runner with it against without.
 
 On CPU through the Triton interpreter, which sums in one order whatever the layout: the same bits here says the code
-is the same, not that a GPU's order is (run 202 found a first version a rounding apart there; run 203 this one equal
-at the backbone's launch). tools/bench_talker_step.py's +norm-rope-attention check compares them on the GPU.
+is the same, not that a GPU's order is (run 202 found a first version a rounding apart there; runs 203 and 206-207
+this one equal at the backbone's launch, the kernels alone and the step). tools/bench_talker_step.py's
++norm-rope-attention check compares them on the GPU.
 """
 
 import os

@@ -107,8 +107,8 @@ class TalkerRunner:
         `norm_rope_attention_kernel` (with norm_rope_write_kernel and the decode-attention kernel): a fused talker's
         one-position backbone passes run their q/k norms, RoPE, K/V write and attention as one kernel after the QKV
         GEMM (kernels/decode_attention.py's `norm_rope_attention`) instead of two: 28 launches fewer a 1.7B step. The
-        code predictor's passes keep the two (see there). The kernels alone were the same bits at the backbone's launch
-        on a GPU (run 203); the step's check on one waits for its A/B.
+        code predictor's passes keep the two (see there). The same bits as the two on a GPU (runs 206-207, bf16 and
+        fp32); not faster (run 205: off in the talker service).
         """
         self.talker = talker
         self.config = config

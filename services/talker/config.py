@@ -108,10 +108,9 @@ class TalkerConfig(ServiceConfig):
         False,
         "with norm_rope_write_kernel on a CUDA device (off without it): the talker's one-position passes run that "
         "kernel and their attention as one, after the QKV GEMM (28 launches fewer a 1.7B step; kernels/"
-        "decode_attention.py's norm_rope_attention; alone, the same bits as the two at the backbone's launch, run "
-        "203; the step's check waits for its A/B, next_one_gpu_2.sh). Off until then: a first version on "
-        "every pass (98 launches, not the same bits) was 2.0-3.3% faster at 16-128 rows but 0.35-0.64% slower at 1 "
-        "row and up to 0.53% at 512 (run 201, H100)",
+        "decode_attention.py's norm_rope_attention; the same bits as the two, runs 206-207). Off: the 1.7B step "
+        "was 0.6-0.9% shorter at 16 and 32 rows but 0.9-1.0% longer at 1 row, 0.4-0.5% at 128 and 4.2-4.3% at 512 "
+        "(run 205, H100)",
     )
     fused_add_norm: bool = option(
         True,

@@ -122,8 +122,8 @@ def _fused_attention_forward(
 ) -> torch.Tensor:
     """`Attention.forward`, with a one-position pass through the decode kernel (`visible`: the key counts [B, 1]) run
     after its QKV GEMM as one kernel, q/k norms, RoPE, K/V write and attention, where the cache asks for it
-    (`CacheKernels.norm_rope_attention`; the two kernels' code, alone the same bits at the backbone's launch, run
-    203); otherwise the class's forward."""
+    (`CacheKernels.norm_rope_attention`; the two kernels' code, the same bits at the backbone's launch, runs 203 and
+    206-207); otherwise the class's forward."""
     b, t, _ = x.shape
     if not (cache.kernels.norm_rope_attention and t == 1 and visible.dim() == 2):
         return Attention.forward(self, x, rope, visible, cache, layer, slots, positions)
