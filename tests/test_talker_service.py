@@ -250,13 +250,17 @@ def test_concurrent_streams_each_equal_their_solo_run(model_dir, synth):
     async def scenario():
         # A small prefill budget makes admissions take several steps while others decode.
         async with Running(model_dir, max_streams=n, prefill_budget=96, step_token_budget=0) as svc:
+            registry = svc.metrics.server.registry
+
+            def batches() -> tuple[float, float]:  # steps so far and their rows (the warm-up's steps too)
+                return tuple(registry.get_sample_value(f"omni_talker_batch_size_{x}") for x in ("count", "sum"))
+
+            warm_count, warm_sum = batches()
             requests = [generate_request(synth, i, seeds[i], lengths[i], plans[i % 3]) for i in range(n)]
             results = await asyncio.gather(*(collect(svc.stub, r) for r in requests))
             await svc.wait_idle()
-            registry = svc.metrics.server.registry
-            batch_count = registry.get_sample_value("omni_talker_batch_size_count")
-            batch_sum = registry.get_sample_value("omni_talker_batch_size_sum")
-            return results, batch_sum / batch_count
+            batch_count, batch_sum = batches()
+            return results, (batch_sum - warm_sum) / (batch_count - warm_count)
 
     results, mean_batch = asyncio.run(scenario())
     assert mean_batch > 8  # the streams really ran together
@@ -499,6 +503,36 @@ def test_ignore_eos_blocks_eos_through_the_last_draw():
     forced = sampling_from_proto(talker_pb2.GenerateRequest(seed=1, ignore_eos=True), generation, 40)
     assert (free.min_new_tokens, free.max_new_tokens) == (2, 40)
     assert (forced.min_new_tokens, forced.max_new_tokens) == (40, 40)  # EOS is -inf for every draw
+
+
+def test_the_warm_up_prompts_reach_every_skinny_kernel_a_prompt_embedding_can_take(model_dir):
+    """A prompt's embedding runs eagerly, its text projection (the 1.7B's [2048, 2048] weights, the 0.6B's [2048,
+    2048] and [1024, 2048]) through the skinny kernels up to 32 rows: on a GPU Triton compiles a dot kernel per padded
+    row count and per whether the rows divide by 16 (run 209: two compiled in the first requests, ~250 ms each). The
+    warm-up's prompts must reach each such kernel on every weight, so none is compiled for a client's prompt."""
+    from omni.kernels.skinny_linear import dot_from_for, dot_rows_for
+
+    def variant(rows: int) -> tuple[int, bool]:  # the dot kernel's ROWS_PAD and the rows' divisibility by 16
+        return max(16, 1 << (rows - 1).bit_length()), rows % 16 == 0
+
+    async def warmed_rows() -> list[int]:
+        service, parts = build_talker_service(TalkerConfig(model=str(model_dir), device="cpu", max_streams=2, port=0))
+        runner, rows = parts.engine.runner, []
+        embed = runner.embed_prompts
+        runner.embed_prompts = lambda prompts: rows.append(sum(map(len, prompts))) or embed(prompts)
+        parts.engine.start()
+        try:
+            await warm_up(parts.engine)
+        finally:
+            await parts.engine.stop()
+        return rows
+
+    rows = asyncio.run(warmed_rows())
+    for n, k in ((2048, 2048), (1024, 2048)):
+        weight = torch.empty(n, k)
+        dot = range(dot_from_for(weight), dot_rows_for(weight) + 1)
+        assert {variant(r) for r in rows if r in dot} == {variant(r) for r in dot} == {
+            (16, False), (16, True), (32, False), (32, True)}, (n, rows)  # fmt: skip
 
 
 def test_the_measured_talker_kernels_are_on_by_default_and_can_be_turned_off(model_dir):

@@ -475,17 +475,29 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
     return service, parts
 
 
+# The warm-up's prompt lengths. A prompt's embedding (the text projection over all its positions, and those of the
+# prompts admitted with it) runs eagerly, through the skinny GEMM kernels up to 32 rows, and Triton compiles one of
+# those per padded row count (16, 32) and per whether the row count divides by 16: run 209's first requests (30 and 32
+# positions) each compiled one on the GPU, ~250 ms of their first audio. These four reach every such kernel (8: past
+# the row kernel's 4 rows on N <= 1024 weights, the 0.6B's second projection).
+WARM_UP_PROMPT_LENGTHS = (8, 16, 24, 32)
+WARM_UP_FRAMES = 3
+
+
 async def warm_up(engine: TalkerEngine) -> None:
-    """One short greedy request through the engine, so the first client does not pay for lazy initialisation."""
-    config = engine.runner.config
-    ids = torch.full((4,), config.tts_pad_token_id, dtype=torch.int64)
-    codec = torch.full((4,), config.talker.codec_pad_id, dtype=torch.int64)
-    prompt = TalkerPrompt(text_ids=ids, codec_ids=codec, trailing_ids=torch.zeros(0, dtype=torch.int64))
-    params = SamplingParams(do_sample=False, subtalker_dosample=False, max_new_tokens=3).validate()
-    job = engine.submit(Request("warm-up", prompt, params))
-    while not isinstance(item := await job.outputs.get(), Finished):
-        if isinstance(item, Exception):
-            raise RuntimeError(f"talker warm-up failed: {item}")
+    """Short greedy requests through the engine, one a length of WARM_UP_PROMPT_LENGTHS (those that fit a slot), so
+    the first clients do not pay for lazy initialisation or a kernel compiled for their prompt's length."""
+    runner = engine.runner
+    config = runner.config
+    for length in [n for n in WARM_UP_PROMPT_LENGTHS if n + WARM_UP_FRAMES <= runner.max_len]:
+        ids = torch.full((length,), config.tts_pad_token_id, dtype=torch.int64)
+        codec = torch.full((length,), config.talker.codec_pad_id, dtype=torch.int64)
+        prompt = TalkerPrompt(text_ids=ids, codec_ids=codec, trailing_ids=torch.zeros(0, dtype=torch.int64))
+        params = SamplingParams(do_sample=False, subtalker_dosample=False, max_new_tokens=WARM_UP_FRAMES).validate()
+        job = engine.submit(Request(f"warm-up-{length}", prompt, params))
+        while not isinstance(item := await job.outputs.get(), Finished):
+            if isinstance(item, Exception):
+                raise RuntimeError(f"talker warm-up failed: {item}")
 
 
 async def serve(config: TalkerConfig) -> None:
