@@ -2,6 +2,7 @@
 # positions (services/talker/service.py WARM_UP_PROMPT_LENGTHS).
 # Prediction: no Triton compile in the talker's log after it is ready (run 209: two, 253 and 273 ms, in the first
 # two requests); TTFA p99 at 1 stream under 60 ms (run 209: 297 ms; p50 24 ms).
+source tools/device/setup.sh
 stamp start
 mkdir -p /tmp/probe
 cat > /tmp/probe/sitecustomize.py <<'PY'
