@@ -277,22 +277,22 @@ def dot_stages(launch: dict, early: bool) -> int:
     return max(1, launch.get("num_stages", 3) - early)
 
 
-# The dot kernel's stages that fit the device's shared memory, by call (device, dtype, constexprs, stages asked), where
-# fewer than asked: the tuned launches fit in bf16, but fp32 tiles take twice the bytes (run 206: 64 x 256 blocks at 32
-# padded rows and 4 stages asked 294,912 bytes of the H100's 232,448). Fewer stages pipeline the same loads; the sums
-# and their order are the same.
+# The dot kernel's stages that fit the device's shared memory, by call (device, dtype, its launch options with the
+# stages asked), where fewer than asked: the tuned launches fit in bf16, but fp32 tiles take twice the bytes (run 206:
+# 64 x 256 blocks at 32 padded rows and 4 stages asked 294,912 bytes of the H100's 232,448). Fewer stages pipeline the
+# same loads; the sums and their order are the same.
 _STAGES_THAT_FIT: dict[tuple, int] = {}
 
 
-def launch_fitting(kernel, grid: tuple, args: tuple, key: tuple, stages: int, **options) -> None:
-    """`kernel[grid](*args, num_stages=stages, **options)`, with one stage fewer at a time while the compiled kernel
-    asks more shared memory than the device has (Triton's OutOfResources, raised before anything runs), the stages
-    that fit remembered under `key` (the call's device, dtype and constexprs)."""
-    key = (*key, stages)
-    stages = _STAGES_THAT_FIT.get(key, stages)
+def launch_fitting(kernel, grid: tuple, args: tuple, key: tuple, options: dict) -> None:
+    """`kernel[grid](*args, **options)`, with one stage fewer than options["num_stages"] at a time while the compiled
+    kernel asks more shared memory than the device has (Triton's OutOfResources, raised before anything runs), the
+    stages that fit remembered under `key` (the call's device and dtype) and the options."""
+    key = (*key, *options.items())
+    stages = _STAGES_THAT_FIT.get(key, options["num_stages"])
     while True:
         try:
-            kernel[grid](*args, num_stages=stages, **options)
+            kernel[grid](*args, **{**options, "num_stages": stages})
             return
         except triton.runtime.errors.OutOfResources:
             if stages == 1:
@@ -401,16 +401,14 @@ def skinny_linear(
         if split_k > 1:
             part = torch.empty(split_k, rows_pad, n, dtype=torch.float32, device=x.device)
             tickets = split_tickets(x.device, blocks)
-        constexprs = dict(
+        options = dict(
             HAS_BIAS=bias is not None, SILU_GATE=silu_gate, ROWS_PAD=rows_pad, BLOCK_N=launch["block_n"],
             BLOCK_K=launch["block_k"], SPLIT_K=split_k, DOT_FP32=INTERPRETED and x.dtype != torch.float32,
-            EARLY_WEIGHTS=early, num_warps=launch["num_warps"], **launch_options(),
+            num_warps=launch["num_warps"], num_stages=dot_stages(launch, early), EARLY_WEIGHTS=early,
+            **launch_options(),
         )  # fmt: skip
-        launch_fitting(
-            _skinny_linear_dot_kernel, (blocks, split_k),
-            (x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k),
-            (x.device, x.dtype, *constexprs.items()), dot_stages(launch, early), **constexprs,
-        )  # fmt: skip
+        args = (x2, weight, b_arg, y, rows, k, n, x2.stride(0), y.stride(0), part, tickets, k)
+        launch_fitting(_skinny_linear_dot_kernel, (blocks, split_k), args, (x.device, x.dtype), options)
     else:
         _skinny_linear_kernel[(triton.cdiv(n, launch["block_n"]), rows)](
             x2, weight, b_arg, y, k, n, x2.stride(0), y.stride(0), k,

@@ -644,12 +644,12 @@ def test_launch_fitting_takes_a_stage_off_until_it_fits_and_remembers():
 
             return launch
 
-    launch_fitting(Kernel(), (1,), (), ("a",), 4, fits=3)
-    launch_fitting(Kernel(), (1,), (), ("a",), 4, fits=3)
-    launch_fitting(Kernel(), (1,), (), ("b",), 4, fits=4)
+    launch_fitting(Kernel(), (1,), (), ("a",), {"num_stages": 4, "fits": 3})
+    launch_fitting(Kernel(), (1,), (), ("a",), {"num_stages": 4, "fits": 3})
+    launch_fitting(Kernel(), (1,), (), ("b",), {"num_stages": 4, "fits": 4})
     assert tried == [4, 3, 3, 4]  # the second call starts at the stages that fit; another key at its own
     with pytest.raises(triton.runtime.errors.OutOfResources):
-        launch_fitting(Kernel(), (1,), (), ("c",), 2, fits=0)
+        launch_fitting(Kernel(), (1,), (), ("c",), {"num_stages": 2, "fits": 0})
     assert tried[-2:] == [2, 1]
 
 
