@@ -485,8 +485,8 @@ WARM_UP_FRAMES = 3
 
 
 async def warm_up(engine: TalkerEngine) -> None:
-    """Short greedy requests through the engine, one a length of WARM_UP_PROMPT_LENGTHS (those that fit a slot), so
-    the first clients do not pay for lazy initialisation or a kernel compiled for their prompt's length."""
+    """Short greedy requests through the engine, one for each length in WARM_UP_PROMPT_LENGTHS that fits a slot, so
+    the first clients pay neither for lazy initialisation nor for a kernel compiled for their prompt's length."""
     runner = engine.runner
     config = runner.config
     for length in [n for n in WARM_UP_PROMPT_LENGTHS if n + WARM_UP_FRAMES <= runner.max_len]:
