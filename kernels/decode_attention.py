@@ -34,7 +34,7 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.kv_write import NORM_ROPE_WARPS, _norm_rope_write_token, check_qkv_caches
+from omni.kernels.kv_write import NORM_ROPE_WARPS, _norm_rope_write_token, check_qkv_caches, check_slots_positions
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 
 
@@ -226,6 +226,16 @@ LAUNCH_SHORT = {"block_n": 16, "num_warps": 1, "num_stages": 2}
 SHORT_CACHE = 64  # cache lengths up to this take LAUNCH_SHORT
 
 
+def _launch_for(k_cache: torch.Tensor, launch: dict | None) -> dict:
+    """The launch settings for a cache of k_cache's length, with `launch`'s overrides."""
+    return {**(LAUNCH_SHORT if k_cache.shape[1] <= SHORT_CACHE else LAUNCH), **(launch or {})}
+
+
+def _check_groups(heads: int, kv_heads: int) -> None:
+    if heads % kv_heads:
+        raise ValueError(f"{heads} query heads are not a multiple of {kv_heads} kv heads")
+
+
 def decode_attention(
     q: torch.Tensor,
     k_cache: torch.Tensor,
@@ -243,11 +253,10 @@ def decode_attention(
     always attend at least to the query's own key). Returns [B, H, D] in q's dtype. `launch` overrides the settings
     for the cache's length.
     """
-    launch = {**(LAUNCH_SHORT if k_cache.shape[1] <= SHORT_CACHE else LAUNCH), **(launch or {})}
+    launch = _launch_for(k_cache, launch)
     b, heads, dim = q.shape
     kv_heads = k_cache.shape[2]
-    if heads % kv_heads:
-        raise ValueError(f"{heads} query heads are not a multiple of {kv_heads} kv heads")
+    _check_groups(heads, kv_heads)
     if k_cache.stride(-1) != 1 or v_cache.stride() != k_cache.stride() or q.stride(-1) != 1:
         raise ValueError("q and the caches need a contiguous last dim, and k/v caches the same strides")
     if slots.dim() != 1 or rows_per_slot < 1 or slots.shape[0] * rows_per_slot != b:
@@ -313,12 +322,11 @@ def norm_rope_attention(
         raise ValueError(f"norm_rope_attention takes one position a row, got {t}: a row's keys would come from "
                          "programs running at the same time")  # fmt: skip
     check_qkv_caches(qkv, heads, k_cache, v_cache, "norm_rope_attention")
-    if heads % kv_heads:
-        raise ValueError(f"{heads} query heads are not a multiple of {kv_heads} kv heads")
-    if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, 1) or tuple(lengths.shape) != (b,):
-        raise ValueError(f"slots {tuple(slots.shape)}, positions {tuple(positions.shape)}, lengths "
-                         f"{tuple(lengths.shape)} do not match qkv's {b} rows")  # fmt: skip
-    launch = {**(LAUNCH_SHORT if k_cache.shape[1] <= SHORT_CACHE else LAUNCH), **(launch or {})}
+    _check_groups(heads, kv_heads)
+    check_slots_positions(slots, positions, b, t, "qkv")
+    if tuple(lengths.shape) != (b,):
+        raise ValueError(f"lengths {tuple(lengths.shape)} do not match qkv's {b} rows")
+    launch = _launch_for(k_cache, launch)
     group = heads // kv_heads
     rows = qkv.reshape(b, width)  # a view where the rows are one stride apart (a GEMM's output is)
     cos2, sin2 = cos.reshape(b, dim), sin.reshape(b, dim)

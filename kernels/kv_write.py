@@ -66,7 +66,7 @@ def _write_kv_kernel(
     tl.store(v_cache_ptr + dst, v, mask=inside)
 
 
-def _check_slots_positions(slots: torch.Tensor, positions: torch.Tensor, b: int, t: int, of: str) -> None:
+def check_slots_positions(slots: torch.Tensor, positions: torch.Tensor, b: int, t: int, of: str) -> None:
     """slots [B] and positions [B, T] of a forward's tokens (`of`: what gave B and T, for the error)."""
     if tuple(slots.shape) != (b,) or tuple(positions.shape) != (b, t):
         raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match {of}'s [B, T]")
@@ -106,7 +106,7 @@ def write_kv(
         raise ValueError(f"k/v dtypes {k.dtype}/{v.dtype} differ from the caches' {k_cache.dtype}")
     if not all(_token_contiguous(x) for x in (k, v)) or not all(x.is_contiguous() for x in (k_cache, v_cache)):
         raise ValueError("write_kv needs each token's heads x dim contiguous in k and v, and contiguous caches")
-    _check_slots_positions(slots, positions, b, t, "k")
+    check_slots_positions(slots, positions, b, t, "k")
     n = heads * dim
     _write_kv_kernel[(b * t,)](
         k,
@@ -230,7 +230,7 @@ def norm_rope_write_kv(
     RoPE(norm(q)) [B, T, heads, D]: the same bits as `rms_norm_rope` on each part and `write_kv`."""
     b, t, width = qkv.shape
     check_qkv_caches(qkv, heads, k_cache, v_cache, "norm_rope_write_kv")
-    _check_slots_positions(slots, positions, b, t, "qkv")
+    check_slots_positions(slots, positions, b, t, "qkv")
     kv_heads, dim = k_cache.shape[2:]
     rows = qkv.reshape(b * t, width)  # a view where the rows are one stride apart (a GEMM's output is)
     cos2, sin2 = cos.reshape(b * t, dim), sin.reshape(b * t, dim)
