@@ -73,10 +73,15 @@ class RecordingEngine(TalkerEngine):
         return super()._launch(plan)
 
 
-@pytest.fixture(params=[False, True], ids=["sync", "async"])
+@pytest.fixture(params=["sync", "async", "async-to-1"])
 def scheduling(request) -> dict:
-    """Engine kwargs for synchronous and asynchronous scheduling: every behaviour holds under both."""
-    return {"async_scheduling": request.param}
+    """Engine kwargs for synchronous and asynchronous scheduling, and for asynchronous while one stream is held (the
+    engine switching between the two as streams come and go): every behaviour holds under all three."""
+    return {
+        "sync": {"async_scheduling": False},
+        "async": {"async_scheduling": True},
+        "async-to-1": {"async_scheduling": False, "async_scheduling_max_streams": 1},
+    }[request.param]
 
 
 def engine_for(synth, cls=TalkerEngine, slots=4, max_len=160, **kwargs) -> TalkerEngine:
@@ -277,6 +282,18 @@ def test_a_negative_step_token_budget_is_refused(synth):
         TalkerConfig(step_token_budget=-1).validate()
     env = {"OMNI_TALKER_STEP_TOKEN_BUDGET": "0"}
     assert load_config(TalkerConfig, "talker", env=env).step_token_budget == 0 and TalkerConfig().step_token_budget
+
+
+def test_async_scheduling_max_streams_is_a_checked_setting_read_from_the_environment(synth):
+    from omni.services.common.config import load_config
+    from omni.services.talker.config import TalkerConfig
+
+    with pytest.raises(ValueError, match="async_scheduling_max_streams must be >= 0, got -1"):
+        TalkerConfig(async_scheduling_max_streams=-1).validate()
+    with pytest.raises(ValueError, match="async_scheduling_max_streams >= 0"):
+        engine_for(synth, async_scheduling_max_streams=-1)
+    config = load_config(TalkerConfig, "talker", env={"OMNI_TALKER_ASYNC_SCHEDULING_MAX_STREAMS": "64"})
+    assert config.async_scheduling_max_streams == 64 and TalkerConfig().async_scheduling_max_streams == 0
 
 
 def test_first_chunk_settings_are_checked_and_read_from_the_environment():
@@ -539,6 +556,61 @@ def test_async_scheduling_queues_the_next_step_before_reading_one_back(synth):
         else:
             assert log == [(what, n) for n in steps for what in ("launch", "collect")]
             assert len(steps) == done.num_frames
+
+
+class HeldOrderEngine(OrderEngine):
+    """OrderEngine that also records how many streams held a slot when each step was launched."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.held: list[int] = []
+
+    def _launch(self, plan):
+        self.held.append(len(self.slots))
+        return super()._launch(plan)
+
+
+def test_async_scheduling_by_streams_queues_ahead_only_while_few_streams_are_held(synth):
+    """async_scheduling_max_streams 1: while one stream is held each step is read back after the next one was queued;
+    while two are, each is read back before the next is launched (a step still in flight first); never more than two
+    steps are queued. Both streams equal their solo runs."""
+
+    async def scenario():
+        engine = engine_for(synth, HeldOrderEngine, async_scheduling_max_streams=1)
+        engine.start()
+        try:
+            long = engine.submit(job(synth, TEXT_LONG, 11, 20))
+            first = await long.outputs.get()  # the long one alone for a while, then both, then the long one again
+            short = engine.submit(job(synth, "Hi.", 12, 6))
+            (long_codes, _, long_done), (short_codes, _, _) = await asyncio.gather(
+                drain_outputs(long), drain_outputs(short)
+            )
+            for _ in range(1000):  # the engine reads its last step back after the requests ended: let it
+                if engine.log[-1] == ("collect", len(engine.launched)):
+                    break
+                await asyncio.sleep(0.01)
+            return engine, np.concatenate([first.codes, long_codes]), long_done, short_codes
+        finally:
+            await engine.stop()
+
+    engine, long_codes, long_done, short_codes = asyncio.run(scenario())
+    np.testing.assert_array_equal(long_codes, solo(synth, TEXT_LONG, 11, 20))
+    np.testing.assert_array_equal(short_codes, solo(synth, "Hi.", 12, 6))
+    log, held = engine.log, engine.held
+    assert sorted(set(held)) == [1, 2] and held[0] == 1 and held[-1] == 1  # both modes, and the switches both ways
+    assert sorted(n for what, n in log if what == "collect") == list(range(1, len(held) + 1))  # each read back once
+    at = {event: i for i, event in enumerate(log)}
+    # Step n+1 is queued before step n is read back exactly when both were launched with one stream held: a step
+    # launched with two is read back at once, and one queued ahead is read back before a step planned with two.
+    ahead = [held[n] == 1 and held[n + 1] == 1 for n in range(len(held) - 1)]
+    assert ahead == [at[("collect", n)] > at[("launch", n + 1)] for n in range(1, len(held))], (held, log)
+    assert any(ahead) and not all(ahead)
+    assert (1, 2) in zip(held, held[1:], strict=False)  # a step queued ahead still in flight at a switch to sync
+    in_flight = 0
+    for what, _ in log:
+        in_flight += 1 if what == "launch" else -1
+        assert 0 <= in_flight <= 2
+    assert long_done.num_frames == len(long_codes)
 
 
 def test_async_scheduling_at_the_context_limit_keeps_its_extra_step_in_the_slot(synth):

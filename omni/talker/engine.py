@@ -23,6 +23,9 @@ stopped in N, so a request that stopped there is stepped once more and that fram
 inside the slot: a request stops at the latest when max_new_tokens ids were drawn, and one more step writes K/V
 position prompt + max_new_tokens - 1, which `check_fits` keeps below max_len. Prefill progress is counted when a
 chunk is planned, not when its step is read back, so the next plan neither repeats it nor waits for it.
+`async_scheduling_max_streams` asks for it only while the engine holds at most that many streams: on a GPU shared
+with the codec a light load leaves the codec time to spare, while a heavy one needs every turn the talker leaves it
+(run 111). A synchronous step is planned once the step in flight, if any, was read back: never more than one is.
 
 Slot hygiene: a cancelled or finished request gives its slot back at once (in the event-loop thread). A new
 owner is admitted only between steps and `begin_prefill_batch` rewrites every per-slot tensor; device work runs in
@@ -259,6 +262,7 @@ class TalkerEngine:
         first_chunk: FirstChunkSizing = FirstChunkSizing(),
         lead: ChunkLead = ChunkLead(),
         clock: Callable[[], float] = time.perf_counter,
+        async_scheduling_max_streams: int = 0,
     ) -> None:
         """`graphs`: captured decode steps of `runner` (CUDA); without them every step runs eagerly.
         `coalescing`: when to hold new prompts so that they share a prefill forward (default: never).
@@ -274,11 +278,12 @@ class TalkerEngine:
         prefills up to max(prefill_budget, step_token_budget - rows decoding). 0 keeps `prefill_budget` always.
         `first_chunk`: the first chunk's frames for requests whose plan leaves them to the engine (`initial` 0).
         `lead`: when held frames go out before their chunk is full. `clock`: the time it reads once per step (tests
-        drive it)."""
-        if max_queue < 0 or prefill_budget < 1 or step_token_budget < 0:
+        drive it). `async_scheduling_max_streams`: without `async_scheduling`, still queue each step ahead while at
+        most this many streams hold a slot (0: never)."""
+        if max_queue < 0 or prefill_budget < 1 or step_token_budget < 0 or async_scheduling_max_streams < 0:
             raise ValueError(
-                f"need max_queue >= 0, prefill_budget >= 1 and step_token_budget >= 0, got {max_queue}, "
-                f"{prefill_budget}, {step_token_budget}"
+                f"need max_queue >= 0, prefill_budget >= 1, step_token_budget >= 0 and async_scheduling_max_streams "
+                f">= 0, got {max_queue}, {prefill_budget}, {step_token_budget}, {async_scheduling_max_streams}"
             )
         self.runner = runner
         self.decode_step = graphs.decode_step if graphs is not None else runner.decode_step
@@ -294,6 +299,7 @@ class TalkerEngine:
         self.clock = clock
         self._last_delivery = -math.inf  # the clock at the last step that handed out frames
         self.async_scheduling = async_scheduling
+        self.async_scheduling_max_streams = async_scheduling_max_streams
         self.decode_in_prefill_step = decode_in_prefill_step
         self.trace_steps = trace_steps
         self.retry_after_s = retry_after_s
@@ -368,16 +374,20 @@ class TalkerEngine:
         while True:
             self._expire()
             self._admit()
-            plan = self._plan()
-            if not plan.prefills and not plan.decodes:
+            ahead = self._queue_ahead()
+            # A synchronous step is planned once the step in flight (queued ahead while the load allowed it) is back.
+            plan = self._plan() if ahead or in_flight is None else None
+            if plan is not None and not plan.prefills and not plan.decodes:
                 plan = None
-                if in_flight is None:
-                    self.wake.clear()
-                    await self.wake.wait()
-                    continue
+            if plan is None and in_flight is None:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
             start = time.perf_counter()
             try:
-                in_flight, done, results = await loop.run_in_executor(self.executor, self._advance, plan, in_flight)
+                in_flight, done, results = await loop.run_in_executor(
+                    self.executor, self._advance, plan, in_flight, ahead
+                )
             except Exception:  # a failed step ends the requests in it, not the service
                 log.exception("talker step failed")
                 failed = [p for p in (plan, in_flight.plan if in_flight else None) if p is not None]
@@ -397,15 +407,19 @@ class TalkerEngine:
             self._deliver(done.plan, decoded, prefill_eos, step_ms)
             self._last_step_end = time.perf_counter()
 
+    def _queue_ahead(self) -> bool:
+        """Whether the next step is queued before the one in flight is read back (asynchronous scheduling)."""
+        return self.async_scheduling or 0 < len(self.slots) <= self.async_scheduling_max_streams
+
     def _advance(
-        self, plan: _StepPlan | None, in_flight: _Launched | None
+        self, plan: _StepPlan | None, in_flight: _Launched | None, ahead: bool
     ) -> tuple[_Launched | None, _Launched | None, tuple]:
-        """Engine thread: queue `plan`'s step, then read one step back: this one (synchronous scheduling) or the one
-        queued before it (asynchronous, so the device has the new step to run while the host delivers the old).
+        """Engine thread: queue `plan`'s step, then read one step back: the one queued before it (`ahead`, so the
+        device has the new step to run while the host delivers the old, or one left in flight), else this one.
         Returns (the step now in flight, the step read back, its results as `_collect` gives them)."""
         began = time.perf_counter()
         launched = self._launch(plan) if plan is not None else None
-        if not self.async_scheduling:
+        if in_flight is None and not ahead:
             in_flight, launched = launched, None
         if in_flight is None:
             return launched, None, ()

@@ -60,6 +60,11 @@ class TalkerConfig(ServiceConfig):
         "queue each engine step on the device before reading the previous one back, so the GPU does not wait while "
         "the host hands out frames (a stopped request is stepped once more, its frame dropped)",
     )
+    async_scheduling_max_streams: int = option(
+        0,
+        "with async_scheduling off (a GPU shared with the codec), still queue each step ahead while at most this many "
+        "streams hold a slot: a light load leaves the codec time to spare (0: never)",
+    )
     decode_in_prefill_step: bool = option(
         True,
         "decode a new stream's first frame in the engine step that completes its prefill, not in the next one (on one "
@@ -263,6 +268,8 @@ class TalkerConfig(ServiceConfig):
             raise ValueError(f"max_chunk_frames must be >= 1, got {self.max_chunk_frames}")
         if self.busy_streams < 0:
             raise ValueError(f"busy_streams must be >= 0, got {self.busy_streams}")
+        if self.async_scheduling_max_streams < 0:
+            raise ValueError(f"async_scheduling_max_streams must be >= 0, got {self.async_scheduling_max_streams}")
         if self.skinny_linear_silu_down_max_rows < 0:
             raise ValueError(
                 f"skinny_linear_silu_down_max_rows must be >= 0, got {self.skinny_linear_silu_down_max_rows}"

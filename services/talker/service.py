@@ -459,6 +459,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.step_token_budget,
         first_chunk,
         lead,
+        async_scheduling_max_streams=config.async_scheduling_max_streams,
     )
     parts = TalkerParts(engine, metrics, model, identity, limits)
     service = GrpcService("talker", f"{config.host}:{config.port}", grace_s=config.grace_s)
