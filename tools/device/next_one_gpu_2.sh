@@ -1,5 +1,7 @@
-# Run 214 (session 59, call 3): the talker as a below-normal-priority MPS client, queueing its steps ahead, beside the
-# codec on one GPU; A/B in the stack on one machine.
+# Written in session 59 as its call 3 (run 214); not run: after runs 212-213 no machine started in four tries, which
+# left too little device time. One-GPU call (nvidia-h100-x1 or nvidia-h200, ~6 minutes with the start): the talker as a
+# below-normal-priority MPS client, queueing its steps ahead, beside the codec on one GPU; A/B in the stack on one
+# machine. With more device time, put 128 back in both stacks' levels.
 # Why: run 213 (an H100): the talker queueing ahead on a GPU it time-slices with the codec took 2.7-4.2% more audio-s/s
 # at 16-128 streams, but the codec's first chunks waited behind it (after the talker's first chunk 6 -> 69 ms at 16
 # streams; TTFA p50 45 -> 96 ms). Separate contexts take turns; under MPS their kernels run side by side, and
@@ -8,7 +10,7 @@
 # with the talker queued ahead at a lower priority.
 # A = today's default; P = bench_stack --mps, OMNI_TALKER_ASYNC_SCHEDULING=1, and a sitecustomize that sets
 # CUDA_MPS_CLIENT_PRIORITY=1 in the talker's process only (before its CUDA context). Each its own stack, A first;
-# 16 and 512 streams opened at once, 6 rounds (128 was cut before the run: two refused starts had left 587 s).
+# 16 and 512 streams opened at once, 6 rounds.
 # Prediction: P against A at 512 streams -5 to +8% audio-s/s (GPU utilization 93% -> 95-98%); TTFA p50 at 16 streams
 # within 20% of A's (the codec first). No gapped request in either.
 # Rule, written before the run: a served setting for it (the talker's MPS priority and async scheduling under MPS)
