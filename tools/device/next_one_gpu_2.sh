@@ -1,4 +1,4 @@
-# Written in session 59 as its call 3 (run 214); not run: after runs 212-213 no machine started in seven tries, which
+# Written in session 59 as its call 3 (run 214); not run: after runs 212-213 no machine started in ten tries, which
 # left too little device time. One-GPU call (nvidia-h100-x1 or nvidia-h200, ~6 minutes with the start): the talker as a
 # below-normal-priority MPS client, queueing its steps ahead, beside the codec on one GPU; A/B in the stack on one
 # machine. With more device time, put 128 back in both stacks' levels.
