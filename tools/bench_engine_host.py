@@ -11,7 +11,6 @@ each, chunks sent a step.
 """
 
 import argparse
-import asyncio
 import statistics
 import sys
 import tempfile
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from omni.models.qwen3_tts.tiny import write_tiny_checkpoint  # noqa: E402
-from omni.talker.engine import ChunkPlan, Request, TalkerEngine, _StepPlan  # noqa: E402
+from omni.talker.engine import ChunkPlan, Request, TalkerEngine  # noqa: E402
 from omni.talker.generate import SynthesisOptions, Synthesizer  # noqa: E402
 from omni.talker.model_runner import TalkerRunner  # noqa: E402
 from omni.talker.prompt import SpeechRequest  # noqa: E402
@@ -61,7 +60,7 @@ def time_rows(synth: Synthesizer, rows: int, steps: int) -> dict:
         plan_ms.append((time.perf_counter() - began) * 1000.0)
         assert len(plan.decodes) == rows and not plan.prefills
         began = time.perf_counter()
-        engine._deliver(_StepPlan([], plan.decodes), decoded, [], 20.0)
+        engine._deliver(plan, decoded, [], 20.0)
         deliver_ms.append((time.perf_counter() - began) * 1000.0)
         for request in requests:  # what the streams' handlers would take (not timed)
             while not request.outputs.empty():
@@ -84,12 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--rows and --steps must be positive")
     synth = Synthesizer(write_tiny_checkpoint(Path(tempfile.mkdtemp()), "custom_voice", seed=0))
 
-    async def measure() -> list[dict]:  # the engine's queues belong to an event loop, as in the service
-        return [time_rows(synth, rows, args.steps) for rows in args.rows]
-
     print("| rows | _plan ms | _deliver ms | chunks a step |")
     print("|---|---|---|---|")
-    for row in asyncio.run(measure()):
+    for row in (time_rows(synth, rows, args.steps) for rows in args.rows):
         print(f"| {row['rows']} | {row['plan_ms']:.3f} | {row['deliver_ms']:.3f} | {row['chunks_per_step']:.2f} |")
     return 0
 
