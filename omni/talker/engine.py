@@ -319,9 +319,13 @@ class TalkerEngine:
 
     # ---- handler side (event-loop thread) ----
 
+    def fits(self, prompt_tokens: int, max_new_tokens: int) -> bool:
+        """Whether a request of this prompt and budget fits a slot."""
+        return prompt_tokens + max_new_tokens <= self.max_len
+
     def check_fits(self, prompt_tokens: int, max_new_tokens: int) -> None:
         """A request that could never fit a slot is refused up front (ValueError)."""
-        if prompt_tokens + max_new_tokens > self.max_len:
+        if not self.fits(prompt_tokens, max_new_tokens):
             raise ValueError(
                 f"prompt length {prompt_tokens} + max_new_tokens {max_new_tokens} exceeds the context limit "
                 f"{self.max_len}"

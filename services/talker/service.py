@@ -488,10 +488,9 @@ WARM_UP_FRAMES = 3
 async def warm_up(engine: TalkerEngine) -> None:
     """Short greedy requests through the engine, one for each length in WARM_UP_PROMPT_LENGTHS that fits a slot, so
     the first clients pay neither for lazy initialisation nor for a kernel compiled for their prompt's length."""
-    runner = engine.runner
-    config = runner.config
+    config = engine.runner.config
     params = SamplingParams(do_sample=False, subtalker_dosample=False, max_new_tokens=WARM_UP_FRAMES).validate()
-    for length in [n for n in WARM_UP_PROMPT_LENGTHS if n + WARM_UP_FRAMES <= runner.max_len]:
+    for length in [n for n in WARM_UP_PROMPT_LENGTHS if engine.fits(n, WARM_UP_FRAMES)]:
         ids = torch.full((length,), config.tts_pad_token_id, dtype=torch.int64)
         codec = torch.full((length,), config.talker.codec_pad_id, dtype=torch.int64)
         prompt = TalkerPrompt(text_ids=ids, codec_ids=codec, trailing_ids=torch.zeros(0, dtype=torch.int64))
