@@ -9,7 +9,7 @@
 # with the talker queued ahead at a lower priority.
 # A = today's default; P = bench_stack --mps, OMNI_TALKER_ASYNC_SCHEDULING=1, and a sitecustomize that sets
 # CUDA_MPS_CLIENT_PRIORITY=1 in the talker's process only (before its CUDA context). Each its own stack, A first;
-# 16 and 512 streams opened at once, 6 rounds.
+# 16, 128 and 512 streams opened at once, 6 rounds.
 # Prediction: P against A at 512 streams -5 to +8% audio-s/s (GPU utilization 93% -> 95-98%); TTFA p50 at 16 streams
 # within 20% of A's (the codec first). No gapped request in either.
 # Rule, written before the run: a served setting for it (the talker's MPS priority and async scheduling under MPS)
