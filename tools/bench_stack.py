@@ -63,17 +63,18 @@ fits (512 peaks at 115 GiB).
 cuda:1,cuda:0` one on each listed device instead (`omni serve --codec-devices`: a second codec on the talker's GPU
 in the two-GPU layout). Their metrics are added up and their logs read like the single codec's (runs 34 and 36).
 
-`--mps` runs everything under NVIDIA's MPS control daemon, started before any CUDA context and quit at the end. Without
-it, the talker and codec processes on one GPU time-slice it (a talker step of 28.8 ms at batch 210 beside the codec,
-15.5 ms alone: run 14); under MPS their kernels can run at the same time, as with the Kubernetes device plugin's MPS
-sharing. Run 16 measured no gain (505 audio-s/s at 256 streams against 537 without it in run 14): the GPU was full.
+`--mps` starts each stack as `omni serve --mps`: under an MPS daemon of serve's own, started before any CUDA context
+and quit at the stack's end. Without it, the talker and codec processes on one GPU time-slice it (a talker step of
+28.8 ms at batch 210 beside the codec, 15.5 ms alone: run 14); under MPS their kernels can run at the same time, as with
+the Kubernetes device plugin's MPS sharing, and the talker on the codec's GPU queues its steps ahead as a below-normal-
+priority client (run 214: +10% audio-s/s at 512 streams on one H100; MPS alone, with the talker not queueing ahead,
+gained nothing in runs 16, 48 and 113).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import math
 import os
@@ -207,8 +208,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--mps",
         action="store_true",
-        help="run the stacks under NVIDIA's MPS daemon (started here, before any CUDA context; quit at the end), so "
-        "the talker's and codec's kernels share the GPU instead of time-slicing it",
+        help="run each stack as `omni serve --mps` (an MPS daemon of its own): the talker's and codec's kernels share "
+        "the GPU instead of time-slicing it, the talker queueing its steps ahead at a below-normal priority",
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
@@ -542,6 +543,7 @@ class Serve:
         gateway_workers: int = 1,
         codec_replicas: int = 1,
         codec_devices: str = "",
+        mps: bool = False,
     ):
         # serve writes its logs in a work dir of its own; `stop()` copies them flat to `logs` (the device tool
         # brings back plain files a few folders deep, so `<out>/logs/<name>-<service>.log`).
@@ -569,7 +571,7 @@ class Serve:
         replicas = len(device_list(codec_devices)) or codec_replicas
         command += ["--codec-max-streams", str((max_streams + max_streams // 4) * replicas)]
         command += ["--ready-timeout-s", str(ready_s), "--gateway-workers", str(gateway_workers)]
-        command += ["--codec-replicas", str(codec_replicas)]
+        command += ["--codec-replicas", str(codec_replicas)] + (["--mps"] if mps else [])
         if codec_devices:
             command += ["--codec-devices", codec_devices]
         command += ["--device", devices["talker"], "--dtype", dtype]
@@ -720,7 +722,7 @@ def bench_stack(model: str, model_dir: Path, devices: dict[str, str], args: argp
     stack = (model_dir, devices, args.dtype, max(args.concurrency), args.frames, logs, args.ready_timeout, name)
     replicas = {"codec_replicas": args.codec_replicas, "codec_devices": args.codec_devices}
     gpu_sampler = GpuSampler(executable="nvidia-smi" if args.device == "cuda" else None)
-    with Serve(*stack, gateway_workers=args.gateway_workers, **replicas) as serve, gpu_sampler:
+    with Serve(*stack, gateway_workers=args.gateway_workers, mps=args.mps, **replicas) as serve, gpu_sampler:
         url = serve.wait_ready(args.ready_timeout)
         print(f"[{name}] ready at {url}", flush=True)
         warmup = args.warmup or min(max(args.concurrency), 32)
@@ -935,40 +937,8 @@ def format_official(summary: dict) -> str:
     )
 
 
-@contextlib.contextmanager
-def mps_daemon(work: Path):
-    """NVIDIA's Multi-Process Service for the duration: every CUDA process started inside (they inherit the pipe
-    directory) becomes its client, so kernels of the talker and codec processes run side by side on one GPU. It starts
-    a user-space daemon only; the card's compute mode and other settings are left as they are."""
-    control = shutil.which("nvidia-cuda-mps-control")
-    if control is None:
-        raise SystemExit("bench_stack --mps: nvidia-cuda-mps-control is not on PATH")
-    pipes, logs = work / "mps-pipe", work / "mps-log"
-    pipes.mkdir(parents=True, exist_ok=True)
-    logs.mkdir(parents=True, exist_ok=True)
-    env = {"CUDA_MPS_PIPE_DIRECTORY": str(pipes), "CUDA_MPS_LOG_DIRECTORY": str(logs)}
-    subprocess.run([control, "-d"], env={**os.environ, **env}, check=True)
-    os.environ.update(env)
-    print(f"bench_stack: MPS control daemon started (pipes in {pipes})", flush=True)
-    try:
-        yield
-    finally:
-        subprocess.run([control], input="quit\n", text=True, env={**os.environ, **env}, timeout=60)
-        for name in ("control.log", "server.log"):
-            if (logs / name).exists():
-                shutil.copyfile(logs / name, work / f"mps-{name}")
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.mps:
-        # The daemon starts before any CUDA context (one made before it would not be its client), and the run is a
-        # child process: the daemon's `quit` waits for every client to exit, this process included if it were one.
-        args.out.mkdir(parents=True, exist_ok=True)
-        rest = [a for a in (sys.argv[1:] if argv is None else argv) if a != "--mps"]
-        with mps_daemon(args.out / "logs"):
-            return subprocess.call([sys.executable, __file__, *rest])
-    return run(args)
+    return run(parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:
