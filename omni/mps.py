@@ -2,9 +2,8 @@
 
 Separate CUDA processes on one GPU time-slice it: while the talker's step runs, the codec's kernels wait, and the
 other way round. Under MPS, every process started with the daemon's pipe directory in its environment is a client of
-one server, and their kernels run side by side. `CUDA_MPS_CLIENT_PRIORITY=1` (below normal) in a client's environment
-when its CUDA context is made lets the other clients' pending work go first: the talker, queueing its steps ahead,
-then fills the GPU's idle time without the codec's ticks waiting behind its steps (docs/benchmarks.md, run 214).
+one server, and their kernels run side by side: the talker, queueing its steps ahead, then fills the GPU's idle time
+without the codec's ticks waiting behind its steps (docs/benchmarks.md, runs 214-217).
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-
-PRIORITY_ENV = "CUDA_MPS_CLIENT_PRIORITY"
-BELOW_NORMAL = "1"  # the driver's two levels: 0 normal (a client's default), 1 below normal
 
 
 @contextlib.contextmanager

@@ -351,7 +351,7 @@ def test_serve_pins_each_gpu_backend_to_its_own_device():
         pin_gpu("cuda:1", {"CUDA_VISIBLE_DEVICES": "3"})
 
 
-def test_serve_turns_async_scheduling_on_only_for_a_talker_with_a_gpu_of_its_own():
+def test_a_talker_has_its_gpu_alone_unless_a_codec_process_is_on_it():
     from omni.commands.serve import talker_gpu_alone
 
     assert talker_gpu_alone("cuda:0", ["cuda:1"])

@@ -1,6 +1,6 @@
-"""`omni serve --mps`: where the talker queues its steps ahead and at which MPS priority, the refusals before anything
-starts, and the daemon's start and quit. MPS itself needs an NVIDIA GPU; the GPU run is docs/benchmarks.md's run 214
-and after. Here the daemon's control program is a stand-in script that records how it was called."""
+"""`omni serve --mps`: where the talker queues its steps ahead, the refusals before anything starts, and the daemon's
+start and quit. MPS itself needs an NVIDIA GPU; the GPU runs are docs/benchmarks.md's runs 214-217. Here the daemon's
+control program is a stand-in script that records how it was called."""
 
 from __future__ import annotations
 
@@ -12,23 +12,17 @@ from pathlib import Path
 import pytest
 
 from omni import mps
-from omni.commands.serve import talker_placement
-
-ASYNC = ["--async-scheduling", "true"]
-BELOW_NORMAL = {"CUDA_MPS_CLIENT_PRIORITY": "1"}
+from omni.commands.serve import talker_queues_ahead
 
 
-def test_the_talker_queues_ahead_on_its_own_gpu_and_at_a_lower_priority_on_one_shared_under_mps():
-    for under_mps in (False, True):  # a GPU of its own: ahead, and no MPS priority to ask for
-        assert talker_placement("cuda:0", ["cuda:1"], under_mps, {}) == (ASYNC, {})
-    assert talker_placement("cuda", ["cuda:0"], False, {}) == ([], {})  # time-sliced with the codec
-    assert talker_placement("cuda", ["cuda:0"], True, {}) == (ASYNC, BELOW_NORMAL)
-    assert talker_placement("cuda:0", ["cuda:1", "cuda:0"], True, {}) == (ASYNC, BELOW_NORMAL)  # one codec beside
-    assert talker_placement("cpu", ["cuda"], True, {}) == ([], {})  # not on a GPU at all
-    # The operator's own settings win.
-    assert talker_placement("cuda", ["cuda"], True, {"OMNI_TALKER_ASYNC_SCHEDULING": "0"}) == ([], BELOW_NORMAL)
-    assert talker_placement("cuda", ["cuda"], True, {"CUDA_MPS_CLIENT_PRIORITY": "0"}) == (ASYNC, {})
-    assert talker_placement("cuda:0", ["cuda:1"], False, {"OMNI_TALKER_ASYNC_SCHEDULING": "0"}) == ([], {})
+def test_the_talker_queues_ahead_on_its_own_gpu_and_on_one_shared_with_a_codec_under_mps():
+    for under_mps in (False, True):
+        assert talker_queues_ahead("cuda:0", ["cuda:1"], under_mps)  # a GPU of its own
+        assert not talker_queues_ahead("cpu", ["cuda"], under_mps)  # not on a GPU at all
+    assert not talker_queues_ahead("cuda", ["cuda:0"], False)  # time-sliced with the codec
+    assert talker_queues_ahead("cuda", ["cuda:0"], True)
+    assert not talker_queues_ahead("cuda:0", ["cuda:1", "cuda:0"], False)  # one codec replica beside it
+    assert talker_queues_ahead("cuda:0", ["cuda:1", "cuda:0"], True)
 
 
 def serve(args: list[str], work: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

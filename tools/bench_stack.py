@@ -66,9 +66,8 @@ in the two-GPU layout). Their metrics are added up and their logs read like the 
 `--mps` starts each stack as `omni serve --mps`: under an MPS daemon of serve's own, started before any CUDA context
 and quit at the stack's end. Without it, the talker and codec processes on one GPU time-slice it (a talker step of
 28.8 ms at batch 210 beside the codec, 15.5 ms alone: run 14); under MPS their kernels can run at the same time, as with
-the Kubernetes device plugin's MPS sharing, and the talker on the codec's GPU queues its steps ahead as a below-normal-
-priority client (run 214: +10% audio-s/s at 512 streams on one H100; MPS alone, with the talker not queueing ahead,
-gained nothing in runs 16, 48 and 113).
+the Kubernetes device plugin's MPS sharing, and the talker on the codec's GPU queues its steps ahead (run 216: +13%
+audio-s/s at 512 streams on one H100; MPS with the talker not queueing ahead gained nothing in runs 16, 48 and 113).
 """
 
 from __future__ import annotations
@@ -209,7 +208,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--mps",
         action="store_true",
         help="run each stack as `omni serve --mps` (an MPS daemon of its own): the talker's and codec's kernels share "
-        "the GPU instead of time-slicing it, the talker queueing its steps ahead at a below-normal priority",
+        "the GPU instead of time-slicing it, the talker queueing its steps ahead",
     )
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)

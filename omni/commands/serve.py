@@ -7,8 +7,8 @@ when one process's host work is the codec's limit (their kernels share the GPU b
 H200 measured +9.5% at 512 streams once, docs/benchmarks.md run 36); `--codec-devices cuda:1,cuda:0` starts one on
 each listed device instead (a second codec on the talker's GPU measured worse, run 34). The gateway spreads streams
 over them, least loaded first. `--mps` runs the services under an MPS daemon of its own, so processes sharing a
-GPU run their kernels side by side; a talker sharing its GPU with a codec then queues its steps ahead at a below-normal
-MPS priority (one H100, 512 streams: +10% audio-s/s, run 214).
+GPU run their kernels side by side, and a talker sharing its GPU with a codec then queues its steps ahead (one H100:
++27 / +13 / +13% audio-s/s at 16 / 128 / 512 streams, docs/benchmarks.md run 216).
 """
 
 import argparse
@@ -66,7 +66,7 @@ def register(subparsers) -> None:
         "--mps",
         action="store_true",
         help="start an NVIDIA MPS daemon for the services (quit at shutdown): processes on one GPU run their kernels "
-        "side by side, and a talker sharing its GPU with a codec queues its steps ahead at below-normal priority",
+        "side by side, and a talker sharing its GPU with a codec queues its steps ahead",
     )
     parser.add_argument("--work-dir", default="", help="where logs (and the tiny checkpoint) go (default: a temp dir)")
     parser.add_argument("--ready-timeout-s", type=float, default=300.0, help="give up if not ready by then")
@@ -114,18 +114,12 @@ def talker_gpu_alone(talker: str, codecs: list[str]) -> bool:
     return gpu(talker)[0] == "cuda" and all(gpu(talker) != gpu(codec) for codec in codecs)
 
 
-def talker_placement(talker: str, codecs: list[str], under_mps: bool, environ) -> tuple[list[str], dict[str, str]]:
-    """The talker's extra flags and environment for where it runs; an operator's own OMNI_TALKER_ASYNC_SCHEDULING or
-    CUDA_MPS_CLIENT_PRIORITY wins. Alone on its GPU it queues each step ahead (async scheduling). On a GPU shared with
-    a codec it does so only under MPS, as a below-normal-priority client: the codec's kernels, run beside its steps,
-    then go first (one H100: +26 / +9 / +10% audio-s/s at 16 / 128 / 512 streams, TTFA p50 at 16 streams 49 -> 42
-    ms; run 214). Time-slicing the GPU instead, its queued steps held the codec's ticks back (runs 111 and 213)."""
-    shared = talker.partition(":")[0] == "cuda" and not talker_gpu_alone(talker, codecs)
-    flags: list[str] = []
-    if (talker_gpu_alone(talker, codecs) or (shared and under_mps)) and "OMNI_TALKER_ASYNC_SCHEDULING" not in environ:
-        flags = ["--async-scheduling", "true"]
-    env = {mps.PRIORITY_ENV: mps.BELOW_NORMAL} if shared and under_mps and mps.PRIORITY_ENV not in environ else {}
-    return flags, env
+def talker_queues_ahead(talker: str, codecs: list[str], under_mps: bool) -> bool:
+    """Whether the talker queues each step before reading the previous one back (async scheduling): alone on its
+    GPU, or sharing it with a codec under MPS, where the codec's kernels run beside its steps (one H100: +27 / +13 /
+    +13% audio-s/s at 16 / 128 / 512 streams, TTFA p50 at 16 streams 50 -> 46 ms; run 216). Time-slicing a shared GPU
+    instead, its queued steps held the codec's ticks back (runs 111 and 213)."""
+    return talker_gpu_alone(talker, codecs) or (under_mps and talker.partition(":")[0] == "cuda")
 
 
 def free_port() -> int:
@@ -329,9 +323,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     device = {name: ["--device", pinned[name][0], "--dtype", args.dtype] for name in ("refenc", "talker")}
     envs = {name: pinned[name][1] for name in ("refenc", "talker")}
-    talker_flags, talker_env = talker_placement(devices["talker"], codec_devices, args.mps, os.environ)
-    if talker_env:  # added to its pinned environment, or to this one where it inherits
-        envs["talker"] = {**(envs["talker"] or os.environ), **talker_env}
+    # An operator's own OMNI_TALKER_ASYNC_SCHEDULING wins.
+    queue_ahead = talker_queues_ahead(devices["talker"], codec_devices, args.mps)
+    queue_ahead = queue_ahead and "OMNI_TALKER_ASYNC_SCHEDULING" not in os.environ
     ports = iter(free_ports(2 + len(codec_devices)))
     refenc = BackendProcess("refenc", "refenc", "refenc", next(ports), devices["refenc"])
     # Replica 0 keeps the single codec's names (codec.log, "codec service:"); replica k logs to codec-k.log.
@@ -372,7 +366,9 @@ def run(args: argparse.Namespace) -> int:
             stack.start(codec.name, codec_args, codec_env, service="codec")
         talker_streams = str(args.max_streams)
         talker_args = [*common, *device["talker"], "--port", str(talker.port), "--max-streams", talker_streams]
-        stack.start("talker", talker_args + talker_flags, envs["talker"])
+        if queue_ahead:
+            talker_args += ["--async-scheduling", "true"]
+        stack.start("talker", talker_args, envs["talker"])
         stack.start(
             "gateway",
             [
@@ -401,10 +397,8 @@ def run(args: argparse.Namespace) -> int:
             line = f"  {backend.label + ' service:':<28}127.0.0.1:{backend.port} (pid {pid}) on {backend.device}"
             if backend.service == "codec":
                 line += f", {codec_streams} streams"
-            if backend.service == "talker" and talker_flags:
+            if backend.service == "talker" and queue_ahead:
                 line += ", queueing steps ahead"
-            if backend.service == "talker" and talker_env:
-                line += ", MPS priority below normal"
             if backend.metrics_port is not None:
                 line += f", metrics port {backend.metrics_port}"
             print(line, flush=True)
