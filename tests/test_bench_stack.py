@@ -332,9 +332,12 @@ def test_open_loop_levels_replace_the_concurrency_sweep():
     row |= {"max_listening": 660}
     row |= {"audio_s_per_s": 625.0, "requests_per_s": 62.5, "rtf_p50": 0.8, "rtf_p90": 0.9, "failures": {}}
     row |= {f"ttfa_p{q}_s": 0.2 for q in (50, 90, 99)} | {"wrong_length_requests": [], "underrun_pct": 1.0}
-    assert bench_stack.format_row(row | {"underrun_buffered_pct": 0.0}).startswith(
-        "| 1.7b | 1 | 62.5/s: 512 in flight, 660 listening | 1250 |"
-    )
+    formatted = bench_stack.format_row(row | {"underrun_buffered_pct": 0.0})
+    assert formatted.startswith("| 1.7b | 1 | 62.5/s: 512 in flight, 660 listening | 1250 |")
+    assert "| 0.900 | 1.00 | 0 | 0 |" in formatted  # RTF p90, gapped %, with the buffer %, failures
+    # A few gapped requests of thousands (10 of 3,072) print as their share, not rounded to 0.
+    few = bench_stack.format_row(row | {"underrun_pct": 100 * 10 / 3072, "underrun_buffered_pct": 0.0})
+    assert "| 0.33 | 0 | 0 |" in few
     for bad in (["--rates", "0"], ["--rates", "5", "--arrival-seconds", "-1"]):
         with pytest.raises(SystemExit):
             bench_stack.parse_args([*bad, "--out", "/tmp/unused"])

@@ -819,6 +819,9 @@ def format_row(row: dict) -> str:
     def num(value, fmt: str) -> str:
         return "-" if value is None or value != value else format(value, fmt)
 
+    def share(pct: float) -> str:  # a few gapped requests of thousands must not print as 0 (run 220: 10 of 3,072)
+        return "0" if pct == 0 else f"{pct:.2f}"
+
     ttfa = " | ".join(num(row[f"ttfa_p{q}_s"] * 1000, ".0f") for q in (50, 90, 99))
     failures = sum(row["failures"].values()) + len(row["wrong_length_requests"])
     # An open-loop level: its rate, the requests it had open on average and the most listeners playing at once.
@@ -829,7 +832,7 @@ def format_row(row: dict) -> str:
         f"| {row['model']} | {row['gpus']} | {conc} | {row['requests']} "
         f"| {num(row['audio_s_per_s'], '.1f')} "
         f"| {num(row['requests_per_s'], '.2f')} | {ttfa} | {num(row['rtf_p50'], '.3f')} | {num(row['rtf_p90'], '.3f')} "
-        f"| {row['underrun_pct']:.0f} | {row['underrun_buffered_pct']:.0f} | {failures} "
+        f"| {share(row['underrun_pct'])} | {share(row['underrun_buffered_pct'])} | {failures} "
         f"| {num(row.get('talker_step_ms'), '.2f')} "
         f"| {num(row.get('talker_batch'), '.1f')} | {num(row.get('codec_tick_ms'), '.2f')} "
         f"| {num(row.get('codec_batch'), '.1f')} |"
