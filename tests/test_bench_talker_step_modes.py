@@ -317,12 +317,21 @@ def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
               for g in range(config.talker.num_code_groups - 1)]  # fmt: skip
     text = ["text_projection.linear_fc1.weight", "text_projection.linear_fc2.weight"]
     assert one == [name for p in passes for name in p] + text + backbone + ["codec_head.weight"]
+    # Past the kernels' rows the same GEMMs go through F.linear (cuBLAS): the same names in the same order, and
+    # F.linear is put back.
+    import torch.nn.functional as F
+
+    linear = F.linear
+    plain = bench.build_talker("tiny", torch.float32, "cpu")[0]
+    bench.build_mode(plain, "fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws")
+    assert bench.gemm_weights(bench.timed_runner(plain, config, "fused", 4, 64, "cpu", 8), torch.arange(3)) == one
+    assert F.linear is linear
 
 
 def test_gemm_table_sums_each_weights_launches_across_layers_and_passes():
     """gemm_table (the per-weight view of --profile-kernel's GEMM calls): each layer's weight of one name is one row
     (`layers.*`), its launches and exposed µs summed, TB/s its bytes over that time; a name gemm_weights gave by shape
-    only has no TB/s; the most time first."""
+    only has no TB/s or TFLOP/s (its rows' multiply-adds over the time); the most time first."""
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
 
     bench = load_bench()
@@ -331,7 +340,7 @@ def test_gemm_table_sums_each_weights_launches_across_layers_and_passes():
     gemms = skinny_gemms(talker)
     names = [*gemms, *gemms, "[7, 5]"]  # every weight twice, then one of no known name
     exposed = [float(i % 7 + 1) for i in range(len(names))]
-    table = bench.gemm_table(talker, names, exposed)
+    table = bench.gemm_table(talker, names, exposed, 512)
     assert sum(row["launches"] for row in table) == len(names)
     assert abs(sum(row["us"] for row in table) - sum(exposed)) < 1e-6
     assert [row["us"] for row in table] == sorted((row["us"] for row in table), reverse=True)
@@ -342,8 +351,10 @@ def test_gemm_table_sums_each_weights_launches_across_layers_and_passes():
                   and name.startswith("model."))  # fmt: skip
     assert qkv["launches"] == 2 * layers and qkv["shape"] == list(weight.shape) and qkv["us"] == round(want_us, 1)
     assert qkv["tb_per_s"] == round(2 * layers * weight.nbytes / want_us / 1e6, 2)
+    # 512 rows times [N, K]: 2 * 512 * N * K flops a launch.
+    assert qkv["tflop_per_s"] == round(2 * layers * 2 * 512 * weight.shape[0] * weight.shape[1] / want_us / 1e6, 1)
     (unknown,) = [row for row in table if row["weight"] == "[7, 5]"]
-    assert unknown["tb_per_s"] is None and unknown["launches"] == 1
+    assert unknown["tb_per_s"] is None and unknown["tflop_per_s"] is None and unknown["launches"] == 1
 
 
 def test_a_pin_extra_pins_the_dot_launch_of_its_shape_only_and_a_mode_without_it_unpins():

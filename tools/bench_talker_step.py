@@ -55,6 +55,9 @@ from omni.talker.sampling import SamplingParams, draw_talker
 
 PROMPT_LEN = 24  # correctness runs
 WARMUP_STEPS = 3  # untimed steps before a timing's iters (time_steps, profile_replays)
+# A --profile-kernel regex matching any of these names profiles GEMMs, so its calls get their weights (gemm_table):
+# the skinny kernels, and cuBLAS's kernels on an H100/H200 (nvjet, the sm90 xmma/cutlass GEMMs).
+GEMM_KERNEL_NAMES = "_skinny_linear_kernel _skinny_linear_dot_kernel nvjet_sm90_tst sm90_xmma_gemm cutlass3x_sm90_gemm"
 
 
 def check_len(steps: int) -> int:
@@ -284,9 +287,10 @@ def span_totals(spans: list[tuple[str, float, float]]) -> dict[str, tuple[float,
 
 
 def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
-    """The weight each GEMM kernel launch of one eager decode step at `slots` multiplies by, named as `skinny_gemms`
-    names it, in launch order: what --profile-kernel's GEMM calls are (a graph replays its capture's launches in
-    order). Runs the step (the slots' state moves on by it); a weight of no known name is given by its shape."""
+    """The weight each GEMM of one eager decode step at `slots` multiplies by, named as `skinny_gemms` names it, in
+    launch order: what --profile-kernel's GEMM calls are (a graph replays its capture's launches in order). Both the
+    skinny kernels' launches and F.linear's calls (cuBLAS, past the kernels' rows: one GEMM kernel a call). Runs the
+    step (the slots' state moves on by it); a weight of no known name is given by its shape."""
     from omni.kernels.skinny_linear import _skinny_linear_dot_kernel, _skinny_linear_kernel
 
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
@@ -296,40 +300,55 @@ def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
     launched: list[str] = []
     originals = {cls: cls.run for cls in {type(kernel) for kernel in gemms}}
 
+    def name(weight: torch.Tensor) -> str:
+        return names.get(weight.data_ptr(), f"{list(weight.shape)}")
+
     def recording(original):
         def run(kernel, *args, **kwargs):
             if kernel in gemms:  # (x, weight, ...) in both kernels
-                launched.append(names.get(args[1].data_ptr(), f"{list(args[1].shape)}"))
+                launched.append(name(args[1]))
             return original(kernel, *args, **kwargs)
 
         return run
 
+    linear = F.linear
+
+    def recorded_linear(x, weight, bias=None):
+        launched.append(name(weight))
+        return linear(x, weight, bias)
+
     try:
         for cls, original in originals.items():
             cls.run = recording(original)
+        F.linear = recorded_linear  # the module every caller looks F.linear up in at call time
         runner.decode_step(slots)
     finally:
+        F.linear = linear
         for cls, original in originals.items():
             cls.run = original
     return launched
 
 
-def gemm_table(talker: Qwen3TTSTalker, weights: list[str], exposed_us: list[float]) -> list[dict]:
+def gemm_table(talker: Qwen3TTSTalker, weights: list[str], exposed_us: list[float], rows: int) -> list[dict]:
     """--profile-kernel's GEMM launches by weight (`gemm_weights`' names, each layer's alike: `layers.*`), the most
-    exposed time first: launches a step, weight shape, exposed µs a launch, and the weight's bytes over that time
-    (TB/s): which weights read slowly in the step. A weight of no known name (given by its shape) has no bytes."""
+    exposed time first: launches a step, weight shape, exposed µs a launch, the weight's bytes over that time (TB/s:
+    which weights read slowly in a few-row step) and its `rows` rows' multiply-adds over it (TFLOP/s: which GEMMs are
+    far from the tensor cores' peak in a many-row step). A weight of no known name (given by its shape) has neither."""
     gemms = skinny_gemms(talker)
-    groups: dict[str, list] = {}  # name -> [shape, launches, us, bytes]
+    groups: dict[str, list] = {}  # name -> [shape, launches, us, bytes, weight elements]
     for name, us in zip(weights, exposed_us, strict=True):
         weight = gemms[name][1] if name in gemms else None
         shape = list(weight.shape) if weight is not None else name
-        group = groups.setdefault(re.sub(r"\.\d+\.", ".*.", name), [shape, 0, 0.0, 0])
-        group[1:] = group[1] + 1, group[2] + us, group[3] + (weight.nbytes if weight is not None else 0)
+        group = groups.setdefault(re.sub(r"\.\d+\.", ".*.", name), [shape, 0, 0.0, 0, 0])
+        known = weight is not None
+        group[1:] = (group[1] + 1, group[2] + us, group[3] + (weight.nbytes if known else 0),
+                     group[4] + (weight.numel() if known else 0))  # fmt: skip
     table = []
-    for name, (shape, launches, us, nbytes) in groups.items():
+    for name, (shape, launches, us, nbytes, elements) in groups.items():
         per_s = round(nbytes / us / 1e6, 2) if us and nbytes else None
+        flops = round(2 * rows * elements / us / 1e6, 1) if us and elements else None
         table.append({"weight": name, "shape": shape, "launches": launches, "us": round(us, 1),
-                      "us_a_launch": round(us / launches, 2), "tb_per_s": per_s})  # fmt: skip
+                      "us_a_launch": round(us / launches, 2), "tb_per_s": per_s, "tflop_per_s": flops})  # fmt: skip
     return sorted(table, key=lambda row: -row["us"])
 
 
@@ -889,7 +908,7 @@ def main() -> None:
                 if p["calls_us"]:
                     print(name, mode, f"{args.profile_kernel} call by call at {b}: {p['calls_us']}", flush=True)
                     print(name, mode, f"{args.profile_kernel} exposed at {b}: {p['calls_exposed_us']}", flush=True)
-                if p["calls_us"] and re.search(args.profile_kernel, "_skinny_linear_kernel _skinny_linear_dot_kernel"):
+                if p["calls_us"] and re.search(args.profile_kernel, GEMM_KERNEL_NAMES):
                     # the calls are GEMMs: name their weights (after the replays: the eager step moves the slots on)
                     p["gemm_weights"] = gemm_weights(runner, torch.arange(b, device=device))
                     print(name, mode, f"GEMM weights launch by launch at {b}: {p['gemm_weights']}", flush=True)
@@ -897,10 +916,10 @@ def main() -> None:
                         print(name, mode, f"{len(p['gemm_weights'])} GEMM weights for {len(p['calls_exposed_us'])} "
                               "calls: no table", flush=True)  # fmt: skip
                         continue
-                    p["gemm_table"] = gemm_table(talker, p["gemm_weights"], p["calls_exposed_us"])
+                    p["gemm_table"] = gemm_table(talker, p["gemm_weights"], p["calls_exposed_us"], b)
                     for r in p["gemm_table"]:
                         print(f"  {b} rows: {r['weight']} {r['shape']} x{r['launches']}: {r['us_a_launch']} us a "
-                              f"launch, {r['tb_per_s']} TB/s", flush=True)  # fmt: skip
+                              f"launch, {r['tb_per_s']} TB/s, {r['tflop_per_s']} TFLOP/s", flush=True)  # fmt: skip
             if args.profile:
                 res["profile"] = profile_step(runner, torch.arange(max(batches), device=device))
                 for r in res["profile"]:
