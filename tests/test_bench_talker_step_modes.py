@@ -291,11 +291,13 @@ def test_span_totals_sum_kernels_that_share_a_name():
     assert sum(total for total, _ in totals.values()) - sum(exposed.values()) == 1.0 + 0.5  # the two overlaps
 
 
-def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
-    """gemm_weights (what --profile-kernel's GEMM calls multiply by): one eager step's GEMM kernel launches, each named
-    as skinny_gemms names its weight. The predictor's 15 passes, each its projection, every layer's four GEMMs and its
-    pass's head; then the text projection, the backbone's layers and the codec head, once each. The same weights at 1
-    and 3 rows (the row kernel, then the dot kernel), and the kernels' launcher is put back."""
+def test_gemm_calls_name_each_gemm_launch_of_a_step_in_order_with_its_rows():
+    """gemm_calls (what --profile-kernel's GEMM calls multiply by): one eager step's GEMM kernel launches, each named
+    as skinny_gemms names its weight, with its rows. The predictor's 15 passes, each its projection, every layer's four
+    GEMMs and its pass's head; then the text projection, the backbone's layers and the codec head, once each. The same
+    weights at 1 and 3 rows (the row kernel, then the dot kernel), the first pass's layers at 2 rows a slot, and the
+    kernels' launcher is put back. Through F.linear (cuBLAS, past the kernels' rows) the same calls."""
+    import torch.nn.functional as F
     from omni.kernels.skinny_linear import _skinny_linear_dot_kernel, _skinny_linear_kernel
 
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
@@ -306,9 +308,10 @@ def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
     bench.build_mode(talker, mode)
     runner = bench.timed_runner(talker, config, mode, 4, 64, "cpu", 8)
     run = type(_skinny_linear_kernel).run, type(_skinny_linear_dot_kernel).run
-    one, three = bench.gemm_weights(runner, torch.arange(1)), bench.gemm_weights(runner, torch.arange(3))
+    one, three = bench.gemm_calls(runner, torch.arange(1)), bench.gemm_calls(runner, torch.arange(3))
     assert (type(_skinny_linear_kernel).run, type(_skinny_linear_dot_kernel).run) == run
-    assert one == three and set(one) <= set(skinny_gemms(talker))
+    names = [name for name, _ in one]
+    assert names == [name for name, _ in three] and set(names) <= set(skinny_gemms(talker))
     layers = ["self_attn.qkv_weight", "self_attn.o_proj.weight", "mlp.gate_up_weight", "mlp.down_proj.weight"]
     backbone = [f"model.layers.{i}.{gemm}" for i in range(config.talker.num_hidden_layers) for gemm in layers]
     depth = config.talker.code_predictor.num_hidden_layers
@@ -316,31 +319,34 @@ def test_gemm_weights_names_each_gemm_launch_of_a_step_in_order():
     passes = [["code_predictor.small_to_mtp_projection.weight", *predictor, f"code_predictor.lm_head.{g}.weight"]
               for g in range(config.talker.num_code_groups - 1)]  # fmt: skip
     text = ["text_projection.linear_fc1.weight", "text_projection.linear_fc2.weight"]
-    assert one == [name for p in passes for name in p] + text + backbone + ["codec_head.weight"]
-    # Past the kernels' rows the same GEMMs go through F.linear (cuBLAS): the same names in the same order, and
-    # F.linear is put back.
-    import torch.nn.functional as F
-
+    assert names == [name for p in passes for name in p] + text + backbone + ["codec_head.weight"]
+    # Rows: the first pass runs [past hidden, codebook 0] through the predictor's layers, 2 positions a slot.
+    for slots, calls in ((1, one), (3, three)):
+        first = [rows for name, rows in calls[: len(passes[0])] if name.startswith("code_predictor.model.")]
+        assert first == [2 * slots] * len(predictor)
+        assert {rows for _, rows in calls[len(passes[0]) :]} == {slots}  # every other call: a row a slot
+    # Past the kernels' rows the same GEMMs go through F.linear (cuBLAS): the same calls, and F.linear is put back.
     linear = F.linear
     plain = bench.build_talker("tiny", torch.float32, "cpu")[0]
     bench.build_mode(plain, "fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws")
-    assert bench.gemm_weights(bench.timed_runner(plain, config, "fused", 4, 64, "cpu", 8), torch.arange(3)) == one
+    assert bench.gemm_calls(bench.timed_runner(plain, config, "fused", 4, 64, "cpu", 8), torch.arange(3)) == three
     assert F.linear is linear
 
 
 def test_gemm_table_sums_each_weights_launches_across_layers_and_passes():
     """gemm_table (the per-weight view of --profile-kernel's GEMM calls): each layer's weight of one name is one row
-    (`layers.*`), its launches and exposed µs summed, TB/s its bytes over that time; a name gemm_weights gave by shape
-    only has no TB/s or TFLOP/s (its rows' multiply-adds over the time); the most time first."""
+    (`layers.*`), its launches and exposed µs summed, TB/s its bytes over that time, TFLOP/s its calls' multiply-adds
+    (each call's own rows) over it; a name gemm_calls gave by shape only has neither; the most time first."""
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
 
     bench = load_bench()
     talker, config = bench.build_talker("tiny", torch.float32, "cpu")
     bench.build_mode(talker, "fused+skinny-linear+skinny-dot+by-shape+dot-32")
     gemms = skinny_gemms(talker)
-    names = [*gemms, *gemms, "[7, 5]"]  # every weight twice, then one of no known name
+    names = [*gemms, *gemms, "[7, 5]"]  # every weight twice (512 rows, then 1,024), then one of no known name
+    calls = [(name, 512 if i < len(gemms) else 1024) for i, name in enumerate(names)]
     exposed = [float(i % 7 + 1) for i in range(len(names))]
-    table = bench.gemm_table(talker, names, exposed, 512)
+    table = bench.gemm_table(talker, calls, exposed)
     assert sum(row["launches"] for row in table) == len(names)
     assert abs(sum(row["us"] for row in table) - sum(exposed)) < 1e-6
     assert [row["us"] for row in table] == sorted((row["us"] for row in table), reverse=True)
@@ -351,8 +357,9 @@ def test_gemm_table_sums_each_weights_launches_across_layers_and_passes():
                   and name.startswith("model."))  # fmt: skip
     assert qkv["launches"] == 2 * layers and qkv["shape"] == list(weight.shape) and qkv["us"] == round(want_us, 1)
     assert qkv["tb_per_s"] == round(2 * layers * weight.nbytes / want_us / 1e6, 2)
-    # 512 rows times [N, K]: 2 * 512 * N * K flops a launch.
-    assert qkv["tflop_per_s"] == round(2 * layers * 2 * 512 * weight.shape[0] * weight.shape[1] / want_us / 1e6, 1)
+    # Each layer's call at 512 rows and at 1,024: 2 * rows * N * K flops a call.
+    flops = layers * 2 * (512 + 1024) * weight.shape[0] * weight.shape[1]
+    assert qkv["tflop_per_s"] == round(flops / want_us / 1e6, 1)
     (unknown,) = [row for row in table if row["weight"] == "[7, 5]"]
     assert unknown["tb_per_s"] is None and unknown["tflop_per_s"] is None and unknown["launches"] == 1
 

@@ -55,7 +55,7 @@ from omni.talker.sampling import SamplingParams, draw_talker
 
 PROMPT_LEN = 24  # correctness runs
 WARMUP_STEPS = 3  # untimed steps before a timing's iters (time_steps, profile_replays)
-# A --profile-kernel regex matching any of these names profiles GEMMs, so its calls get their weights (gemm_table):
+# A --profile-kernel regex matching any of these names profiles GEMMs, so its calls get their weights (gemm_calls):
 # the skinny kernels, and cuBLAS's kernels on an H100/H200 (nvjet, the sm90 xmma/cutlass GEMMs).
 GEMM_KERNEL_NAMES = "_skinny_linear_kernel _skinny_linear_dot_kernel nvjet_sm90_tst sm90_xmma_gemm cutlass3x_sm90_gemm"
 
@@ -286,27 +286,28 @@ def span_totals(spans: list[tuple[str, float, float]]) -> dict[str, tuple[float,
     return {name: (total, count) for name, (total, count) in totals.items()}
 
 
-def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
-    """The weight each GEMM of one eager decode step at `slots` multiplies by, named as `skinny_gemms` names it, in
-    launch order: what --profile-kernel's GEMM calls are (a graph replays its capture's launches in order). Both the
-    skinny kernels' launches and F.linear's calls (cuBLAS, past the kernels' rows: one GEMM kernel a call). Runs the
-    step (the slots' state moves on by it); a weight of no known name is given by its shape."""
+def gemm_calls(runner: TalkerRunner, slots: torch.Tensor) -> list[tuple[str, int]]:
+    """The weight each GEMM of one eager decode step at `slots` multiplies by, named as `skinny_gemms` names it, and
+    its rows of input, in launch order: what --profile-kernel's GEMM calls are (a graph replays its capture's launches
+    in order). Both the skinny kernels' launches and F.linear's calls (cuBLAS, past the kernels' rows: one GEMM kernel
+    a call). A pass of T positions a slot has T rows a slot (the code predictor's first pass: 2). Runs the step (the
+    slots' state moves on by it); a weight of no known name is given by its shape."""
     from omni.kernels.skinny_linear import _skinny_linear_dot_kernel, _skinny_linear_kernel
 
     from omni.models.qwen3_tts.talker_fused import skinny_gemms
 
     names = {weight.data_ptr(): name for name, (_, weight, _) in skinny_gemms(runner.talker).items()}
     gemms = (_skinny_linear_kernel, _skinny_linear_dot_kernel)
-    launched: list[str] = []
+    launched: list[tuple[str, int]] = []
     originals = {cls: cls.run for cls in {type(kernel) for kernel in gemms}}
 
-    def name(weight: torch.Tensor) -> str:
-        return names.get(weight.data_ptr(), f"{list(weight.shape)}")
+    def record(x: torch.Tensor, weight: torch.Tensor) -> None:
+        launched.append((names.get(weight.data_ptr(), f"{list(weight.shape)}"), x.numel() // x.shape[-1]))
 
     def recording(original):
         def run(kernel, *args, **kwargs):
             if kernel in gemms:  # (x, weight, ...) in both kernels
-                launched.append(name(args[1]))
+                record(args[0], args[1])
             return original(kernel, *args, **kwargs)
 
         return run
@@ -314,7 +315,7 @@ def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
     linear = F.linear
 
     def recorded_linear(x, weight, bias=None):
-        launched.append(name(weight))
+        record(x, weight)
         return linear(x, weight, bias)
 
     try:
@@ -329,26 +330,26 @@ def gemm_weights(runner: TalkerRunner, slots: torch.Tensor) -> list[str]:
     return launched
 
 
-def gemm_table(talker: Qwen3TTSTalker, weights: list[str], exposed_us: list[float], rows: int) -> list[dict]:
-    """--profile-kernel's GEMM launches by weight (`gemm_weights`' names, each layer's alike: `layers.*`), the most
-    exposed time first: launches a step, weight shape, exposed µs a launch, the weight's bytes over that time (TB/s:
-    which weights read slowly in a few-row step) and its `rows` rows' multiply-adds over it (TFLOP/s: which GEMMs are
+def gemm_table(talker: Qwen3TTSTalker, calls: list[tuple[str, int]], exposed_us: list[float]) -> list[dict]:
+    """--profile-kernel's GEMM launches by weight (`gemm_calls`' names and rows, each layer's alike: `layers.*`), the
+    most exposed time first: launches a step, weight shape, exposed µs a launch, the weight's bytes over that time
+    (TB/s: which weights read slowly in a few-row step) and the calls' multiply-adds over it (TFLOP/s: which GEMMs are
     far from the tensor cores' peak in a many-row step). A weight of no known name (given by its shape) has neither."""
     gemms = skinny_gemms(talker)
-    groups: dict[str, list] = {}  # name -> [shape, launches, us, bytes, weight elements]
-    for name, us in zip(weights, exposed_us, strict=True):
+    groups: dict[str, list] = {}  # name -> [shape, launches, us, bytes, flops]
+    for (name, rows), us in zip(calls, exposed_us, strict=True):
         weight = gemms[name][1] if name in gemms else None
         shape = list(weight.shape) if weight is not None else name
         group = groups.setdefault(re.sub(r"\.\d+\.", ".*.", name), [shape, 0, 0.0, 0, 0])
         known = weight is not None
         group[1:] = (group[1] + 1, group[2] + us, group[3] + (weight.nbytes if known else 0),
-                     group[4] + (weight.numel() if known else 0))  # fmt: skip
+                     group[4] + (2 * rows * weight.numel() if known else 0))  # fmt: skip
     table = []
-    for name, (shape, launches, us, nbytes, elements) in groups.items():
+    for name, (shape, launches, us, nbytes, flops) in groups.items():
         per_s = round(nbytes / us / 1e6, 2) if us and nbytes else None
-        flops = round(2 * rows * elements / us / 1e6, 1) if us and elements else None
+        flop_s = round(flops / us / 1e6, 1) if us and flops else None
         table.append({"weight": name, "shape": shape, "launches": launches, "us": round(us, 1),
-                      "us_a_launch": round(us / launches, 2), "tb_per_s": per_s, "tflop_per_s": flops})  # fmt: skip
+                      "us_a_launch": round(us / launches, 2), "tb_per_s": per_s, "tflop_per_s": flop_s})  # fmt: skip
     return sorted(table, key=lambda row: -row["us"])
 
 
@@ -896,7 +897,7 @@ def main() -> None:
                 res["steps"][b] = row
                 print(name, mode, f"batch {b}: {row}", flush=True)
             for b in [int(b) for b in args.profile_replays.split(",") if b]:
-                fresh.reserve(WARMUP_STEPS + args.iters + 1)  # the replays, and gemm_weights' eager step
+                fresh.reserve(WARMUP_STEPS + args.iters + 1)  # the replays, and gemm_calls' eager step
                 res.setdefault("replay_profile", {})[b] = p = profile_replays(
                     graphs, torch.arange(b, device=device), args.iters, args.profile_kernel
                 )
@@ -910,13 +911,14 @@ def main() -> None:
                     print(name, mode, f"{args.profile_kernel} exposed at {b}: {p['calls_exposed_us']}", flush=True)
                 if p["calls_us"] and re.search(args.profile_kernel, GEMM_KERNEL_NAMES):
                     # the calls are GEMMs: name their weights (after the replays: the eager step moves the slots on)
-                    p["gemm_weights"] = gemm_weights(runner, torch.arange(b, device=device))
+                    calls = gemm_calls(runner, torch.arange(b, device=device))
+                    p["gemm_weights"], p["gemm_rows"] = [n for n, _ in calls], [rows for _, rows in calls]
                     print(name, mode, f"GEMM weights launch by launch at {b}: {p['gemm_weights']}", flush=True)
                     if len(p["gemm_weights"]) != len(p["calls_exposed_us"]):  # not the graph's launches: no table
                         print(name, mode, f"{len(p['gemm_weights'])} GEMM weights for {len(p['calls_exposed_us'])} "
                               "calls: no table", flush=True)  # fmt: skip
                         continue
-                    p["gemm_table"] = gemm_table(talker, p["gemm_weights"], p["calls_exposed_us"], b)
+                    p["gemm_table"] = gemm_table(talker, calls, p["calls_exposed_us"])
                     for r in p["gemm_table"]:
                         print(f"  {b} rows: {r['weight']} {r['shape']} x{r['launches']}: {r['us_a_launch']} us a "
                               f"launch, {r['tb_per_s']} TB/s, {r['tflop_per_s']} TFLOP/s", flush=True)  # fmt: skip
