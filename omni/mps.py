@@ -15,6 +15,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+CONTROL = "nvidia-cuda-mps-control"  # the daemon's control program, shipped with the NVIDIA driver
+
 
 @contextlib.contextmanager
 def mps_daemon(work: Path) -> Iterator[dict[str, str]]:
@@ -22,9 +24,9 @@ def mps_daemon(work: Path) -> Iterator[dict[str, str]]:
     needs to be its client (every process that inherits it and makes a CUDA context is one). On the way out the daemon
     is told to quit, which waits for its clients to exit, and its logs are copied to `work/mps-*.log`. It starts a
     user-space daemon only: the card's compute mode and other settings are left as they are."""
-    control = shutil.which("nvidia-cuda-mps-control")
+    control = shutil.which(CONTROL)
     if control is None:
-        raise RuntimeError("MPS: nvidia-cuda-mps-control is not on PATH (it ships with the NVIDIA driver)")
+        raise RuntimeError(f"MPS: {CONTROL} is not on PATH (it ships with the NVIDIA driver)")
     pipes, logs = work / "mps-pipe", work / "mps-log"
     pipes.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)

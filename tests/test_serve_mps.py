@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from omni import mps
-from omni.commands.serve import talker_queues_ahead
+from omni.commands.serve import mps_hint, talker_queues_ahead
 
 
 def test_the_talker_queues_ahead_on_its_own_gpu_and_on_one_shared_with_a_codec_under_mps():
@@ -23,6 +23,15 @@ def test_the_talker_queues_ahead_on_its_own_gpu_and_on_one_shared_with_a_codec_u
     assert talker_queues_ahead("cuda", ["cuda:0"], True)
     assert not talker_queues_ahead("cuda:0", ["cuda:1", "cuda:0"], False)  # one codec replica beside it
     assert talker_queues_ahead("cuda:0", ["cuda:1", "cuda:0"], True)
+
+
+def test_serve_hints_at_mps_only_where_talker_and_codec_time_slice_a_gpu_and_mps_is_there():
+    assert "omni serve --mps" in mps_hint("cuda", ["cuda:0"], False, True)  # one GPU, time-sliced
+    assert mps_hint("cuda:0", ["cuda:1", "cuda:0"], False, True)  # a codec replica beside the talker
+    assert mps_hint("cuda", ["cuda:0"], True, True) is None  # already under MPS
+    assert mps_hint("cuda", ["cuda:0"], False, False) is None  # no control program to start it with
+    assert mps_hint("cuda:0", ["cuda:1"], False, True) is None  # the talker has its GPU alone
+    assert mps_hint("cpu", ["cpu"], False, True) is None  # no GPU
 
 
 def serve(args: list[str], work: Path, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -120,6 +121,18 @@ def talker_queues_ahead(talker: str, codecs: list[str], under_mps: bool) -> bool
     +13% audio-s/s at 16 / 128 / 512 streams, TTFA p50 at 16 streams 50 -> 46 ms; run 216). Time-slicing a shared GPU
     instead, its queued steps held the codec's ticks back (runs 111 and 213)."""
     return talker_gpu_alone(talker, codecs) or (under_mps and talker.partition(":")[0] == "cuda")
+
+
+def mps_hint(talker: str, codecs: list[str], under_mps: bool, mps_control: bool) -> str | None:
+    """A line for the operator when talker and codec time-slice one GPU where `--mps` could run them side by side
+    (the MPS control program is on PATH): under MPS the one-GPU stack gave +10 to +28% audio-s/s on H100s, both
+    models, 16-800 streams (runs 216, 220, 221). None where it does not apply."""
+    if under_mps or not mps_control or talker.partition(":")[0] != "cuda" or talker_gpu_alone(talker, codecs):
+        return None
+    return (
+        "hint: talker and codec time-slice one GPU; `omni serve --mps` runs their kernels side by side under NVIDIA "
+        "MPS (+10 to +28% audio-s/s on one H100, docs/benchmarks.md runs 216 and 220)"
+    )
 
 
 def free_port() -> int:
@@ -402,6 +415,9 @@ def run(args: argparse.Namespace) -> int:
             if backend.metrics_port is not None:
                 line += f", metrics port {backend.metrics_port}"
             print(line, flush=True)
+        hint = mps_hint(devices["talker"], codec_devices, args.mps, shutil.which(mps.CONTROL) is not None)
+        if hint:
+            print(hint, flush=True)
         print("Press Ctrl-C to stop.", flush=True)
         while True:
             stack.check_alive()
