@@ -103,15 +103,16 @@ def device_list(text: str) -> list[str]:
     return [d.strip() for d in text.split(",") if d.strip()]
 
 
+def gpu(device: str) -> tuple[str, str]:
+    """A device's kind and index ("cuda" -> ("cuda", "0")): two devices are one GPU when these are equal."""
+    kind, _, index = device.partition(":")
+    return kind, index or "0"
+
+
 def talker_gpu_alone(talker: str, codecs: list[str]) -> bool:
     """Whether the talker is on a GPU that no codec process shares. Then its engine queues each step before reading
     the previous one back (async scheduling, measured +18% at 256 streams on two H200s); on a shared GPU that only
     takes GPU time from the codec (no gain on one H200, and the codec's chunks waited longer)."""
-
-    def gpu(device: str) -> tuple[str, str]:
-        kind, _, index = device.partition(":")
-        return kind, index or "0"
-
     return gpu(talker)[0] == "cuda" and all(gpu(talker) != gpu(codec) for codec in codecs)
 
 
@@ -120,14 +121,14 @@ def talker_queues_ahead(talker: str, codecs: list[str], under_mps: bool) -> bool
     GPU, or sharing it with a codec under MPS, where the codec's kernels run beside its steps (one H100: +27 / +13 /
     +13% audio-s/s at 16 / 128 / 512 streams, TTFA p50 at 16 streams 50 -> 46 ms; run 216). Time-slicing a shared GPU
     instead, its queued steps held the codec's ticks back (runs 111 and 213)."""
-    return talker_gpu_alone(talker, codecs) or (under_mps and talker.partition(":")[0] == "cuda")
+    return talker_gpu_alone(talker, codecs) or (under_mps and gpu(talker)[0] == "cuda")
 
 
 def mps_hint(talker: str, codecs: list[str], under_mps: bool, mps_control: bool) -> str | None:
     """A line for the operator when talker and codec time-slice one GPU where `--mps` could run them side by side
     (the MPS control program is on PATH): under MPS the one-GPU stack gave +10 to +28% audio-s/s on H100s, both
     models, 16-800 streams (runs 216, 220, 221). None where it does not apply."""
-    if under_mps or not mps_control or talker.partition(":")[0] != "cuda" or talker_gpu_alone(talker, codecs):
+    if under_mps or not mps_control or gpu(talker)[0] != "cuda" or talker_gpu_alone(talker, codecs):
         return None
     return (
         "hint: talker and codec time-slice one GPU; `omni serve --mps` runs their kernels side by side under NVIDIA "

@@ -13,10 +13,10 @@
 # call at 2.89 TB/s); its profile call by call splits the backbone's 28 calls from the predictor's 75. Prediction:
 # the backbone's calls 120-135 us each at ~172 positions, the predictor's 8-16 us; if the backbone's calls sum past
 # 4.0 ms, they run slower in the step than alone (trace next: what runs beside them); otherwise the predictor's do.
+source tools/device/setup.sh
+stamp start
+M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    source tools/device/setup.sh
-    stamp start
-    M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
     python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 512 --max-len 512 --check-steps 2 \
         --iters 20 --profile-replays 512 --profile-kernel decode_attention --json $OUT/attention_calls.json \
         > $OUT/attention.txt 2>&1
@@ -27,9 +27,6 @@ c=p['replay_profile']['512']['calls_exposed_us']; print(len(c), 'calls; first 80
     stamp attention
     exit 0
 fi
-source tools/device/setup.sh
-stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
 $S --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/stack; save stack
 $S --concurrency 16 512 --level-timeout 150 --out /tmp/nomps; save nomps
 python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
