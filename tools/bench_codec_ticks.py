@@ -40,6 +40,7 @@ import math
 import random
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -268,9 +269,18 @@ def main() -> None:
         "repeat for several A/Bs against the same build",
     )
     parser.add_argument("--ab-rounds", type=int, default=6, help="rounds of --ab (each times every tick both ways)")
+    parser.add_argument(
+        "--cudnn-benchmark-limit",
+        type=int,
+        help="cuDNN algorithms the autotuner tries per conv shape (torch.backends.cudnn.benchmark_limit; torch's "
+        "default 10, 0 tries every one) while the service's graphs are built",
+    )
     parser.add_argument("--out", default="bench_codec_ticks.json")
     args = parser.parse_args()
     torch.set_grad_enabled(False)  # the eager steps of --kernels, as the graphs were captured
+    if args.cudnn_benchmark_limit is not None:
+        torch.backends.cudnn.benchmark_limit = args.cudnn_benchmark_limit
+    built = time.perf_counter()
 
     if args.device == "cuda":  # the service's build: its kernels and graphs, as engine_from_config makes them
         # with the codec's settings from the environment, as the service reads them (OMNI_CODEC_HISTORY_KERNEL=1)
@@ -286,7 +296,10 @@ def main() -> None:
     costs = {f"{b}x{t}": round(ms, 3) for (b, t), ms in sorted(main_graphs.replay_ms.items())}
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     switches = {name: getattr(decoder, name) for name in decoder.KERNEL_SWITCHES}
-    print(json.dumps({"device": device, "torch": torch.__version__, "kernel_switches": switches, "replay_ms": costs}))
+    limit = torch.backends.cudnn.benchmark_limit
+    build_s = round(time.perf_counter() - built, 1)
+    print(json.dumps({"device": device, "torch": torch.__version__, "kernel_switches": switches,
+                      "cudnn_benchmark_limit": limit, "build_s": build_s, "replay_ms": costs}))  # fmt: skip
 
     census = {}
     for key in args.kernels:  # one eager codec_step over the graph's own buffers (scratch rows), and one replay
