@@ -34,7 +34,13 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.kv_write import NORM_ROPE_WARPS, _norm_rope_write_token, check_qkv_caches, check_slots_positions
+from omni.kernels.kv_write import (
+    NORM_ROPE_WARPS,
+    _norm_rope_write_token,
+    check_cache_dtypes,
+    check_qkv_caches,
+    check_slots_positions,
+)
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
 
 
@@ -99,6 +105,9 @@ def _attend(
         kv_mask = live[:, None] & (d < DIM)[None, :]
         k = tl.load(k_ptr + offs, mask=kv_mask, other=0.0)
         v = tl.load(v_ptr + offs, mask=kv_mask, other=0.0)
+        if k_ptr.dtype.element_ty == tl.float8e4nv:  # an fp8 cache: exact upcast to q's dtype, then as any cache
+            k = k.to(q_ptr.dtype.element_ty)
+            v = v.to(q_ptr.dtype.element_ty)
         if DOT_FP32:  # exact upcast: the same products, accumulated in fp32 as the tensor cores do
             k = k.to(tl.float32)
             v = v.to(tl.float32)
@@ -108,7 +117,7 @@ def _attend(
         correction = tl.exp(m - m_new)
         p = tl.exp(s - m_new[:, None])
         denom = denom * correction + tl.sum(p, axis=1)
-        p = p.to(v_ptr.dtype.element_ty)  # probabilities rounded to the value dtype, as flash attention does
+        p = p.to(q_ptr.dtype.element_ty)  # probabilities rounded to the values' (upcast) dtype, as flash attention
         if DOT_FP32:
             p = p.to(tl.float32)
         acc = acc * correction[:, None] + tl.dot(p, v, input_precision=PRECISION)
@@ -249,9 +258,9 @@ def decode_attention(
 
     `rows_per_slot` T: the rows are T positions of each slot in turn (slots [B / T]), as a T-position forward's
     (the code predictor's first pass, short prefills) lays them out. k_cache, v_cache: [S, L, KVH, D] with the last
-    dim contiguous (one layer of `KVCache`). Every length must be in 1..L (a zero length would divide by zero; callers
-    always attend at least to the query's own key). Returns [B, H, D] in q's dtype. `launch` overrides the settings
-    for the cache's length.
+    dim contiguous (one layer of `KVCache`), of q's dtype or fp8 (read as q's dtype: an exact upcast). Every length
+    must be in 1..L (a zero length would divide by zero; callers always attend at least to the query's own key).
+    Returns [B, H, D] in q's dtype. `launch` overrides the settings for the cache's length.
     """
     launch = _launch_for(k_cache, launch)
     b, heads, dim = q.shape
@@ -259,6 +268,7 @@ def decode_attention(
     _check_groups(heads, kv_heads)
     if k_cache.stride(-1) != 1 or v_cache.stride() != k_cache.stride() or q.stride(-1) != 1:
         raise ValueError("q and the caches need a contiguous last dim, and k/v caches the same strides")
+    check_cache_dtypes(q.dtype, k_cache, v_cache, "decode_attention")
     if slots.dim() != 1 or rows_per_slot < 1 or slots.shape[0] * rows_per_slot != b:
         raise ValueError(f"{b} rows need [{b} / rows_per_slot] slots, got {tuple(slots.shape)} and {rows_per_slot}")
     group = heads // kv_heads

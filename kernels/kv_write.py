@@ -17,7 +17,9 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels.programmatic_launch import launch_options, wait_for_prior_kernels
-from omni.kernels.transformer_fused import _store_norm_rope
+from omni.kernels.transformer_fused import _store_norm_rope, stored_as
+
+from omni.fp8 import FP8_DTYPE
 
 
 @triton.jit
@@ -61,9 +63,9 @@ def _write_kv_kernel(
     inside = offs < N
     dst = row + offs
     k = tl.load(k_ptr + b * k_stride_b + t * k_stride_t + offs, mask=inside)
-    tl.store(k_cache_ptr + dst, k, mask=inside)
+    tl.store(k_cache_ptr + dst, stored_as(k, k_cache_ptr), mask=inside)
     v = tl.load(v_ptr + b * v_stride_b + t * v_stride_t + offs, mask=inside)
-    tl.store(v_cache_ptr + dst, v, mask=inside)
+    tl.store(v_cache_ptr + dst, stored_as(v, v_cache_ptr), mask=inside)
 
 
 def check_slots_positions(slots: torch.Tensor, positions: torch.Tensor, b: int, t: int, of: str) -> None:
@@ -72,14 +74,21 @@ def check_slots_positions(slots: torch.Tensor, positions: torch.Tensor, b: int, 
         raise ValueError(f"slots {tuple(slots.shape)} / positions {tuple(positions.shape)} do not match {of}'s [B, T]")
 
 
+def check_cache_dtypes(dtype: torch.dtype, k_cache: torch.Tensor, v_cache: torch.Tensor, of: str) -> None:
+    """Caches that hold values of `dtype`: both of that dtype, or both fp8 (an fp8 K/V cache; stores convert)."""
+    if v_cache.dtype != k_cache.dtype or k_cache.dtype not in (dtype, FP8_DTYPE):
+        raise ValueError(f"{of}: caches of {k_cache.dtype}/{v_cache.dtype} cannot hold {dtype} values (the same "
+                         f"dtype or {FP8_DTYPE})")  # fmt: skip
+
+
 def check_qkv_caches(qkv: torch.Tensor, heads: int, k_cache: torch.Tensor, v_cache: torch.Tensor, of: str) -> None:
     """What a fused attention's kernels read and write (`of`: the caller, for the error): qkv [B, T, (heads + 2
-    kv_heads) * D] with its last dim contiguous, of the caches' dtype; caches [S, L, kv_heads, D] contiguous, D even."""
+    kv_heads) * D] with its last dim contiguous, of the caches' dtype (or they fp8); caches [S, L, kv_heads, D]
+    contiguous, D even."""
     kv_heads, dim = k_cache.shape[2:]
     if qkv.shape[-1] != (heads + 2 * kv_heads) * dim or v_cache.shape != k_cache.shape or dim % 2:
         raise ValueError(f"qkv {tuple(qkv.shape)} does not hold {heads} q and 2 x {kv_heads} kv heads of {dim}")
-    if qkv.dtype != k_cache.dtype or v_cache.dtype != k_cache.dtype:
-        raise ValueError(f"qkv dtype {qkv.dtype} differs from the caches' {k_cache.dtype}")
+    check_cache_dtypes(qkv.dtype, k_cache, v_cache, of)
     if qkv.stride(-1) != 1 or not all(x.is_contiguous() for x in (k_cache, v_cache)):
         raise ValueError(f"{of} needs qkv's last dim and the caches contiguous")
 
@@ -98,12 +107,13 @@ def write_kv(
     v: torch.Tensor,
 ) -> None:
     """k_cache[slots[b], positions[b, t]] = k[b, t] and the same for v. Caches [S, L, kv_heads, D] (one layer's),
-    k, v [B, T, kv_heads, D] in the caches' dtype, slots [B], positions [B, T]."""
+    k, v [B, T, kv_heads, D] in the caches' dtype (fp8 caches: converted as `to_fp8`), slots [B], positions [B, T]."""
     b, t, heads, dim = k.shape
     if v.shape != k.shape or k_cache.shape[2:] != (heads, dim) or v_cache.shape != k_cache.shape:
         raise ValueError(f"k {tuple(k.shape)}, v {tuple(v.shape)} do not fit caches {tuple(k_cache.shape)}")
-    if k.dtype != k_cache.dtype or v.dtype != v_cache.dtype:
-        raise ValueError(f"k/v dtypes {k.dtype}/{v.dtype} differ from the caches' {k_cache.dtype}")
+    if v.dtype != k.dtype:
+        raise ValueError(f"k/v dtypes {k.dtype}/{v.dtype} differ")
+    check_cache_dtypes(k.dtype, k_cache, v_cache, "write_kv")
     if not all(_token_contiguous(x) for x in (k, v)) or not all(x.is_contiguous() for x in (k_cache, v_cache)):
         raise ValueError("write_kv needs each token's heads x dim contiguous in k and v, and contiguous caches")
     check_slots_positions(slots, positions, b, t, "k")
@@ -167,7 +177,7 @@ def _norm_rope_write_token(
     offs = tl.arange(0, V_BLOCK)
     inside = offs < nk
     v = tl.load(row + nq + nk + offs, mask=inside)
-    tl.store(v_cache_ptr + dst + offs, v, mask=inside)
+    tl.store(v_cache_ptr + dst + offs, stored_as(v, v_cache_ptr), mask=inside)
 
 
 @triton.jit

@@ -126,6 +126,37 @@ def _add_rms_norm_kernel(
     _store_rms_norm(total.to(tl.float32), w_ptr, out_ptr + row * out_stride, offs, inside, n, eps)
 
 
+# Under the interpreter a conversion to fp8 breaks ties and carries into the exponent wrongly (1.0625 -> 1.125,
+# 7.96 -> 4.0 with Triton 3.7.1), while values fp8 holds exactly convert right: there `stored_as` rounds first.
+_ROUND_BEFORE_FP8 = tl.constexpr(INTERPRETED)
+
+
+@triton.jit
+def _round_to_e4m3(y):
+    """fp32 y (|y| <= 448) rounded to nearest even at e4m3's spacing: 2**(e - 3) for |y| in [2**e, 2**(e + 1)),
+    e >= -6, and the subnormals' 2**-9 below. The exponent read from the bits; |y| rounded by adding and taking away
+    1.5 * 2**23, which fp32 arithmetic rounds to nearest even (|y| / spacing <= 16); the sign put back after by a
+    product, so a small negative value gives -0 as a conversion does (Triton's negation is 0 - x: +0)."""
+    exponent = ((y.to(tl.int32, bitcast=True) >> 23) & 0xFF) - 127
+    spacing = ((tl.maximum(exponent, -6) - 3 + 127) << 23).to(tl.float32, bitcast=True)
+    rounded = ((tl.abs(y) / spacing + 12582912.0) - 12582912.0) * spacing
+    return rounded * tl.where(y < 0, -1.0, 1.0)
+
+
+@triton.jit
+def stored_as(x, ptr):
+    """x converted to the element type of `ptr` for a store there. Into fp8 (an fp8 K/V cache, omni/fp8.py):
+    clamped to +-448 in fp32, then rounded to nearest even, as `to_fp8` does in PyTorch."""
+    if ptr.dtype.element_ty == tl.float8e4nv:
+        y = tl.clamp(x.to(tl.float32), -448.0, 448.0)
+        if _ROUND_BEFORE_FP8:
+            y = _round_to_e4m3(y)
+        y = y.to(tl.float8e4nv, fp_downcast_rounding="rtne")
+    else:
+        y = x.to(ptr.dtype.element_ty)
+    return y
+
+
 @triton.jit
 def _store_norm_rope(
     x_row_ptr,
@@ -141,14 +172,15 @@ def _store_norm_rope(
     NORM: tl.constexpr,
 ):
     """One token's heads (packed at x_row_ptr): per-head RMSNorm (NORM) then NeoX RoPE, stored packed at
-    out_row_ptr, rounded as the eager ops round; the one copy of this arithmetic, so q and k get the same bits
-    whichever kernel runs it (here, or kv_write's with the cache write)."""
+    out_row_ptr, rounded as the eager ops round in x's dtype (then to fp8 where out_row_ptr is an fp8 cache's, as a
+    PyTorch write into it converts); the one copy of this arithmetic, so q and k get the same bits whichever kernel
+    runs it (here, or kv_write's with the cache write)."""
     # Each head as two halves (RoPE pairs element i with i + HALF).
     h = tl.arange(0, HEADS_PAD)[:, None]
     i = tl.arange(0, HALF_PAD)[None, :]
     inside = (h < heads) & (i < HALF)
     lo_offs = h * (2 * HALF) + i
-    dt = out_row_ptr.dtype.element_ty
+    dt = x_row_ptr.dtype.element_ty
     y1 = tl.load(x_row_ptr + lo_offs, mask=inside, other=0.0).to(tl.float32)
     y2 = tl.load(x_row_ptr + lo_offs + HALF, mask=inside, other=0.0).to(tl.float32)
     if NORM:  # per-head RMSNorm first (the talker's q/k norms); without it, RoPE alone (the codec's transformer)
@@ -164,8 +196,8 @@ def _store_norm_rope(
     # y * cos + rotate_half(y) * sin, each product rounded as the eager bf16 ops round it
     o1 = _rounded_product(y1, c1).to(dt).to(tl.float32) + _rounded_product(-y2, s1).to(dt).to(tl.float32)
     o2 = _rounded_product(y2, c2).to(dt).to(tl.float32) + _rounded_product(y1, s2).to(dt).to(tl.float32)
-    tl.store(out_row_ptr + lo_offs, o1.to(dt), mask=inside)
-    tl.store(out_row_ptr + lo_offs + HALF, o2.to(dt), mask=inside)
+    tl.store(out_row_ptr + lo_offs, stored_as(o1.to(dt), out_row_ptr), mask=inside)
+    tl.store(out_row_ptr + lo_offs + HALF, stored_as(o2.to(dt), out_row_ptr), mask=inside)
 
 
 @triton.jit

@@ -450,3 +450,14 @@ def test_each_flag_check_compares_the_mode_against_its_flag_set_otherwise():
     assert bench.flag_set_otherwise(every, "step_write_kernel", False)["step_rope_tables"]
     assert every["norm_rope_attention_kernel"]
     assert not bench.flag_set_otherwise(every, "norm_rope_write_kernel", False)["norm_rope_attention_kernel"]
+
+
+def test_fp8_kv_mode_asks_for_an_fp8_cache_and_its_write_check_runs():
+    """+fp8-kv: the runner's talker cache in fp8; the bench's GPU check of the write kernels' bits, run here through
+    the interpreter, finds them equal to to_fp8's (a wrong rounding there fails tests/test_fp8_kv_cache.py too)."""
+    bench = load_bench()
+    assert bench.runner_flags(bench.mode_extras("fused+sampler+fp8-kv"))["kv_cache_dtype"] == torch.float8_e4m3fn
+    assert bench.runner_flags(bench.mode_extras("fused+sampler"))["kv_cache_dtype"] is None
+    checks = bench.check_fp8_writes("cpu")
+    assert set(checks) == {"write_kv_torch.bfloat16", "write_kv_torch.float32", "norm_rope_write"}
+    assert all(checks.values()), checks

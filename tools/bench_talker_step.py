@@ -38,6 +38,7 @@ from omni.kernels.decode_attention import SHORT_CACHE
 from omni.kernels.programmatic_launch import set_programmatic_launch
 from omni.kernels.skinny_linear import dot_launch
 
+from omni.fp8 import FP8_DTYPE, to_fp8
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.models.qwen3_tts.talker_fused import (
@@ -128,6 +129,38 @@ def compare_close(runners: list[TalkerRunner], steps: int) -> dict:
     scale = float(runners[1].last_hidden.float().abs().max())
     return {"codes_equal": f"{equal_codes}/{total_codes}", "first_step_hidden_max_abs_diff": first_hidden_diff,
             "hidden_max_abs": scale}  # fmt: skip
+
+
+def check_fp8_writes(device: str) -> dict:
+    """On the device: the K/V write kernels store into fp8 caches the bits `to_fp8` gives (ties to even, saturation
+    at 448; the CPU tests check the interpreter's path, this the hardware's conversion), write_kv from bf16 and fp32
+    and norm_rope_write_kv against its own bf16 write rounded."""
+    from omni.kernels.kv_write import norm_rope_write_kv, write_kv
+
+    gen = torch.Generator(device="cpu").manual_seed(3)
+    edges = torch.tensor([1.0625, -1.1875, 2.0**-10, 3 * 2.0**-10, 448.0, 460.0, -1000.0, 7.9628])
+    out = {}
+    for dtype in (torch.bfloat16, torch.float32):
+        k = (torch.randn(4, 3, 8, 128, generator=gen) * 8).to(device, dtype)
+        k.view(-1)[: len(edges)] = edges.to(device, dtype)
+        caches = [torch.zeros(6, 5, 8, 128, dtype=FP8_DTYPE, device=device) for _ in range(2)]
+        slots = torch.tensor([5, 0, 2, 3], device=device)
+        positions = torch.tensor([[0, 1, 2], [2, 3, 4], [1, 2, 3], [0, 2, 4]], device=device)
+        write_kv(*caches, slots, positions, k, k)
+        stored = caches[0][slots[:, None], positions]
+        out[f"write_kv_{dtype}"] = torch.equal(stored.view(torch.uint8), to_fp8(k).view(torch.uint8))
+    heads, kv_heads, dim = 16, 8, 128
+    qkv = (torch.randn(4, 1, (heads + 2 * kv_heads) * dim, generator=gen) * 4).to(device, torch.bfloat16)
+    norm = (torch.ones(dim, device=device, dtype=torch.bfloat16), 1e-6)
+    positions = torch.tensor([[3], [7], [0], [9]], device=device)
+    cos, sin = (torch.randn(4, 1, 1, dim, generator=gen).to(device, torch.bfloat16) for _ in range(2))
+    wide = [torch.zeros(6, 12, kv_heads, dim, dtype=torch.bfloat16, device=device) for _ in range(2)]
+    narrow = [torch.zeros(6, 12, kv_heads, dim, dtype=FP8_DTYPE, device=device) for _ in range(2)]
+    for caches in (wide, narrow):
+        norm_rope_write_kv(qkv, heads, norm, norm, cos, sin, *caches, slots, positions)
+    out["norm_rope_write"] = all(torch.equal(n.view(torch.uint8), to_fp8(w).view(torch.uint8))
+                                 for n, w in zip(narrow, wide, strict=True))  # fmt: skip
+    return out
 
 
 def compare_projected_lookups(talker, flags: dict, config, steps: int, device: str) -> dict:
@@ -542,7 +575,7 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
                "projected-lookups", "lookup-kernels", "step-inputs", "step-writes", "step-rope-tables",
-               "norm-rope-attention"}  # fmt: skip
+               "norm-rope-attention", "fp8-kv"}  # fmt: skip
 
 
 # The extras whose check steps the mode's runner against the same build with one TalkerRunner flag set otherwise, bit
@@ -629,7 +662,8 @@ def runner_flags(tokens: set[str]) -> dict:
                 projected_lookups="projected-lookups" in tokens, lookup_kernels="lookup-kernels" in tokens,
                 step_input_kernel="step-inputs" in tokens, step_write_kernel="step-writes" in tokens,
                 step_rope_tables="step-rope-tables" in tokens,
-                norm_rope_attention_kernel="norm-rope-attention" in tokens)  # fmt: skip
+                norm_rope_attention_kernel="norm-rope-attention" in tokens,
+                kv_cache_dtype=FP8_DTYPE if "fp8-kv" in tokens else None)  # fmt: skip
 
 
 def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
@@ -769,7 +803,9 @@ def main() -> None:
         "(with +step-inputs): the talker forward's RoPE rows and key counts read by the step input kernel from "
         "tables made once (the talker service's step_rope_tables); +norm-rope-attention (with +norm-rope-write): the "
         "backbone's one-position passes' norms, RoPE, K/V write and attention in one kernel (kernels/"
-        "decode_attention.py's norm_rope_attention; the talker service's norm_rope_attention_kernel)"
+        "decode_attention.py's norm_rope_attention; the talker service's norm_rope_attention_kernel); +fp8-kv: the "
+        "talker's K/V cache in fp8 (the talker service's kv_cache_dtype fp8; checked against the model dtype's cache "
+        "by equal codes, and the write kernels' bits against omni/fp8.py's to_fp8)"
     )
     ap.add_argument("--modes", default="sdpa,kernel,fused", help=modes_help)
     ap.add_argument("--eager", action="store_true", help="also time the eager step (launch-bound: ~150 ms)")
@@ -875,6 +911,16 @@ def main() -> None:
                 key = f"{label}_projected_lookups_vs_projection"
                 out[key] = compare_projected_lookups(talker, flags, config, args.check_steps, device)
                 print(name, mode, "projected lookups vs the projection", out[key], flush=True)
+            if "fp8-kv" in tokens:  # not the same bits: how close to the model dtype's cache, and the writes' bits
+                out["fp8_writes_equal_to_fp8"] = check_fp8_writes(device)
+                print(name, mode, "fp8 cache writes vs to_fp8", out["fp8_writes_equal_to_fp8"], flush=True)
+                max_len = check_len(args.check_steps)
+                runners = [TalkerRunner(talker, config, 64, max_len, device, **{**flags, "kv_cache_dtype": dtype})
+                           for dtype in (FP8_DTYPE, None)]  # fmt: skip
+                key = f"{label}_fp8_vs_model_dtype_cache"
+                out[key] = compare_close(runners, args.check_steps)
+                print(name, mode, "fp8 K/V cache vs the model dtype's", out[key], flush=True)
+                del runners
             if tokens & {"codes-by-row", "radix-top-k"}:
                 setups = [(talker, flags, tokens), (talker, flags)]
                 key = f"{label}_runner_paths_vs_default"

@@ -17,6 +17,7 @@ from functools import partial
 import torch
 
 from omni.device import to_device
+from omni.fp8 import FP8_DTYPE
 from omni.launch_rows import launching_rows
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
 from omni.models.qwen3_tts.talker import (
@@ -60,6 +61,7 @@ class TalkerRunner:
         step_write_kernel: bool = False,
         step_rope_tables: bool = False,
         norm_rope_attention_kernel: bool = False,
+        kv_cache_dtype: torch.dtype | None = None,
     ):
         """`max_len` bounds prompt length + generated frames per slot (the talker K/V length).
 
@@ -109,6 +111,9 @@ class TalkerRunner:
         GEMM (kernels/decode_attention.py's `norm_rope_attention`) instead of two: 28 launches fewer a 1.7B step. The
         code predictor's passes keep the two (see there). The same bits as the two on a GPU (runs 206-207, bf16 and
         fp32); not faster (run 205: off in the talker service).
+        `kv_cache_dtype`: what the talker's K/V cache stores, None for the model's dtype, or torch.float8_e4m3fn (the
+        service's `kv_cache_dtype` fp8): half the bytes a position, every write converted by omni/fp8.py's rule and
+        every read upcast (KVCache). The code predictor's 16-position cache keeps the model's dtype.
         """
         self.talker = talker
         self.config = config
@@ -145,7 +150,9 @@ class TalkerRunner:
             norm_rope_write=norm_rope_write_kernel,
             norm_rope_attention=norm_rope_attention_kernel,
         )
-        self.cache = talker.new_cache(rows, max_len, self.dtype, dev, kernels)
+        if kv_cache_dtype not in (None, self.dtype, FP8_DTYPE):
+            raise ValueError(f"kv_cache_dtype must be None, {self.dtype} or {FP8_DTYPE}, got {kv_cache_dtype}")
+        self.cache = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, dev, kernels)
         # The code predictor's passes keep the two kernels: its attention launches with 1 warp and the norm kernel
         # with 4, and one kernel cannot sum as both do (run 203: the fused kernel with 4 warps there was not the same
         # bits in fp32, and 4% slower at 1 row).

@@ -6,6 +6,8 @@ from omni.services.common.config import ServiceConfig, capture_buckets, option
 
 from omni.talker.attention_backend import BACKENDS
 
+KV_CACHE_DTYPES = ("auto", "fp8")
+
 
 @dataclasses.dataclass
 class TalkerConfig(ServiceConfig):
@@ -13,6 +15,13 @@ class TalkerConfig(ServiceConfig):
     max_queue: int = option(64, "requests that may wait for a slot; beyond it RESOURCE_EXHAUSTED")
     max_context: int = option(2048, "positions per slot: prompt length + max_new_tokens must fit")
     max_new_tokens: int = option(0, "default and largest max_new_tokens (0 = generation_config, capped by context)")
+    kv_cache_dtype: str = option(
+        "auto",
+        "what the talker's K/V cache stores: auto (the model's dtype) or fp8 (e4m3: half the memory a slot and half "
+        "the bytes decode attention reads; keys and values clamped to +-448 and rounded as they are written, so not "
+        "the bits of the model's dtype, and greedy output may differ from the reference's); the code predictor's "
+        "cache keeps the model's dtype",
+    )
     prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
     step_token_budget: int = option(
         1024,
@@ -285,6 +294,8 @@ class TalkerConfig(ServiceConfig):
                 raise ValueError(f"{name} must be in [1, max_chunk_frames={self.max_chunk_frames}], got {size}")
         if any(not 1 <= s <= self.max_chunk_frames for s in self.chunk_ramp):
             raise ValueError(f"chunk_ramp sizes must be in [1, {self.max_chunk_frames}], got {self.chunk_ramp}")
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ValueError(f"kv_cache_dtype must be one of {KV_CACHE_DTYPES}, got {self.kv_cache_dtype!r}")
         if self.prefill_attention not in ("auto", *BACKENDS):
             raise ValueError(f"prefill_attention must be auto or one of {BACKENDS}, got {self.prefill_attention!r}")
         if not self.prefill_batch_buckets or min(self.prefill_batch_buckets) < 1:

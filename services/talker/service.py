@@ -30,6 +30,7 @@ from omni.services.talker.requests import (
     sampling_from_proto,
 )
 
+from omni.fp8 import FP8_DTYPE
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
 from omni.talker.attention_backend import use_attention_backend
@@ -436,6 +437,7 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         config.max_context,
         config.device,
         scratch_slot=use_graphs,
+        kv_cache_dtype=FP8_DTYPE if config.kv_cache_dtype == "fp8" else None,
         **kernels,
     )
     graphs = None

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from omni.fp8 import FP8_DTYPE, to_fp8
 from omni.models.qwen3_tts.config import CodePredictorConfig, TalkerConfig, TransformerConfig
 
 SHORT_PASS_POSITIONS = 2  # the code predictor's first pass each frame: [past hidden, codebook 0]
@@ -61,6 +62,9 @@ class KVCache:
     through SDPA its cuDNN kernel tiled 64+ queries for 2 (1.6 of 15 ms of a 512-row talker step on an H200, run 80).
     `kernels.write`: a forward's K and V go into the cache in one Triton copy per layer (kernels/kv_write.py)
     instead of two `index_put`s; the same bits.
+    `dtype` float8_e4m3fn (the talker service's `kv_cache_dtype` fp8): the cache stores K and V in fp8, clamped to
+    +-448 and rounded to nearest even as they are written (every path: `to_fp8`), and every read upcasts them to the
+    forward's dtype (exact). Half the bytes a position of a bf16 cache; not the bits of one.
     """
 
     def __init__(
@@ -107,12 +111,21 @@ class KVCache:
             self.write_kv(self.k[layer], self.v[layer], slots, positions, k, v)
             return
         rows = slots[:, None]
-        self.k[layer, rows, positions] = k
-        self.v[layer, rows, positions] = v
+        self.k[layer, rows, positions] = self._stored(k)
+        self.v[layer, rows, positions] = self._stored(v)
 
-    def read(self, layer: int, slots: torch.Tensor, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The first kv_len keys and values of each slot (a gathered copy)."""
-        return self.k[layer, slots, :kv_len], self.v[layer, slots, :kv_len]
+    def _stored(self, x: torch.Tensor) -> torch.Tensor:
+        """x as the cache stores it: as it is, or `to_fp8` in an fp8 cache (as the kernels' `stored_as`)."""
+        if self.k.dtype == FP8_DTYPE and x.dtype != FP8_DTYPE:
+            return to_fp8(x)
+        return x
+
+    def read(
+        self, layer: int, slots: torch.Tensor, kv_len: int, dtype: torch.dtype | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first kv_len keys and values of each slot (a gathered copy), in `dtype` (None: the cache's)."""
+        k, v = self.k[layer, slots, :kv_len], self.v[layer, slots, :kv_len]
+        return (k, v) if dtype is None else (k.to(dtype), v.to(dtype))
 
 
 class RMSNorm(nn.Module):
@@ -216,7 +229,7 @@ class Attention(nn.Module):
             out = cache.decode_attention(rows, cache.k[layer], cache.v[layer], slots, lengths, rows_per_slot=t)
             out = out.view(b, t, -1)
         else:
-            keys, values = cache.read(layer, slots, visible.shape[-1])
+            keys, values = cache.read(layer, slots, visible.shape[-1], q.dtype)
             out = F.scaled_dot_product_attention(
                 q.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2), attn_mask=visible, enable_gqa=True
             ).transpose(1, 2)
