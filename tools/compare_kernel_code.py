@@ -178,7 +178,9 @@ def record_talker_launches(settings, model: str = "1.7B") -> list[Case]:
     # In the layout the attention's transpose and reshape after it read without a copy
     F.scaled_dot_product_attention = lambda q, k, v, **_: q.new_empty(q.shape[0], q.shape[2], q.shape[1],
                                                                       v.shape[-1]).transpose(1, 2)  # fmt: skip
-    KVCache.read = lambda self, layer, slots, kv_len: (self.k.new_empty(len(slots), kv_len, *self.k.shape[3:]),) * 2
+    KVCache.read = lambda self, layer, slots, kv_len, dtype=None: (
+        (self.k.new_empty(len(slots), kv_len, *self.k.shape[3:], dtype=dtype or self.k.dtype),) * 2
+    )
     talker, config = build_talker(model, torch.bfloat16, "meta")
     talker = talker.to_empty(device="cpu")
     kernels = apply_kernels(talker, settings, on_cuda=True)
