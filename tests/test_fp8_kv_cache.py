@@ -23,7 +23,7 @@ from omni.models.qwen3_tts.talker import CacheKernels, KVCache, rope_cos_sin, ro
 from omni.talker.generate import SynthesisOptions, Synthesizer, generate_codes
 from omni.talker.model_runner import TalkerRunner
 from tests.kernel_runners import PREFILLED_SLOTS, compile_for_sm90, prefill_two_requests
-from tests.test_talker_service import Running, collect, generate_request, speech
+from tests.test_talker_service import CONTEXT, Running, collect, generate_request, speech
 
 # Values a conversion can get wrong: ties between e4m3 neighbours (1.0625 lies between 1 and 1.125, to even: 1;
 # 1.1875 between 1.125 and 1.25: 1.25; 2**-10 between 0 and the least subnormal 2**-9: 0), a carry into the next
@@ -168,9 +168,10 @@ def test_a_runner_with_an_fp8_cache(tiny_model_dir):
         TalkerRunner(model.talker, model.config, 3, 64, kv_cache_dtype=torch.float16)  # neither fp32 nor fp8
 
 
-def test_the_talker_service_with_an_fp8_cache_streams_the_runners_codes(tiny_model_dir):
-    """`kv_cache_dtype: fp8`: the service's cache is fp8 and a greedy stream carries the codes an fp8 runner gives
-    the same request; an unknown value is refused when the config is checked."""
+def test_the_talker_service_with_an_fp8_cache_streams_the_runners_codes(tiny_model_dir, caplog):
+    """`kv_cache_dtype: fp8`: the service's cache is fp8 (its size logged at start) and a greedy stream carries the
+    codes an fp8 runner gives the same request; an unknown value is refused when the config is checked."""
+    caplog.set_level("INFO", logger="omni.talker")
     model_dir = tiny_model_dir("custom_voice")
     synth = Synthesizer(model_dir)
     max_new = 12
@@ -182,6 +183,9 @@ def test_the_talker_service_with_an_fp8_cache_streams_the_runners_codes(tiny_mod
             return (await collect(svc.stub, request))[0]
 
     codes = asyncio.run(scenario())
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("talker K/V cache")]
+    slots = TalkerConfig().max_streams
+    assert len(logged) == 1 and f"GiB of float8_e4m3fn ({slots} slots x {CONTEXT} positions)" in logged[0], logged
     options = SynthesisOptions(greedy=True, max_new_tokens=max_new)
     prompt = synth.builder.build(speech(1))
     runner = TalkerRunner(synth.model.talker, synth.model.config, 1, 256, kv_cache_dtype=FP8_DTYPE)

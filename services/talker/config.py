@@ -20,7 +20,8 @@ class TalkerConfig(ServiceConfig):
         "what the talker's K/V cache stores: auto (the model's dtype) or fp8 (e4m3: half the memory a slot and half "
         "the bytes decode attention reads; keys and values clamped to +-448 and rounded as they are written, so not "
         "the bits of the model's dtype, and greedy output may differ from the reference's); the code predictor's "
-        "cache keeps the model's dtype",
+        "cache keeps the model's dtype. One H100, 1.7B graph step: -10% at 512 rows, -19% at 256 rows after "
+        "700-position prompts, +2.5% at 16 rows; 512 streams of 10 s requests under MPS +0.6% (runs 224-226)",
     )
     prefill_budget: int = option(512, "prompt positions prefilled per engine step (chunked prefill)")
     step_token_budget: int = option(

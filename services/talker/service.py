@@ -440,6 +440,9 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
         kv_cache_dtype=FP8_DTYPE if config.kv_cache_dtype == "fp8" else None,
         **kernels,
     )
+    cache = runner.cache
+    log.info("talker K/V cache: %.2f GiB of %s (%d slots x %d positions)", (cache.k.nbytes + cache.v.nbytes) / 2**30,
+             str(cache.k.dtype).removeprefix("torch."), cache.num_slots, cache.max_len)  # fmt: skip
     graphs = None
     if use_graphs:
         graphs = TalkerGraphs(runner, capture_buckets(config.graph_batch_buckets, config.max_streams))
