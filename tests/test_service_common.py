@@ -88,6 +88,16 @@ def test_profile_from_env_and_argparse_flags(profiles):
     assert (cfg.max_wait_ms, cfg.name, cfg.max_streams) == (1.5, "x", 16)
 
 
+@pytest.mark.parametrize("service", ["talker", "codec", "refenc", "gateway"])
+def test_each_service_command_prints_its_help(service):
+    """`omni <service> --help` lists every setting with its help: a `%` in a help text (e.g. "+2.5%") is argparse's
+    format character, and before it was escaped the talker's and codec's help stopped with a TypeError."""
+    done = subprocess.run([sys.executable, "-m", "omni.cli", service, "--help"], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "--profile" in done.stdout and "(default:" in done.stdout
+
+
 def test_config_errors_name_their_source(tmp_path, profiles):
     with pytest.raises(ConfigError, match="OMNI_DEMO_MAX_STREAMS"):
         load_config(DemoConfig, "demo", env={"OMNI_DEMO_MAX_STREAMS": "many"})

@@ -140,7 +140,7 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type) -> None:
             dest=field.name,
             default=None,
             metavar=metavar,
-            help=f"{field.metadata.get('help', '')} (default: {default})",
+            help=f"{field.metadata.get('help', '')} (default: {default})".replace("%", "%%"),  # argparse formats it
         )
     parser.add_argument("--profile", default=None, help="deploy profile: a YAML path or a name in deploy/")
 
