@@ -342,3 +342,13 @@ def test_bench_codec_ticks_ab_times_a_switch_on_realistic_ticks_and_checks_its_a
     run = subprocess.run([*command, "--ab", "window_pair_kernel,nope"], capture_output=True, text=True, timeout=300,
                          cwd=root, env=env)  # fmt: skip
     assert run.returncode != 0 and "['nope'] not among the decoder's kernel switches" in run.stderr
+
+
+def test_bench_codec_ticks_lists_a_replays_dearest_kernels_first():
+    """`--kernels`' table (tools/bench_codec_ticks.dearest_kernels): by summed device time, dearest first, each with its
+    share of the replay's time and its launches, at most `top` rows."""
+    from tests.tool_modules import load_tool
+
+    census = {"device_us": 200.0, "by_name": {"snake": [29, 30.0], "conv_k7": [12, 150.0], "add": [3, 20.0]}}
+    rows = load_tool("bench_codec_ticks").dearest_kernels(census, top=2)
+    assert rows == ["| 75.0% | 150.0 | 12 | conv_k7 |", "| 15.0% | 30.0 | 29 | snake |"]

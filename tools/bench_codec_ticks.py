@@ -19,7 +19,8 @@ second time into a pool of their own, and times realistic ticks (rows drawn from
                side stream (all of a CodecGraphs' graphs share one pool, so its replays run one after another)
 
 and the capture sums (what the engine reports as planned_ms) of both plans, in a table. `--kernels 1x1 128x15`
-first counts the CUDA kernels of those graphs (an eager step over the graph's buffers, and a replay, profiled). It
+first counts the CUDA kernels of those graphs (an eager step over the graph's buffers, and a replay, profiled) and
+prints each replay's dearest kernels by device time. It
 checks that the overlapped tick leaves the same audio and state as the serial one: a replay from either pool runs the
 same kernels over the same rows. On CPU (tiny widths, graphs not captured, no side stream) only that check and the
 plans mean anything; the times are host times.
@@ -163,6 +164,13 @@ def kernel_census(step, top: int = 12) -> dict:
         "most_launched": [(e.key[:80], e.count, round(us(e), 1)) for e in kernels[:top]],
         "by_name": {e.key: [e.count, round(us(e), 1)] for e in kernels},
     }
+
+
+def dearest_kernels(census: dict, top: int = 20) -> list[str]:
+    """A `kernel_census`'s kernels by summed device time, dearest first, as table rows: share, us, launches, name."""
+    rows = sorted(census["by_name"].items(), key=lambda kv: -kv[1][1])[:top]
+    total = census["device_us"] or 1.0
+    return [f"| {us / total:.1%} | {us:.1f} | {n} | {name[:120]} |" for name, (n, us) in rows]
 
 
 def ab_ticks(main_graphs: CodecGraphs, switches: list[str], args) -> dict:
@@ -311,6 +319,10 @@ def main() -> None:
             "replay_ms": round(main_graphs.replay_ms[bucket, length], 3),
         }
         print(json.dumps({"kernels": {key: census[key]}}), flush=True)
+        replay = census[key]["replay"]
+        print(f"\n{key} replay: {replay['kernels']} kernels, {replay['device_us']} us\n")
+        table = ["| share | us | launches | kernel |", "|---|---|---|---|", *dearest_kernels(replay)]
+        print("\n".join(table), flush=True)
 
     if args.ab:
         report = {"replay_ms": costs, "kernels": census, "ab": []}
