@@ -14,7 +14,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from omni.kernels.decode_attention import decode_attention, decode_attention_reference
+from omni.kernels.decode_attention import decode_attention, decode_attention_reference, norm_rope_attention
 from omni.kernels.kv_write import norm_rope_write_kv, write_kv
 from omni.services.talker.config import TalkerConfig
 
@@ -105,6 +105,25 @@ def test_decode_attention_over_fp8_is_attention_over_its_exact_upcast(dtype, row
     want = decode_attention_reference(q, k, v, slots.repeat_interleave(rows_per_slot), lengths)
     tolerance = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {"rtol": 2**-7, "atol": 2**-6}  # an ulp
     torch.testing.assert_close(got.float(), want.float(), **tolerance)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_norm_rope_attention_over_fp8_equals_its_two_kernels(dtype):
+    """The one-kernel pass (off by default) over fp8 caches: its output and caches as norm_rope_write_kv then
+    decode_attention over fp8 give them, bit for bit (each program reads back the fp8 keys it wrote)."""
+    gen = torch.Generator().manual_seed(11)
+    heads, kv_heads, dim, b, slots_n, length = 16, 8, 128, 3, 4, 40
+    qkv = (torch.randn(b, 1, (heads + 2 * kv_heads) * dim, generator=gen) * 3).to(dtype)
+    norms = tuple(((1 + torch.randn(dim, generator=gen) * 0.1).to(dtype), 1e-6) for _ in range(2))
+    slots, positions = torch.tensor([3, 0, 1]), torch.tensor([[0], [39], [17]])
+    cos, sin = rope_cos_sin(positions, rope_frequencies(dim, 1_000_000.0, "cpu"), dtype)
+    caches = [to_fp8(torch.randn(slots_n, length, kv_heads, dim, generator=gen)) for _ in range(2)]
+    want_caches = [c.clone() for c in caches]
+    q = norm_rope_write_kv(qkv, heads, *norms, cos, sin, *want_caches, slots, positions)
+    want = decode_attention(q.reshape(b, heads, dim), *want_caches, slots, positions[:, 0] + 1)
+    got = norm_rope_attention(qkv, heads, *norms, cos, sin, *caches, slots, positions, positions[:, 0] + 1)
+    assert got.dtype == dtype and torch.equal(got, want)
+    assert all(torch.equal(_bits(g), _bits(w)) for g, w in zip(caches, want_caches, strict=True))
 
 
 def test_kernels_refuse_caches_that_cannot_hold_their_values():
