@@ -116,9 +116,7 @@ class KVCache:
 
     def _stored(self, x: torch.Tensor) -> torch.Tensor:
         """x as the cache stores it: as it is, or `to_fp8` in an fp8 cache (as the kernels' `stored_as`)."""
-        if self.k.dtype == FP8_DTYPE and x.dtype != FP8_DTYPE:
-            return to_fp8(x)
-        return x
+        return to_fp8(x) if self.k.dtype == FP8_DTYPE else x
 
     def read(
         self, layer: int, slots: torch.Tensor, kv_len: int, dtype: torch.dtype | None = None
