@@ -352,3 +352,17 @@ def test_bench_codec_ticks_lists_a_replays_dearest_kernels_first():
     census = {"device_us": 200.0, "by_name": {"snake": [29, 30.0], "conv_k7": [12, 150.0], "add": [3, 20.0]}}
     rows = load_tool("bench_codec_ticks").dearest_kernels(census, top=2)
     assert rows == ["| 75.0% | 150.0 | 12 | conv_k7 |", "| 15.0% | 30.0 | 29 | snake |"]
+
+
+def test_bench_codec_ticks_refuses_a_kernels_graph_it_did_not_capture():
+    """`--kernels 4x2` where the chunk lengths are 1, 4, 8, 15: a clear refusal naming the captured graphs, before any
+    timing (run 227 stopped on a KeyError there, after its first census)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, str(root / "tools/bench_codec_ticks.py"), "--device", "cpu", "--rows", "5"]
+    run = subprocess.run([*command, "--kernels", "4x4", "4x2"], capture_output=True, text=True, timeout=300, cwd=root)
+    assert run.returncode != 0
+    assert "--kernels ['4x2']: no such graph; captured: 1x1 1x4" in run.stderr and "4x15" in run.stderr

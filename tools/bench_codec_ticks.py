@@ -310,6 +310,10 @@ def main() -> None:
                       "cudnn_benchmark_limit": limit, "build_s": build_s, "replay_ms": costs}))  # fmt: skip
 
     census = {}
+    uncaptured = [key for key in args.kernels if tuple(map(int, key.split("x"))) not in main_graphs.graphs]
+    if uncaptured:  # e.g. 128x2 since the chunk lengths became 1, 4, 8, 15 (run 227 stopped on a KeyError there)
+        captured = " ".join(f"{b}x{t}" for b, t in sorted(main_graphs.graphs))
+        sys.exit(f"--kernels {uncaptured}: no such graph; captured: {captured}")
     for key in args.kernels:  # one eager codec_step over the graph's own buffers (scratch rows), and one replay
         bucket, length = map(int, key.split("x"))
         graph, io = main_graphs.graphs[bucket, length]

@@ -9,7 +9,7 @@
 # +13%); under MPS 512 streams 1,600-1,750 audio-s/s, no gapped request; TTFA p99 at 128 streams 170-240 ms; 1 stream
 # 20-24 audio-s/s with TTFA p99 under 90 ms. No rule: it decides nothing (runs 216-217 made the layout the default).
 # On an H100 (every call from session 54 to 62 got one) it runs the H100 card below instead: (a) the codec's graphs
-# by kernel with today's defaults, a 128x15 and a 128x2 replay (bench_codec_ticks --kernels: each replay's dearest
+# by kernel with today's defaults, a 128x15 and a 128x4 replay (bench_codec_ticks --kernels: each replay's dearest
 # kernels; last profiled in run 137; run 224's try ran out of its call while the codec's graphs were built), since
 # under MPS at 512 streams the codec's share of the full card bounds the stack (runs 219, 225); (b) the 512-row
 # talker step's decode attention call by call: run 222 left ~1.1 ms of its 5.3 ms unaccounted for by the isolated
@@ -21,7 +21,7 @@ source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    python3 tools/bench_codec_ticks.py --kernels 128x15 128x2 --rows 128 --ticks 1 --iters 3 \
+    python3 tools/bench_codec_ticks.py --kernels 128x15 128x4 --rows 128 --ticks 1 --iters 3 \
         --out $OUT/codec_ticks.json > $OUT/codec_ticks.txt 2>&1
     grep -E "Traceback|rror|^\||replay:" $OUT/codec_ticks.txt | cut -c1-200 | head -60
     stamp codec
