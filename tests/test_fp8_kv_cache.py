@@ -10,6 +10,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 
 import asyncio
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -205,6 +206,7 @@ def test_the_talker_service_with_an_fp8_cache_streams_the_runners_codes(tiny_mod
     logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("talker K/V cache")]
     slots = TalkerConfig().max_streams
     assert len(logged) == 1 and f"GiB of float8_e4m3fn ({slots} slots x {CONTEXT} positions)" in logged[0], logged
+    assert re.search(r"positions\), [\d.]+ GiB left free on cpu$", logged[0]), logged
     options = SynthesisOptions(greedy=True, max_new_tokens=max_new)
     prompt = synth.builder.build(speech(1))
     runner = TalkerRunner(synth.model.talker, synth.model.config, 1, 256, kv_cache_dtype=FP8_DTYPE)

@@ -28,5 +28,10 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(config.log_level)
     if not config.model:
         raise SystemExit("omni talker: --model DIR is required (a Qwen3-TTS checkpoint directory)")
-    asyncio.run(serve(config))
+    from omni.device_memory import NotEnoughMemory
+
+    try:
+        asyncio.run(serve(config))
+    except NotEnoughMemory as error:  # a one-line refusal with the sizes and settings, not torch's traceback
+        raise SystemExit(f"omni talker: {error}") from None
     return 0

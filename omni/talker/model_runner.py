@@ -17,6 +17,7 @@ from functools import partial
 import torch
 
 from omni.device import to_device
+from omni.device_memory import ensure_room
 from omni.fp8 import FP8_DTYPE
 from omni.launch_rows import launching_rows
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
@@ -152,6 +153,11 @@ class TalkerRunner:
         )
         if kv_cache_dtype not in (None, self.dtype, FP8_DTYPE):
             raise ValueError(f"kv_cache_dtype must be None, {self.dtype} or {FP8_DTYPE}, got {kv_cache_dtype}")
+        # The largest buffer a talker holds: refused with its size and the device's free memory before it is made
+        # (its shape from a cache on the meta device, which allocates nothing).
+        shape_only = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, "meta")
+        what = f"the talker's K/V cache ({rows} slots x {max_len} positions of {str(shape_only.k.dtype)[6:]})"
+        ensure_room(shape_only.k.nbytes + shape_only.v.nbytes, dev, what)
         self.cache = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, dev, kernels)
         # The code predictor's passes keep the two kernels: its attention launches with 1 warp and the norm kernel
         # with 4, and one kernel cannot sum as both do (run 203: the fused kernel with 4 warps there was not the same

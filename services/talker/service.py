@@ -30,6 +30,7 @@ from omni.services.talker.requests import (
     sampling_from_proto,
 )
 
+from omni.device_memory import GIB, NotEnoughMemory, free_bytes
 from omni.fp8 import FP8_DTYPE
 from omni.models.qwen3_tts.talker import Qwen3TTSTalker
 from omni.proto import common_pb2, talker_pb2, talker_pb2_grpc
@@ -430,19 +431,26 @@ def build_talker_service(config: TalkerConfig, metrics: TalkerMetrics | None = N
             attention = "default" if use_graphs and config.prefill_graphs else "math"
         use_attention_backend(attention)
     kernels = apply_kernels(model.talker, config, on_cuda)
-    runner = TalkerRunner(
-        model.talker,
-        model.config,
-        config.max_streams,
-        config.max_context,
-        config.device,
-        scratch_slot=use_graphs,
-        kv_cache_dtype=FP8_DTYPE if config.kv_cache_dtype == "fp8" else None,
-        **kernels,
-    )
+    try:
+        runner = TalkerRunner(
+            model.talker,
+            model.config,
+            config.max_streams,
+            config.max_context,
+            config.device,
+            scratch_slot=use_graphs,
+            kv_cache_dtype=FP8_DTYPE if config.kv_cache_dtype == "fp8" else None,
+            **kernels,
+        )
+    except NotEnoughMemory as error:  # the settings that size it, in the message an operator reads
+        fp8 = "" if config.kv_cache_dtype == "fp8" else ", or kv_cache_dtype fp8 (one byte a value)"
+        remedy = f"lower max_streams ({config.max_streams}) or max_context ({config.max_context}){fp8}"
+        raise NotEnoughMemory(f"{error}: {remedy}") from None
     cache = runner.cache
-    log.info("talker K/V cache: %.2f GiB of %s (%d slots x %d positions)", (cache.k.nbytes + cache.v.nbytes) / 2**30,
-             str(cache.k.dtype).removeprefix("torch."), cache.num_slots, cache.max_len)  # fmt: skip
+    free = free_bytes(config.device)
+    log.info("talker K/V cache: %.2f GiB of %s (%d slots x %d positions), %s GiB left free on %s",
+             (cache.k.nbytes + cache.v.nbytes) / GIB, str(cache.k.dtype).removeprefix("torch."), cache.num_slots,
+             cache.max_len, "?" if free is None else f"{free / GIB:.2f}", config.device)  # fmt: skip
     graphs = None
     if use_graphs:
         graphs = TalkerGraphs(runner, capture_buckets(config.graph_batch_buckets, config.max_streams))
