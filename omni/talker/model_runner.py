@@ -156,7 +156,8 @@ class TalkerRunner:
         # The largest buffer a talker holds: refused with its size and the device's free memory before it is made
         # (its shape from a cache on the meta device, which allocates nothing).
         shape_only = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, "meta")
-        what = f"the talker's K/V cache ({rows} slots x {max_len} positions of {str(shape_only.k.dtype)[6:]})"
+        dtype_name = str(shape_only.k.dtype).removeprefix("torch.")
+        what = f"the talker's K/V cache ({rows} slots x {max_len} positions of {dtype_name})"
         ensure_room(shape_only.k.nbytes + shape_only.v.nbytes, dev, what)
         self.cache = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, dev, kernels)
         # The code predictor's passes keep the two kernels: its attention launches with 1 warp and the norm kernel
