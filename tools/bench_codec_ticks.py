@@ -52,7 +52,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from bench_codec import our_decoder, time_step  # noqa: E402
 from omni.services.codec.config import CodecConfig  # noqa: E402
-from omni.services.codec.engine import engine_from_config  # noqa: E402
+from omni.services.codec.engine import (  # noqa: E402
+    codec_graph_buckets,
+    codec_graph_chunk_lengths,
+    engine_from_config,
+)
 from omni.services.common.config import load_config  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
@@ -293,13 +297,23 @@ def main() -> None:
     if args.device == "cuda":  # the service's build: its kernels and graphs, as engine_from_config makes them
         # with the codec's settings from the environment, as the service reads them (OMNI_CODEC_HISTORY_KERNEL=1)
         config = load_config(CodecConfig, "codec", {"device": "cuda", "dtype": "bfloat16", "max_streams": 256})
+        buckets = codec_graph_buckets(config.graph_batch_buckets, config.max_streams)
+        lengths = codec_graph_chunk_lengths(config.graph_chunk_lengths, config.max_chunk_frames)
+    else:
+        buckets, lengths = [b for b in (1, 2, 4, 8) if b <= max(args.rows)], [1, 4, 8, 15]
+    # Refused before the build (~180 s on an H100): run 227 asked for 128x2, which the lengths 1/4/8/15 do not hold
+    graphs = list(itertools.product(buckets, lengths))
+    uncaptured = [key for key in args.kernels if tuple(map(int, key.split("x"))) not in graphs]
+    if uncaptured:
+        captured = " ".join(f"{b}x{t}" for b, t in graphs)
+        sys.exit(f"--kernels {uncaptured}: no such graph; captured: {captured}")
+    if args.device == "cuda":
         decoder = our_decoder(CodecDecoderConfig(), torch.bfloat16, "cuda")
         main_graphs = engine_from_config(decoder, config, None, 24000).graphs
     else:
         decoder = our_decoder(CodecDecoderConfig(**TINY_DECODER), torch.float32, "cpu")
         state = decoder.new_state(max(args.rows) + 1)
-        buckets = [b for b in (1, 2, 4, 8) if b <= max(args.rows)]
-        main_graphs = CodecGraphs(decoder, state, buckets, (1, 4, 8, 15), capture=False)
+        main_graphs = CodecGraphs(decoder, state, buckets, lengths, capture=False)
     state = main_graphs.state
     costs = {f"{b}x{t}": round(ms, 3) for (b, t), ms in sorted(main_graphs.replay_ms.items())}
     device = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
@@ -310,10 +324,6 @@ def main() -> None:
                       "cudnn_benchmark_limit": limit, "build_s": build_s, "replay_ms": costs}))  # fmt: skip
 
     census = {}
-    uncaptured = [key for key in args.kernels if tuple(map(int, key.split("x"))) not in main_graphs.graphs]
-    if uncaptured:  # e.g. 128x2 since the chunk lengths became 1, 4, 8, 15 (run 227 stopped on a KeyError there)
-        captured = " ".join(f"{b}x{t}" for b, t in sorted(main_graphs.graphs))
-        sys.exit(f"--kernels {uncaptured}: no such graph; captured: {captured}")
     for key in args.kernels:  # one eager codec_step over the graph's own buffers (scratch rows), and one replay
         bucket, length = map(int, key.split("x"))
         graph, io = main_graphs.graphs[bucket, length]
