@@ -1,3 +1,5 @@
+# NOT RUN: four tries for it failed to start and three were refused; 242 s of device time were left, too few.
+# next_one_gpu.sh's H100 card carries it (6 rounds).
 # Run 229 (session 63, call 3) = the fp8 K/V cache's capacity on an H100: the one-GPU stack under MPS with
 # OMNI_TALKER_KV_CACHE_DTYPE=fp8 at 1,024 streams opened at once, 3 rounds of 10 s requests (3, not the
 # card's 6: five starts failed before it, and 347 s of device time were left).
