@@ -12,9 +12,10 @@
 # capacity, the stack under MPS with OMNI_TALKER_KV_CACHE_DTYPE=fp8 at 1,024 streams opened at once, 6 rounds (run
 # 229, session 63, got no machine: four failed starts and three refusals; run 215 could not start 1,024 streams in
 # bf16, the talker's 61.7 GiB beside the codec's 16 past 80 GB); (b) the codec's 128x4 replay by kernel (run 227
-# profiled 128x15: the convs 62.7%; 128x2 is not a captured graph). Prediction: (a) the stack starts (the talker's cache ~30 GB, logged with
-# the memory left), 1,024 streams 1,480-1,620 audio-s/s (run 218 under MPS: 1,601.6 with 800), at most 0.5% gapped;
-# (b) at 4 frames the convs 50-60%, the elementwise kernels 20-30%, the transformer's 5-12%. No rule: measurements.
+# profiled 128x15: the convs 62.7%; 128x2 is not a captured graph). Prediction: (a) the stack starts (the talker's cache
+# ~30 GB, logged with the memory left), 1,024 streams 1,480-1,620 audio-s/s (run 218 under MPS: 1,601.6 with 800), at
+# most 0.5% gapped; (b) at 4 frames the convs 50-60%, the elementwise kernels 20-30%, the transformer's 5-12%. No rule:
+# measurements.
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
