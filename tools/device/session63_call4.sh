@@ -1,3 +1,4 @@
+# NOT RUN: 227 s of device time were left, too few to start a machine. Run it as it is (one call, ~1 minute).
 # Run 230 (session 63, call 4) = the talker's memory refusal on CUDA (omni/device_memory.py, built this session and
 # tested on the CPU only): free_bytes("cuda") against the driver's free memory, with 1 GiB cached by the allocator and
 # unused counted as free; a tiny bf16 talker's runner refusing a 4,096-slot x 2^26-position cache and making one that
