@@ -155,11 +155,12 @@ class TalkerRunner:
             raise ValueError(f"kv_cache_dtype must be None, {self.dtype} or {FP8_DTYPE}, got {kv_cache_dtype}")
         # The largest buffer a talker holds: refused with its size and the device's free memory before it is made
         # (its shape from a cache on the meta device, which allocates nothing).
-        shape_only = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, "meta")
-        dtype_name = str(shape_only.k.dtype).removeprefix("torch.")
+        cache_dtype = kv_cache_dtype or self.dtype
+        shape_only = talker.new_cache(rows, max_len, cache_dtype, "meta")
+        dtype_name = str(cache_dtype).removeprefix("torch.")
         what = f"the talker's K/V cache ({rows} slots x {max_len} positions of {dtype_name})"
         ensure_room(shape_only.k.nbytes + shape_only.v.nbytes, dev, what)
-        self.cache = talker.new_cache(rows, max_len, kv_cache_dtype or self.dtype, dev, kernels)
+        self.cache = talker.new_cache(rows, max_len, cache_dtype, dev, kernels)
         # The code predictor's passes keep the two kernels: its attention launches with 1 warp and the norm kernel
         # with 4, and one kernel cannot sum as both do (run 203: the fused kernel with 4 warps there was not the same
         # bits in fp32, and 4% slower at 1 row).
