@@ -1,0 +1,142 @@
+"""A vocoder conv (stride 1, any dilation, no groups) as one Triton implicit GEMM over channels-last rows.
+
+In `codec_graphs.ChannelsLastVocoder` each residual unit's k=7 dilated conv1 runs as a cuDNN conv2d over [B, C, 1, T]
+in channels-last memory. On an H100 those convs are 62.7% of the codec's 128x15 replay at ~43% of the dense bf16
+peak (run 227), and cuDNN picks sm80 kernels for several of them. This kernel is the same conv as a GEMM whose A
+operand is never materialised:
+
+    y[b, t, :] = sum over taps j and input channels c of x[b, t + j*dilation, c] * w[:, c, j]
+
+The input is the conv's [history ‖ new] buffer, a [B, T_in, C] block of memory, seen as a [B*T_in, C] matrix; the
+weight is [taps*C_in, C_out] (`conv_matrix`, made once). One program owns a [BLOCK_M, BLOCK_N] tile of one row's
+output: for each (tap, channel block) it loads the A tile starting at row b*T_in + t0 + j*dilation, so each K step
+is a plain 2D tile and the loop is one flat loop that Triton pipelines. BLOCK_K must divide C_in, so a K step never
+straddles two taps. A rows past T_out belong to the next batch row or past the end (tensor descriptors fill those
+with zeros); their outputs are never stored.
+
+Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` reports the difference.
+"""
+
+import re
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+
+@dataclass(frozen=True)
+class ConvTiles:
+    """Block sizes and launch settings, written BMxBNxBKwWARPSsSTAGES (e.g. 128x128x32w4s4)."""
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 32
+    warps: int = 4
+    stages: int = 4
+
+    @classmethod
+    def parse(cls, text: str) -> "ConvTiles":
+        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", text)
+        if not match:
+            raise ValueError(f"conv tiles {text!r}: expected BMxBNxBKwWARPSsSTAGES, e.g. 128x128x32w4s4")
+        return cls(*(int(g) for g in match.groups()))
+
+    def __str__(self) -> str:
+        return f"{self.block_m}x{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
+
+
+@triton.jit
+def _vocoder_conv_kernel(
+    x_desc,
+    w_desc,
+    y_ptr,
+    bias_ptr,
+    length_in,
+    length_out,
+    out_channels,
+    y_stride_b,
+    y_stride_t,
+    dilation,
+    IN_CHANNELS: tl.constexpr,
+    TAPS: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+):
+    tiles_t = tl.cdiv(length_out, BLOCK_M)
+    b = tl.program_id(0) // tiles_t
+    t0 = (tl.program_id(0) % tiles_t) * BLOCK_M
+    n0 = tl.program_id(1) * BLOCK_N
+    row0 = b * length_in + t0
+    steps_per_tap: tl.constexpr = IN_CHANNELS // BLOCK_K
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(TAPS * steps_per_tap):
+        tap = step // steps_per_tap
+        c0 = (step % steps_per_tap) * BLOCK_K
+        a = x_desc.load([row0 + tap * dilation, c0])
+        w = w_desc.load([tap * IN_CHANNELS + c0, n0])
+        acc = tl.dot(a, w, acc)
+    t = t0 + tl.arange(0, BLOCK_M)
+    n = n0 + tl.arange(0, BLOCK_N)
+    in_n = n < out_channels
+    if HAS_BIAS:
+        acc += tl.load(bias_ptr + n, mask=in_n, other=0.0).to(tl.float32)[None, :]
+    offsets = b.to(tl.int64) * y_stride_b + t.to(tl.int64)[:, None] * y_stride_t + n[None, :]
+    tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=(t < length_out)[:, None] & in_n[None, :])
+
+
+def conv_matrix(weight: torch.Tensor) -> torch.Tensor:
+    """A Conv1d weight [C_out, C_in, taps] as the kernel's [taps*C_in, C_out] matrix (a copy, made once)."""
+    out_channels, in_channels, taps = weight.shape
+    return weight.permute(2, 1, 0).reshape(taps * in_channels, out_channels).contiguous()
+
+
+def vocoder_conv(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    dilation: int = 1,
+    bias: torch.Tensor | None = None,
+    tiles: ConvTiles = ConvTiles(),
+) -> torch.Tensor:
+    """The stride-1 conv of x [B, C_in, T_in] (channels-last memory: strides (T_in*C_in, 1, C_in)) with the weight
+    matrix w [taps*C_in, C_out] (`conv_matrix`); returns [B, C_out, T_out] in channels-last memory,
+    T_out = T_in - (taps-1)*dilation. fp32 inputs are summed as TF32 (a measurement kernel: the vocoder runs bf16)."""
+    batch, in_channels, length_in = x.shape
+    taps = w.shape[0] // in_channels
+    out_channels = w.shape[1]
+    length_out = length_in - (taps - 1) * dilation
+    if x.stride() != (length_in * in_channels, 1, in_channels):
+        raise ValueError(f"vocoder_conv: x {list(x.shape)} must be a dense [B, T, C] block, got strides {x.stride()}")
+    if w.shape[0] != taps * in_channels or not w.is_contiguous():
+        raise ValueError(f"vocoder_conv: w {list(w.shape)} is not a contiguous [taps*{in_channels}, C_out] matrix")
+    if in_channels % tiles.block_k or length_out < 1:
+        raise ValueError(f"vocoder_conv: BLOCK_K {tiles.block_k} must divide C_in {in_channels}; T_out {length_out}")
+    y = torch.empty(batch, length_out, out_channels, dtype=x.dtype, device=x.device)
+    rows = x.transpose(1, 2).reshape(batch * length_in, in_channels)  # a view: the dense [B, T_in, C] block
+    x_desc = TensorDescriptor.from_tensor(rows, [tiles.block_m, tiles.block_k])
+    w_desc = TensorDescriptor.from_tensor(w, [tiles.block_k, tiles.block_n])
+    grid = (batch * triton.cdiv(length_out, tiles.block_m), triton.cdiv(out_channels, tiles.block_n))
+    _vocoder_conv_kernel[grid](
+        x_desc,
+        w_desc,
+        y,
+        bias if bias is not None else y,
+        length_in,
+        length_out,
+        out_channels,
+        y.stride(0),
+        y.stride(1),
+        dilation,
+        IN_CHANNELS=in_channels,
+        TAPS=taps,
+        HAS_BIAS=bias is not None,
+        BLOCK_M=tiles.block_m,
+        BLOCK_N=tiles.block_n,
+        BLOCK_K=tiles.block_k,
+        num_warps=tiles.warps,
+        num_stages=tiles.stages,
+    )
+    return y.transpose(1, 2)

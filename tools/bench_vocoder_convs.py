@@ -1,0 +1,143 @@
+"""The vocoder's k=7 residual convs one by one on a GPU: cuDNN as the codec calls it against other ways to run them.
+
+    python tools/bench_vocoder_convs.py --rows 128 --frames 15 --tiles 128x128x32w4s4 128x64x64w4s4 --out convs.json
+    TRITON_INTERPRET=1 python tools/bench_vocoder_convs.py --device cpu --tiny --dtype float32   # CPU smoke test
+
+For each vocoder block of the released decoder config (channels C; T new samples a stream for `frames` frames) and
+each residual unit's dilation (1, 3, 9) it builds conv1's input as the channels-last vocoder holds it (the conv's
+[history ‖ new] buffer, [B, T + 6*dilation, C] memory) and times, with CUDA events (median of --repeats timings of
+--iters launches each):
+
+  cudnn        conv2d over [B, C, 1, T] in channels-last memory, weight [C, C, 1, 7]: what ChannelsLastVocoder runs
+  cudnn-t      conv2d over [B, C, T, 1] in channels-last memory, weight [C, C, 7, 1]: the same memory, the other
+               orientation (cuDNN's heuristics may pick other kernels)
+  triton T     kernels/vocoder_conv.py with tiles T (BMxBNxBKwWARPSsSTAGES)
+
+One table row per conv and side: ms, TFLOP/s (2*C*C*7 per output sample), the ratio to cudnn, and the largest
+difference from cudnn's output relative to its largest magnitude. Then the step's 12 convs summed by side. A
+measurement tool: it asserts nothing about speed.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_unit_tail import block_shapes  # noqa: E402 (a sibling script: (C, T) of each block's residual units)
+from bench_unit_tail import time_ms  # noqa: E402
+from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, vocoder_conv  # noqa: E402
+
+from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
+from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
+
+DILATIONS = (1, 3, 9)  # a VocoderBlock's residual units
+TAPS = 7
+
+
+def conv_inputs(rows: int, channels: int, length: int, dilation: int, dtype, device: str, seed: int) -> dict:
+    """conv1's [history ‖ new] input buffer ([B, C, T_in] with [B, T_in, C] memory) and its weight in each layout."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    length_in = length + (TAPS - 1) * dilation
+    x = (torch.randn(rows, length_in, channels, generator=gen, device=device) * 2).to(dtype).transpose(1, 2)
+    weight = (torch.randn(channels, channels, TAPS, generator=gen, device=device) * channels**-0.5).to(dtype)
+    return {
+        "x": x,
+        "dilation": dilation,
+        "w_1t": weight.unsqueeze(2).contiguous(memory_format=torch.channels_last),
+        "w_t1": weight.unsqueeze(3).contiguous(memory_format=torch.channels_last),
+        "w": conv_matrix(weight),
+    }
+
+
+def cudnn(i: dict) -> torch.Tensor:
+    return F.conv2d(i["x"].unsqueeze(2), i["w_1t"], dilation=(1, i["dilation"])).squeeze(2)
+
+
+def cudnn_transposed(i: dict) -> torch.Tensor:
+    return F.conv2d(i["x"].unsqueeze(3), i["w_t1"], dilation=(i["dilation"], 1)).squeeze(3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    parser.add_argument("--rows", type=int, default=128, help="streams in the step")
+    parser.add_argument("--frames", type=int, default=15, help="new codec frames per stream")
+    parser.add_argument("--tiles", nargs="+", default=[str(ConvTiles())], help="BMxBNxBKwWARPSsSTAGES each")
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--tiny", action="store_true", help="tiny widths (CPU smoke test)")
+    parser.add_argument("--out", help="write the rows as JSON here")
+    args = parser.parse_args()
+    if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise SystemExit("--device cpu needs TRITON_INTERPRET=1 (the Triton kernel runs in the interpreter)")
+    tiles = [ConvTiles.parse(t) for t in args.tiles]
+    dtype = getattr(torch, args.dtype)
+    cfg = CodecDecoderConfig(**TINY_DECODER) if args.tiny else CodecDecoderConfig()
+    torch.backends.cudnn.benchmark = True  # as the codec service runs
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+    rows, step = [], {}
+    print(f"{'C':>5} {'T':>6} {'dil':>3} {'side':<24} {'ms':>8} {'TFLOP/s':>8} {'vs cudnn':>8} {'rel diff':>9}")
+    for k, (channels, length) in enumerate(block_shapes(cfg, args.frames)):
+        for dilation in DILATIONS:
+            inputs = conv_inputs(args.rows, channels, length, dilation, dtype, args.device, seed=k * 10 + dilation)
+            flop = 2 * channels * channels * TAPS * args.rows * length
+            want = cudnn(inputs)
+            scale = float(want.float().abs().max())
+            sides = {"cudnn": lambda i=inputs: cudnn(i), "cudnn-t": lambda i=inputs: cudnn_transposed(i)}
+            for t in tiles:
+                sides[f"triton {t}"] = lambda i=inputs, t=t: vocoder_conv(i["x"], i["w"], i["dilation"], tiles=t)
+            base_ms = None
+            for name, fn in sides.items():
+                try:
+                    got = fn()
+                except Exception as exc:  # noqa: BLE001 - tiles the GPU cannot run (shared memory, BLOCK_K): say so
+                    print(f"{channels:>5} {length:>6} {dilation:>3} {name:<24} error: {exc!r}"[:300], flush=True)
+                    rows.append({"channels": channels, "length": length, "dilation": dilation, "side": name,
+                                 "error": repr(exc)})  # fmt: skip
+                    continue
+                diff = float((got.float() - want.float()).abs().max()) / scale
+                ms = time_ms(fn, args.device, args.iters, args.repeats)
+                base_ms = base_ms or ms
+                row = {
+                    "channels": channels,
+                    "length": length,
+                    "dilation": dilation,
+                    "side": name,
+                    "ms": round(ms, 4),
+                    "tflop_per_s": round(flop / ms / 1e9, 1),
+                    "vs_cudnn": round(ms / base_ms, 3),
+                    "rel_diff": diff,
+                }
+                rows.append(row)
+                step[name] = step.get(name, 0.0) + ms
+                print(
+                    f"{channels:>5} {length:>6} {dilation:>3} {name:<24} {ms:>8.4f} {row['tflop_per_s']:>8.1f}"
+                    f" {row['vs_cudnn']:>8.3f} {diff:>9.2e}",
+                    flush=True,
+                )
+            del inputs
+    convs = len(DILATIONS) * len(block_shapes(cfg, args.frames))
+    print(f"\nthe step's {convs} residual k=7 convs, summed:")
+    for name, ms in step.items():  # a side that failed on some conv sums fewer convs: marked
+        if sum(r["side"] == name and "ms" in r for r in rows) < convs:
+            name += " (some convs failed)"
+        print(f"  {name:<24} {ms:8.3f} ms  ({ms / step['cudnn']:.3f} of cudnn)")
+    if args.out:
+        env = {"torch": torch.__version__, "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
+        summary = {"env": env, "args": vars(args), "rows": rows, "step_ms": step}
+        Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
