@@ -1,0 +1,112 @@
+"""kernels/vocoder_conv.py (a channels-last dilated conv as a Triton implicit GEMM) against PyTorch's conv1d, its
+argument checks, its sm_90 compile, and tools/bench_vocoder_convs.py; CPU, Triton interpreter."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
+
+import pytest
+import torch
+import torch.nn.functional as F
+from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, vocoder_conv
+
+from tests.kernel_runners import compile_for_sm90
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# (batch, C_in, C_out, T_in, dilation, taps): several output tiles a row with a ragged last one, rows whose A tiles
+# run into the next batch row and past the end, C_out past one N tile, a 1x1 conv, K steps over several channel blocks.
+SHAPES = [(2, 32, 32, 40, 1, 7), (3, 64, 48, 70, 3, 7), (2, 32, 80, 100, 9, 7), (2, 64, 32, 33, 1, 1)]
+TILES = ConvTiles(32, 32, 32, 4, 2)
+
+
+def _conv_inputs(shape, seed):
+    batch, c_in, c_out, length, dilation, taps = shape
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, length, c_in, generator=gen).transpose(1, 2)  # [B, C, T] with [B, T, C] memory
+    weight = torch.randn(c_out, c_in, taps, generator=gen) / (c_in * taps) ** 0.5
+    return x, weight, torch.randn(c_out, generator=gen), dilation
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_vocoder_conv_is_conv1d(shape):
+    x, weight, bias, dilation = _conv_inputs(shape, seed=sum(shape))
+    want = F.conv1d(x.contiguous(), weight, bias, dilation=dilation)
+    got = vocoder_conv(x, conv_matrix(weight), dilation, bias, TILES)
+    assert got.shape == want.shape
+    assert got.stride() == (want.shape[2] * want.shape[1], 1, want.shape[1])  # channels-last output
+    assert (got - want).abs().max() <= 1e-5
+
+
+def test_vocoder_conv_without_bias_and_in_half_precision():
+    x, weight, _, dilation = _conv_inputs(SHAPES[1], seed=7)
+    want = F.conv1d(x.contiguous(), weight, dilation=dilation)
+    got = vocoder_conv(x, conv_matrix(weight), dilation, tiles=TILES)
+    assert (got - want).abs().max() <= 1e-5
+    # fp16, not bf16: the interpreter's tensor-descriptor loads misread bf16 (numpy has no bf16); the GPU tool
+    # (tools/bench_vocoder_convs.py) compares bf16 with cuDNN.
+    half = vocoder_conv(x.half(), conv_matrix(weight.half()), dilation, tiles=TILES)
+    exact = F.conv1d(x.half().float().contiguous(), weight.half().float(), dilation=dilation)
+    assert half.dtype == torch.float16
+    assert (half.float() - exact).abs().max() <= 2**-10 * exact.abs().max()  # one fp16 rounding of the output
+
+
+def test_vocoder_conv_refuses_what_it_cannot_run():
+    x, weight, _, _ = _conv_inputs(SHAPES[0], seed=1)
+    w = conv_matrix(weight)
+    with pytest.raises(ValueError, match="dense"):
+        vocoder_conv(x.contiguous(), w, tiles=TILES)  # [B, C, T] memory: the rows are not channels
+    with pytest.raises(ValueError, match="BLOCK_K 64 must divide C_in 32"):
+        vocoder_conv(x, w, tiles=ConvTiles(32, 32, 64, 4, 2))
+    with pytest.raises(ValueError, match="T_out -14"):
+        vocoder_conv(x, w, dilation=9, tiles=TILES)  # 40 samples, 6 x 9 of them taken by the taps
+    with pytest.raises(ValueError, match="BMxBNxBKwWARPSsSTAGES"):
+        ConvTiles.parse("128x128x32")
+    assert str(ConvTiles.parse("128x64x32w8s3")) == "128x64x32w8s3"
+
+
+COMPILE = """
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, compile
+from omni.kernels.vocoder_conv import _vocoder_conv_kernel
+
+signature = {"x_desc": "tensordesc<bf16[128, 32]>", "w_desc": "tensordesc<bf16[32, 128]>"}
+signature |= {"y_ptr": "*bf16", "bias_ptr": "*bf16"}
+signature |= {n: "i32" for n in ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "dilation")}
+signature |= {n: "constexpr" for n in ("IN_CHANNELS", "TAPS", "HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOCK_K")}
+constexprs = {"IN_CHANNELS": 96, "TAPS": 7, "HAS_BIAS": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
+compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                   options={"num_warps": 4, "num_stages": 4})
+ptx = compiled.asm["ptx"]
+assert "wgmma.mma_async" in ptx, "Hopper's warpgroup MMA"
+assert "cp.async.bulk.tensor" in ptx, "tensor-memory-accelerator loads"
+print("compiled")
+"""
+
+
+def test_kernel_compiles_for_sm90_with_wgmma_and_tma(tmp_path):
+    done = compile_for_sm90(COMPILE, tmp_path)
+    assert done.returncode == 0 and "compiled" in done.stdout, done.stderr[-3000:]
+
+
+def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
+    """tools/bench_vocoder_convs.py on CPU (interpreter, tiny widths): a row for each of the 12 convs and each side,
+    the Triton side within fp32 reordering of cuDNN's (here PyTorch's CPU conv) output, a tile that cannot run
+    reported as an error row."""
+    out = tmp_path / "convs.json"
+    command = [sys.executable, str(ROOT / "tools" / "bench_vocoder_convs.py"), "--device", "cpu", "--tiny"]
+    command += ["--dtype", "float32", "--rows", "1", "--frames", "1", "--iters", "1", "--repeats", "1"]
+    command += ["--tiles", "64x16x4w4s2", "64x16x32w4s2", "--out", str(out)]
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    sides = ["cudnn", "cudnn-t", "triton 64x16x4w4s2", "triton 64x16x32w4s2"]
+    assert [r["side"] for r in rows] == sides * 12  # four blocks x dilations 1, 3, 9
+    timed = [r for r in rows if "error" not in r]
+    assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in timed)
+    assert {r["side"] for r in rows if "error" in r} == {"triton 64x16x32w4s2"}  # BLOCK_K 32 > the tiny widths
