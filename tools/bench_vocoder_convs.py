@@ -21,9 +21,7 @@ measurement tool: it asserts nothing about speed.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -31,8 +29,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_unit_tail import block_shapes  # noqa: E402 (a sibling script: (C, T) of each block's residual units)
-from bench_unit_tail import time_ms  # noqa: E402
+from bench_unit_tail import block_shapes, time_ms  # noqa: E402 (a sibling script: block (C, T), its timer)
 from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, vocoder_conv  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
