@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import torch
 import triton
 import triton.language as tl
+from omni.kernels import INTERPRETED
+from omni.kernels.channels_last import _snake
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 
@@ -53,6 +55,8 @@ def _vocoder_conv_kernel(
     w_desc,
     y_ptr,
     bias_ptr,
+    alpha_ptr,
+    beta_ptr,
     length_in,
     length_out,
     out_channels,
@@ -62,6 +66,8 @@ def _vocoder_conv_kernel(
     IN_CHANNELS: tl.constexpr,
     TAPS: tl.constexpr,
     HAS_BIAS: tl.constexpr,
+    SNAKE: tl.constexpr,
+    FAST_SIN: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -82,8 +88,12 @@ def _vocoder_conv_kernel(
     t = t0 + tl.arange(0, BLOCK_M)
     n = n0 + tl.arange(0, BLOCK_N)
     in_n = n < out_channels
+    if SNAKE:  # the conv's output rounded as cuDNN stores it, then snakebeta_cl's bias and SnakeBeta: the same bits
+        acc = acc.to(y_ptr.dtype.element_ty).to(tl.float32)
     if HAS_BIAS:
         acc += tl.load(bias_ptr + n, mask=in_n, other=0.0).to(tl.float32)[None, :]
+    if SNAKE:
+        acc = _snake(acc, alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
     offsets = b.to(tl.int64) * y_stride_b + t.to(tl.int64)[:, None] * y_stride_t + n[None, :]
     tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=(t < length_out)[:, None] & in_n[None, :])
 
@@ -100,10 +110,15 @@ def vocoder_conv(
     dilation: int = 1,
     bias: torch.Tensor | None = None,
     tiles: ConvTiles = ConvTiles(),
+    snake: tuple[torch.Tensor, torch.Tensor] | None = None,
+    fast_sin: bool = False,
 ) -> torch.Tensor:
     """The stride-1 conv of x [B, C_in, T_in] (channels-last memory: strides (T_in*C_in, 1, C_in)) with the weight
     matrix w [taps*C_in, C_out] (`conv_matrix`); returns [B, C_out, T_out] in channels-last memory,
-    T_out = T_in - (taps-1)*dilation. fp32 inputs are summed as TF32 (a measurement kernel: the vocoder runs bf16)."""
+    T_out = T_in - (taps-1)*dilation. fp32 inputs are summed as TF32 (a measurement kernel: the vocoder runs bf16).
+    With `snake` (alpha, beta [C_out] log-parameters) the output is SnakeBeta(conv + bias) as
+    snakebeta_cl(conv(x), alpha, beta, bias=bias) computes it from a cuDNN output: a residual unit's conv1 and the
+    SnakeBeta after it in one pass (`fast_sin` as snakebeta_cl's)."""
     batch, in_channels, length_in = x.shape
     taps = w.shape[0] // in_channels
     out_channels = w.shape[1]
@@ -124,6 +139,7 @@ def vocoder_conv(
         w_desc,
         y,
         bias if bias is not None else y,
+        *(snake if snake is not None else (y, y)),
         length_in,
         length_out,
         out_channels,
@@ -133,6 +149,8 @@ def vocoder_conv(
         IN_CHANNELS=in_channels,
         TAPS=taps,
         HAS_BIAS=bias is not None,
+        SNAKE=snake is not None,
+        FAST_SIN=fast_sin and y.element_size() == 2 and not INTERPRETED,
         BLOCK_M=tiles.block_m,
         BLOCK_N=tiles.block_n,
         BLOCK_K=tiles.block_k,

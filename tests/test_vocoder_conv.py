@@ -42,6 +42,18 @@ def test_vocoder_conv_is_conv1d(shape):
     assert (got - want).abs().max() <= 1e-5
 
 
+def test_vocoder_conv_with_snakebeta_is_the_conv_then_snakebeta_cl():
+    from omni.kernels.channels_last import snakebeta_cl
+
+    x, weight, bias, dilation = _conv_inputs(SHAPES[2], seed=3)
+    alpha, beta = torch.randn(2, weight.shape[0]) * 0.5
+    conv = F.conv1d(x.contiguous(), weight, dilation=dilation).transpose(1, 2).contiguous().transpose(1, 2)
+    want = snakebeta_cl(conv, alpha, beta, bias=bias)
+    got = vocoder_conv(x, conv_matrix(weight), dilation, bias, TILES, snake=(alpha, beta))
+    assert (got - want).abs().max() <= 1e-5
+    assert (got - vocoder_conv(x, conv_matrix(weight), dilation, bias, TILES)).abs().max() > 0.1  # SnakeBeta applied
+
+
 def test_vocoder_conv_without_bias_and_in_half_precision():
     x, weight, _, dilation = _conv_inputs(SHAPES[1], seed=7)
     want = F.conv1d(x.contiguous(), weight, dilation=dilation)
@@ -75,15 +87,19 @@ from triton.compiler import ASTSource, compile
 from omni.kernels.vocoder_conv import _vocoder_conv_kernel
 
 signature = {"x_desc": "tensordesc<bf16[128, 32]>", "w_desc": "tensordesc<bf16[32, 128]>"}
-signature |= {"y_ptr": "*bf16", "bias_ptr": "*bf16"}
+signature |= {"y_ptr": "*bf16", "bias_ptr": "*bf16", "alpha_ptr": "*fp32", "beta_ptr": "*fp32"}
 signature |= {n: "i32" for n in ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "dilation")}
-signature |= {n: "constexpr" for n in ("IN_CHANNELS", "TAPS", "HAS_BIAS", "BLOCK_M", "BLOCK_N", "BLOCK_K")}
-constexprs = {"IN_CHANNELS": 96, "TAPS": 7, "HAS_BIAS": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
-compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
-                   options={"num_warps": 4, "num_stages": 4})
-ptx = compiled.asm["ptx"]
-assert "wgmma.mma_async" in ptx, "Hopper's warpgroup MMA"
-assert "cp.async.bulk.tensor" in ptx, "tensor-memory-accelerator loads"
+flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "FAST_SIN", "BLOCK_M", "BLOCK_N", "BLOCK_K")
+signature |= {n: "constexpr" for n in flags}
+for snake in (False, True):  # the plain conv, and conv1 with its bias and SnakeBeta (fast sine) in the epilogue
+    constexprs = {"IN_CHANNELS": 96, "TAPS": 7, "HAS_BIAS": snake, "SNAKE": snake, "FAST_SIN": snake}
+    constexprs |= {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
+    compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": 4, "num_stages": 4})
+    ptx = compiled.asm["ptx"]
+    assert "wgmma.mma_async" in ptx, "Hopper's warpgroup MMA"
+    assert "cp.async.bulk.tensor" in ptx, "tensor-memory-accelerator loads"
+    assert ("sin.approx" in ptx) == snake
 print("compiled")
 """
 
@@ -105,8 +121,10 @@ def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
-    sides = ["cudnn", "cudnn-t", "triton 64x16x4w4s2", "triton 64x16x32w4s2"]
+    tiles = ["triton 64x16x4w4s2", "triton 64x16x32w4s2"]
+    sides = ["cudnn", "cudnn-t", *tiles, "cudnn+snake", *(t + "+snake" for t in tiles)]
     assert [r["side"] for r in rows] == sides * 12  # four blocks x dilations 1, 3, 9
     timed = [r for r in rows if "error" not in r]
     assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in timed)
-    assert {r["side"] for r in rows if "error" in r} == {"triton 64x16x32w4s2"}  # BLOCK_K 32 > the tiny widths
+    assert {r["side"] for r in rows if "error" in r} == {tiles[1], tiles[1] + "+snake"}  # BLOCK_K 32 > tiny widths
+    assert "triton best tiles+snake" in done.stdout

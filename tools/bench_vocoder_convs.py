@@ -12,10 +12,14 @@ each residual unit's dilation (1, 3, 9) it builds conv1's input as the channels-
   cudnn-t      conv2d over [B, C, T, 1] in channels-last memory, weight [C, C, 7, 1]: the same memory, the other
                orientation (cuDNN's heuristics may pick other kernels)
   triton T     kernels/vocoder_conv.py with tiles T (BMxBNxBKwWARPSsSTAGES)
+  cudnn+snake  cudnn, then the SnakeBeta that follows conv1 (snakebeta_cl with conv1's bias, fast sine): the two
+               passes the decoder runs today
+  triton T+snake   vocoder_conv with that bias and SnakeBeta in its epilogue: one pass
 
-One table row per conv and side: ms, TFLOP/s (2*C*C*7 per output sample), the ratio to cudnn, and the largest
-difference from cudnn's output relative to its largest magnitude. Then the step's 12 convs summed by side. A
-measurement tool: it asserts nothing about speed.
+One table row per conv and side: ms, TFLOP/s (2*C*C*7 per output sample), the ratio to cudnn (the +snake sides: to
+cudnn+snake), and the largest difference from cudnn's (cudnn+snake's) output relative to its largest magnitude.
+Then the step's 12 convs summed by side, and each conv's fastest tiles summed. A measurement tool: it asserts
+nothing about speed.
 """
 
 import argparse
@@ -30,6 +34,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_unit_tail import block_shapes, time_ms  # noqa: E402 (a sibling script: block (C, T), its timer)
+from omni.kernels.channels_last import snakebeta_cl  # noqa: E402
 from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, vocoder_conv  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
@@ -45,8 +50,11 @@ def conv_inputs(rows: int, channels: int, length: int, dilation: int, dtype, dev
     length_in = length + (TAPS - 1) * dilation
     x = (torch.randn(rows, length_in, channels, generator=gen, device=device) * 2).to(dtype).transpose(1, 2)
     weight = (torch.randn(channels, channels, TAPS, generator=gen, device=device) * channels**-0.5).to(dtype)
+    bias, alpha, beta = (torch.randn(channels, generator=gen, device=device) * 0.5 for _ in range(3))
     return {
         "x": x,
+        "bias": bias,
+        "snake": (alpha, beta),
         "dilation": dilation,
         "w_1t": weight.unsqueeze(2).contiguous(memory_format=torch.channels_last),
         "w_t1": weight.unsqueeze(3).contiguous(memory_format=torch.channels_last),
@@ -60,6 +68,14 @@ def cudnn(i: dict) -> torch.Tensor:
 
 def cudnn_transposed(i: dict) -> torch.Tensor:
     return F.conv2d(i["x"].unsqueeze(3), i["w_t1"], dilation=(i["dilation"], 1)).squeeze(3)
+
+
+def cudnn_snake(i: dict) -> torch.Tensor:
+    return snakebeta_cl(cudnn(i), *i["snake"], bias=i["bias"], fast_sin=True)
+
+
+def triton_snake(i: dict, tiles: ConvTiles) -> torch.Tensor:
+    return vocoder_conv(i["x"], i["w"], i["dilation"], i["bias"], tiles, snake=i["snake"], fast_sin=True)
 
 
 def main() -> None:
@@ -84,28 +100,32 @@ def main() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
     rows, step = [], {}
-    print(f"{'C':>5} {'T':>6} {'dil':>3} {'side':<24} {'ms':>8} {'TFLOP/s':>8} {'vs cudnn':>8} {'rel diff':>9}")
+    print(f"{'C':>5} {'T':>6} {'dil':>3} {'side':<30} {'ms':>8} {'TFLOP/s':>8} {'vs cudnn':>8} {'rel diff':>9}")
     for k, (channels, length) in enumerate(block_shapes(cfg, args.frames)):
         for dilation in DILATIONS:
             inputs = conv_inputs(args.rows, channels, length, dilation, dtype, args.device, seed=k * 10 + dilation)
             flop = 2 * channels * channels * TAPS * args.rows * length
-            want = cudnn(inputs)
-            scale = float(want.float().abs().max())
+            want = {"": cudnn(inputs), "+snake": cudnn_snake(inputs)}
+            scale = {key: float(out.float().abs().max()) for key, out in want.items()}
             sides = {"cudnn": lambda i=inputs: cudnn(i), "cudnn-t": lambda i=inputs: cudnn_transposed(i)}
             for t in tiles:
                 sides[f"triton {t}"] = lambda i=inputs, t=t: vocoder_conv(i["x"], i["w"], i["dilation"], tiles=t)
-            base_ms = None
+            sides["cudnn+snake"] = lambda i=inputs: cudnn_snake(i)
+            for t in tiles:
+                sides[f"triton {t}+snake"] = lambda i=inputs, t=t: triton_snake(i, t)
+            base_ms = {}
             for name, fn in sides.items():
+                key = "+snake" if name.endswith("+snake") else ""
                 try:
                     got = fn()
                 except Exception as exc:  # noqa: BLE001 - tiles the GPU cannot run (shared memory, BLOCK_K): say so
-                    print(f"{channels:>5} {length:>6} {dilation:>3} {name:<24} error: {exc!r}"[:300], flush=True)
+                    print(f"{channels:>5} {length:>6} {dilation:>3} {name:<30} error: {exc!r}"[:300], flush=True)
                     rows.append({"channels": channels, "length": length, "dilation": dilation, "side": name,
                                  "error": repr(exc)})  # fmt: skip
                     continue
-                diff = float((got.float() - want.float()).abs().max()) / scale
+                diff = float((got.float() - want[key].float()).abs().max()) / scale[key]
                 ms = time_ms(fn, args.device, args.iters, args.repeats)
-                base_ms = base_ms or ms
+                base_ms.setdefault(key, ms)
                 row = {
                     "channels": channels,
                     "length": length,
@@ -113,13 +133,13 @@ def main() -> None:
                     "side": name,
                     "ms": round(ms, 4),
                     "tflop_per_s": round(flop / ms / 1e9, 1),
-                    "vs_cudnn": round(ms / base_ms, 3),
+                    "vs_cudnn": round(ms / base_ms[key], 3),
                     "rel_diff": diff,
                 }
                 rows.append(row)
                 step[name] = step.get(name, 0.0) + ms
                 print(
-                    f"{channels:>5} {length:>6} {dilation:>3} {name:<24} {ms:>8.4f} {row['tflop_per_s']:>8.1f}"
+                    f"{channels:>5} {length:>6} {dilation:>3} {name:<30} {ms:>8.4f} {row['tflop_per_s']:>8.1f}"
                     f" {row['vs_cudnn']:>8.3f} {diff:>9.2e}",
                     flush=True,
                 )
@@ -127,9 +147,19 @@ def main() -> None:
     convs = len(DILATIONS) * len(block_shapes(cfg, args.frames))
     print(f"\nthe step's {convs} residual k=7 convs, summed:")
     for name, ms in step.items():  # a side that failed on some conv sums fewer convs: marked
+        base = "cudnn+snake" if name.endswith("+snake") else "cudnn"
         if sum(r["side"] == name and "ms" in r for r in rows) < convs:
             name += " (some convs failed)"
-        print(f"  {name:<24} {ms:8.3f} ms  ({ms / step['cudnn']:.3f} of cudnn)")
+        print(f"  {name:<30} {ms:8.3f} ms  ({ms / step[base]:.3f} of {base})")
+    for key in ("", "+snake"):  # each conv's fastest Triton tiles, summed: what a per-shape tile table would give
+        fastest: dict[tuple[int, int], float] = {}
+        for r in rows:
+            if "ms" in r and r["side"].startswith("triton") and r["side"].endswith("+snake") == (key == "+snake"):
+                conv = (r["channels"], r["dilation"])
+                fastest[conv] = min(fastest.get(conv, r["ms"]), r["ms"])
+        best = sum(fastest.values()) if len(fastest) == convs else float("nan")
+        base = "cudnn" + key
+        print(f"  {'triton best tiles' + key:<30} {best:8.3f} ms  ({best / step[base]:.3f} of {base})")
     if args.out:
         env = {"torch": torch.__version__, "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu"}
         summary = {"env": env, "args": vars(args), "rows": rows, "step_ms": step}

@@ -1,18 +1,22 @@
 # Run 233 (session 64, call 3) = the vocoder's 12 residual k=7 convs one by one (tools/bench_vocoder_convs.py): cuDNN as
 # ChannelsLastVocoder calls it ([B, C, 1, T] channels-last), cuDNN in the other orientation ([B, C, T, 1]), and
 # kernels/vocoder_conv.py (new: a Triton implicit GEMM with tensor-descriptor loads, one flat K loop over taps x
-# channel blocks) by tile size, at 128x15 and 128x4.
-# Why: run 227's 128x15 replay spent 62.7% in convs at ~43% of the dense bf16 peak, several of them sm80 kernels.
+# channel blocks) by tile size; and conv1 + the SnakeBeta after it (cuDNN + snakebeta_cl against the Triton conv with
+# bias + SnakeBeta in its epilogue), at 128x15 and 128x4.
+# Why: run 227's 128x15 replay spent 62.7% in convs at ~43% of the dense bf16 peak, several of them sm80 kernels, and
+# 12 of its 17 SnakeBeta launches (~3 of 4.19 ms) follow a conv1.
 # Prediction: cudnn's 12 convs 15-19 ms at 128x15 (6.75 TFLOP at ~400 TFLOP/s); cudnn-t within 3% of cudnn overall;
-# the best Triton tiles per conv 0.8-1.2x cudnn; every relative difference < 1e-2 (bf16 rounding of the outputs).
-# Rule: a decoder switch for the Triton conv is built only if, at 128x15, the best tile per conv summed is >= 10%
-# under cudnn and at 128x4 not over it; the other orientation is adopted only if >= 5% under at both.
+# the best Triton tiles per conv 0.8-1.2x cudnn; with SnakeBeta, the best tiles 0.75-1.1x cudnn+snake; every relative
+# difference < 1e-2 (bf16 rounding of the outputs).
+# Rule: a decoder switch for the Triton conv1 (+ SnakeBeta) is built only if, at 128x15, its best tiles per conv summed
+# are >= 8% under cudnn+snake and at 128x4 not over it; the other orientation is adopted only if >= 5% under at both.
 source tools/device/setup.sh
 stamp start
-T="128x128x32w4s4 128x128x64w8s3 128x64x64w4s4 128x256x64w8s3 64x128x32w4s4 256x128x64w8s3 128x32x32w4s4 128x128x32w8s4"
+T="128x128x32w4s4 128x128x64w8s3 128x64x64w4s4 128x256x64w8s3 64x128x32w4s4 128x32x32w4s4"
 for F in 15 4; do
     python3 tools/bench_vocoder_convs.py --rows 128 --frames $F --tiles $T --out $OUT/convs_128x$F.json \
         > $OUT/convs_128x$F.txt 2>&1
-    grep -E "Traceback|^\s+[0-9]+ +[0-9]+ +[0-9] |summed|of cudnn" $OUT/convs_128x$F.txt | cut -c1-120 | tail -120
+    grep -E "Traceback|rror" $OUT/convs_128x$F.txt | cut -c1-200 | head -5
+    sed -n '/summed/,$p' $OUT/convs_128x$F.txt
     stamp frames$F
 done
