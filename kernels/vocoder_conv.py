@@ -68,6 +68,7 @@ def _vocoder_conv_kernel(
     HAS_BIAS: tl.constexpr,
     SNAKE: tl.constexpr,
     FAST_SIN: tl.constexpr,
+    IEEE: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
@@ -84,7 +85,10 @@ def _vocoder_conv_kernel(
         c0 = (step % steps_per_tap) * BLOCK_K
         a = x_desc.load([row0 + tap * dilation, c0])
         w = w_desc.load([tap * IN_CHANNELS + c0, n0])
-        acc = tl.dot(a, w, acc)
+        if IEEE:  # fp32 sums of the exact products without TF32: the fp32 decoder, and 16-bit under the interpreter
+            acc = tl.dot(a.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, w, acc)
     t = t0 + tl.arange(0, BLOCK_M)
     n = n0 + tl.arange(0, BLOCK_N)
     in_n = n < out_channels
@@ -98,6 +102,21 @@ def _vocoder_conv_kernel(
     tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=(t < length_out)[:, None] & in_n[None, :])
 
 
+# Tiles by input channels for the released vocoder's residual conv1s; other widths get `tiles_for`'s rule.
+VOCODER_TILES: dict[int, ConvTiles] = {}
+
+
+def tiles_for(in_channels: int) -> ConvTiles:
+    """The tiles vocoder_conv runs a conv of `in_channels` with: VOCODER_TILES', else 128x128 output tiles with the
+    largest BLOCK_K up to 64 that divides the channels (a K step never straddles two taps)."""
+    if in_channels in VOCODER_TILES:
+        return VOCODER_TILES[in_channels]
+    block_k = 64
+    while in_channels % block_k:
+        block_k //= 2
+    return ConvTiles(block_k=block_k)
+
+
 def conv_matrix(weight: torch.Tensor) -> torch.Tensor:
     """A Conv1d weight [C_out, C_in, taps] as the kernel's [taps*C_in, C_out] matrix (a copy, made once)."""
     out_channels, in_channels, taps = weight.shape
@@ -109,24 +128,28 @@ def vocoder_conv(
     w: torch.Tensor,
     dilation: int = 1,
     bias: torch.Tensor | None = None,
-    tiles: ConvTiles = ConvTiles(),
+    tiles: ConvTiles | None = None,
     snake: tuple[torch.Tensor, torch.Tensor] | None = None,
     fast_sin: bool = False,
 ) -> torch.Tensor:
     """The stride-1 conv of x [B, C_in, T_in] (channels-last memory: strides (T_in*C_in, 1, C_in)) with the weight
     matrix w [taps*C_in, C_out] (`conv_matrix`); returns [B, C_out, T_out] in channels-last memory,
-    T_out = T_in - (taps-1)*dilation. fp32 inputs are summed as TF32 (a measurement kernel: the vocoder runs bf16).
+    T_out = T_in - (taps-1)*dilation; `tiles` default to tiles_for(C_in). fp32 inputs are summed without TF32 (as
+    the fp32 decoder's cuDNN convs), in at most two stages (fp32 tiles take twice the shared memory).
     With `snake` (alpha, beta [C_out] log-parameters) the output is SnakeBeta(conv + bias) as
     snakebeta_cl(conv(x), alpha, beta, bias=bias) computes it from a cuDNN output: a residual unit's conv1 and the
     SnakeBeta after it in one pass (`fast_sin` as snakebeta_cl's)."""
     batch, in_channels, length_in = x.shape
     taps = w.shape[0] // in_channels
+    tiles = tiles or tiles_for(in_channels)
     out_channels = w.shape[1]
     length_out = length_in - (taps - 1) * dilation
     if x.stride() != (length_in * in_channels, 1, in_channels):
         raise ValueError(f"vocoder_conv: x {list(x.shape)} must be a dense [B, T, C] block, got strides {x.stride()}")
     if w.shape[0] != taps * in_channels or not w.is_contiguous():
         raise ValueError(f"vocoder_conv: w {list(w.shape)} is not a contiguous [taps*{in_channels}, C_out] matrix")
+    if (in_channels * x.element_size()) % 16 or (out_channels * x.element_size()) % 16:
+        raise ValueError(f"vocoder_conv: {in_channels} -> {out_channels} channels: rows must be multiples of 16 bytes")
     if in_channels % tiles.block_k or length_out < 1:
         raise ValueError(f"vocoder_conv: BLOCK_K {tiles.block_k} must divide C_in {in_channels}; T_out {length_out}")
     y = torch.empty(batch, length_out, out_channels, dtype=x.dtype, device=x.device)
@@ -151,10 +174,12 @@ def vocoder_conv(
         HAS_BIAS=bias is not None,
         SNAKE=snake is not None,
         FAST_SIN=fast_sin and y.element_size() == 2 and not INTERPRETED,
+        # the interpreter's dot of a descriptor-loaded bf16 tile is wrong (numpy has no bf16): fp32 there
+        IEEE=x.dtype == torch.float32 or INTERPRETED,
         BLOCK_M=tiles.block_m,
         BLOCK_N=tiles.block_n,
         BLOCK_K=tiles.block_k,
         num_warps=tiles.warps,
-        num_stages=tiles.stages,
+        num_stages=tiles.stages if x.element_size() < 4 else min(tiles.stages, 2),
     )
     return y.transpose(1, 2)

@@ -1,6 +1,7 @@
 """kernels/vocoder_conv.py (a channels-last dilated conv as a Triton implicit GEMM) against PyTorch's conv1d, its
 argument checks, its sm_90 compile, and tools/bench_vocoder_convs.py; CPU, Triton interpreter."""
 
+import functools
 import json
 import os
 import subprocess
@@ -12,8 +13,12 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 import pytest
 import torch
 import torch.nn.functional as F
-from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, vocoder_conv
+from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, tiles_for, vocoder_conv
 
+from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
+from omni.models.qwen3_tts.codec_checkpoint import tiny_decoder_state
+from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
+from tests.codec_streams import CFG, one_frame_steps, same_run, stream
 from tests.kernel_runners import compile_for_sm90
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +77,8 @@ def test_vocoder_conv_refuses_what_it_cannot_run():
     w = conv_matrix(weight)
     with pytest.raises(ValueError, match="dense"):
         vocoder_conv(x.contiguous(), w, tiles=TILES)  # [B, C, T] memory: the rows are not channels
+    with pytest.raises(ValueError, match="multiples of 16 bytes"):
+        vocoder_conv(x[:, :2].contiguous().transpose(1, 2).contiguous().transpose(1, 2), w[:14], tiles=TILES)
     with pytest.raises(ValueError, match="BLOCK_K 64 must divide C_in 32"):
         vocoder_conv(x, w, tiles=ConvTiles(32, 32, 64, 4, 2))
     with pytest.raises(ValueError, match="T_out -14"):
@@ -79,6 +86,60 @@ def test_vocoder_conv_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="BMxBNxBKwWARPSsSTAGES"):
         ConvTiles.parse("128x128x32")
     assert str(ConvTiles.parse("128x64x32w8s3")) == "128x64x32w8s3"
+
+
+def test_tiles_for_picks_a_block_k_that_divides_the_channels():
+    assert [tiles_for(c).block_k for c in (768, 384, 192, 96, 16, 2)] == [64, 64, 64, 32, 16, 2]
+
+
+# tests/codec_streams' decoder with a wider vocoder: 64 -> 8 channels, so every row is a multiple of 16 bytes (the
+# tensor descriptors' rule; 2 channels of 4 bytes are not)
+WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
+
+
+@functools.cache  # each build decoded once for the module (the interpreter takes seconds a run)
+def _decode(dtype, conv1_kernel: bool, unit_tail_kernel: bool = False):
+    model = CodecDecoder(WIDE)
+    weights = tiny_decoder_state(WIDE, torch.Generator().manual_seed(6))
+    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
+    model = model.to(dtype).eval()
+    fuse_channels_last(model)
+    model.residual_snake_kernel = True  # the service's default
+    model.conv1_kernel, model.unit_tail_kernel = conv1_kernel, unit_tail_kernel
+    return (stream(model), one_frame_steps(model))
+
+
+def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.float() - b.float()).abs().max())
+
+
+def test_decoder_with_conv1_kernel_equals_without_in_fp32():
+    """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta by the implicit
+    GEMM or by PyTorch's conv and snakebeta_cl: waveforms and state within the GEMM's reordering."""
+    want = _decode(torch.float32, False)
+    got = _decode(torch.float32, True)
+    for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
+        assert max(_max_abs(g, w) for g, w in zip(got_wavs, want_wavs, strict=True)) <= 1e-5
+        for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
+            assert _max_abs(g, w) <= 1e-5 * max(1.0, float(w.abs().max()))
+    assert not all(same_run(g, w) for g, w in zip(got, want, strict=True))  # another summation order: not the bits
+
+
+def test_decoder_with_conv1_kernel_in_bf16_is_as_close_to_fp32_as_without():
+    reference = _decode(torch.float32, False)
+
+    def error(run) -> float:
+        pairs = zip(run, reference, strict=True)
+        return max(_max_abs(g, w) for (wavs, _), (ref, _) in pairs for g, w in zip(wavs, ref, strict=True))
+
+    assert error(_decode(torch.bfloat16, True)) <= 1.5 * max(error(_decode(torch.bfloat16, False)), 1e-2)
+
+
+def test_unit_tail_kernel_takes_conv1_as_cudnn_runs_it():
+    """With unit_tail_kernel on, conv1_kernel leaves conv1 to cuDNN (the tail GEMM applies the SnakeBeta itself)."""
+    got = _decode(torch.float32, True, unit_tail_kernel=True)
+    want = _decode(torch.float32, False, unit_tail_kernel=True)
+    assert all(same_run(g, w) for g, w in zip(got, want, strict=True))
 
 
 COMPILE = """
@@ -89,10 +150,10 @@ from omni.kernels.vocoder_conv import _vocoder_conv_kernel
 signature = {"x_desc": "tensordesc<bf16[128, 32]>", "w_desc": "tensordesc<bf16[32, 128]>"}
 signature |= {"y_ptr": "*bf16", "bias_ptr": "*bf16", "alpha_ptr": "*fp32", "beta_ptr": "*fp32"}
 signature |= {n: "i32" for n in ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "dilation")}
-flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "FAST_SIN", "BLOCK_M", "BLOCK_N", "BLOCK_K")
+flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "FAST_SIN", "IEEE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
 signature |= {n: "constexpr" for n in flags}
 for snake in (False, True):  # the plain conv, and conv1 with its bias and SnakeBeta (fast sine) in the epilogue
-    constexprs = {"IN_CHANNELS": 96, "TAPS": 7, "HAS_BIAS": snake, "SNAKE": snake, "FAST_SIN": snake}
+    constexprs = {"IN_CHANNELS": 96, "TAPS": 7, "HAS_BIAS": snake, "SNAKE": snake, "FAST_SIN": snake, "IEEE": False}
     constexprs |= {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
     compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 4})

@@ -520,6 +520,12 @@ def main() -> None:
         "codec's unit_tail_kernel)",
     )
     parser.add_argument(
+        "--conv1-kernel",
+        action="store_true",
+        help="each residual unit's conv1, its bias and the next SnakeBeta as one Triton implicit GEMM, in the fused-cl "
+        "modes (the codec's conv1_kernel)",
+    )
+    parser.add_argument(
         "--history-kernel",
         action="store_true",
         help="the stateful convs' histories through kernels/codec_window.copy_history in every mode (the codec's "
@@ -774,6 +780,11 @@ def main() -> None:
         check(
             "unit_tail_kernel_vs_separate",
             lambda: check_close(cfg, device, switched_on("unit_tail_kernel"), base=fuse_cl),
+        )
+    if args.conv1_kernel:
+        check(
+            "conv1_kernel_vs_separate",
+            lambda: check_close(cfg, device, switched_on("conv1_kernel"), base=fuse_cl),
         )
     if args.history_kernel:
         check("history_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("history_kernel")))

@@ -101,6 +101,12 @@ class CodecConfig(ServiceConfig):
         "writes instead of eight passes (bitwise against cuDNN on an H200; off: one H200, 128x15 graph step +4.7%, "
         "128x2 +6.1% in one process (run 105))",
     )
+    conv1_kernel: bool = option(
+        False,
+        "on CUDA, with fused_kernels channels_last and without unit_tail_kernel: each residual unit's k=7 conv1, its "
+        "bias and the SnakeBeta after it as one Triton implicit GEMM (kernels/vocoder_conv.py) instead of cuDNN's "
+        "conv and a SnakeBeta pass (sums in another order than cuDNN; not yet measured on a GPU: off)",
+    )
     window_kernel: bool = option(
         True,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

@@ -240,6 +240,10 @@ class ChannelsLastVocoder:
         from omni.kernels.unit_tail import conv2_matrix
 
         self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
+        # conv1 of each unit as the implicit GEMM's [7*C_in, C_out] matrix (the decoder's `conv1_kernel`)
+        from omni.kernels.vocoder_conv import conv_matrix
+
+        self.conv1_matrices = {unit: conv_matrix(unit.conv1.conv.weight.detach()) for unit in self.next_snake}
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """CodecDecoder._back with this vocoder: `upsample`, then `run`."""
@@ -318,24 +322,34 @@ class ChannelsLastVocoder:
         """ResidualUnit.forward on x + x_bias (x_bias: its conv's bias, not yet added; None if it was), conv1's input
         buffer given as `snaked` when the previous residual add wrote it. Returns the unit's output and, with the
         decoder's `residual_snake_kernel`, the next conv's input buffer holding the next SnakeBeta of that output.
-        With the decoder's `unit_tail_kernel`, everything after conv1 is one kernel (kernels/unit_tail.py)."""
+        With the decoder's `unit_tail_kernel`, everything after conv1 is one kernel (kernels/unit_tail.py); else
+        with its `conv1_kernel`, conv1 and the SnakeBeta after it are (kernels/vocoder_conv.py)."""
         from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
         from omni.kernels.unit_tail import unit_tail
+        from omni.kernels.vocoder_conv import vocoder_conv
 
         conv1, conv2 = unit.conv1, unit.conv2
         full = snaked if snaked is not None else self._snake_into(conv1, unit.act1, x, x_bias, batch)
-        h = self._conv(conv1, full)  # conv1's bias pending: added before the second SnakeBeta
+        act = (unit.act2.alpha, unit.act2.beta)
+        conv1_snaked = self.decoder.conv1_kernel and not self.decoder.unit_tail_kernel
+        if conv1_snaked:  # SnakeBeta(conv1 + its bias), as the cuDNN conv and snakebeta_cl below
+            dilation = conv1.conv.dilation[0]
+            h = vocoder_conv(
+                full, self.conv1_matrices[unit], dilation, conv1.conv.bias, snake=act, fast_sin=self.fast_sine
+            )
+        else:
+            h = self._conv(conv1, full)  # conv1's bias pending: added before the second SnakeBeta
         bias = conv2.conv.bias if x_bias is None else self.first_unit_bias[unit]
         fused, following = {"fast_sin": self.fast_sine}, None
         if self.decoder.residual_snake_kernel:
             conv, snake = self.next_snake[unit]
             following, tail = self._buffer(conv, batch, x)
             fused |= {"snake": (snake.alpha, snake.beta), "snake_out": tail}
-        act = (unit.act2.alpha, unit.act2.beta)
         if self.decoder.unit_tail_kernel:
             out = unit_tail(h, conv1.conv.bias, act, self.conv2_matrices[unit], x, bias, **fused)
         else:
-            h = snakebeta_cl(h, *act, bias=conv1.conv.bias, fast_sin=self.fast_sine)
+            if not conv1_snaked:
+                h = snakebeta_cl(h, *act, bias=conv1.conv.bias, fast_sin=self.fast_sine)
             out = bias_residual_cl(x, self._conv(conv2, h), bias, **fused)
         if following is not None:
             self._keep(self.next_snake[unit][0], batch, following)
