@@ -16,17 +16,19 @@
 # adopted only if >= 5% under cudnn at both lengths.
 source tools/device/setup.sh
 stamp start
-T="128x128x32w4s4 128x128x64w8s3 128x64x64w4s4 128x256x64w8s3 64x128x32w4s4 128x32x32w4s4"
-for F in 15 4; do
-    python3 tools/bench_vocoder_convs.py --rows 128 --frames $F --tiles $T --out $OUT/convs_128x$F.json \
-        > $OUT/convs_128x$F.txt 2>&1
-    grep -E "Traceback|rror" $OUT/convs_128x$F.txt | cut -c1-200 | head -5
-    sed -n '/summed/,$p' $OUT/convs_128x$F.txt
-    stamp frames$F
-done
+T="128x128x32w4s4 128x128x64w8s3 128x64x64w4s4 128x256x64w8s3 128x32x32w4s4"
+convs() {
+    python3 tools/bench_vocoder_convs.py --rows 128 --frames $1 --tiles $T --out $OUT/convs_128x$1.json \
+        > $OUT/convs_128x$1.txt 2>&1
+    grep -E "Traceback|rror" $OUT/convs_128x$1.txt | cut -c1-200 | head -5
+    sed -n '/summed/,$p' $OUT/convs_128x$1.txt
+    stamp frames$1
+}
+convs 15
 F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
 --history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel --upsample-channels-last"
 python3 tools/bench_codec.py $F --conv1-kernel --modes fused-cl+graph --batches 128 --chunks 2 15 --cudnn-benchmark \
     --min-seconds 0.3 --ab conv1_kernel --ab-rounds 4 --out $OUT/codec_ab.json > $OUT/codec_ab.txt 2>&1
 grep -E '"ab"|"check"|rror|Traceback' $OUT/codec_ab.txt | cut -c1-300
 stamp ab
+convs 4
