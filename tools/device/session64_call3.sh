@@ -28,7 +28,18 @@ convs 15
 F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
 --history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel --upsample-channels-last"
 python3 tools/bench_codec.py $F --conv1-kernel --modes fused-cl+graph --batches 128 --chunks 2 15 --cudnn-benchmark \
-    --min-seconds 0.3 --ab conv1_kernel --ab-rounds 4 --out $OUT/codec_ab.json > $OUT/codec_ab.txt 2>&1
-grep -E '"ab"|"check"|rror|Traceback' $OUT/codec_ab.txt | cut -c1-300
+    --min-seconds 0.3 --no-checks --ab conv1_kernel --ab-rounds 4 --out $OUT/codec_ab.json > $OUT/codec_ab.txt 2>&1
+grep -E '"ab"|rror|Traceback' $OUT/codec_ab.txt | cut -c1-300
 stamp ab
+python3 - <<'PY' 2>&1 | cut -c1-400  # bench_codec's check of the switch alone (its other flags' checks take minutes)
+import functools, json, sys
+sys.path.insert(0, "tools")
+from bench_codec import check_close, switched_on
+from omni.models.qwen3_tts.codec import CodecDecoderConfig
+from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
+base = functools.partial(fuse_channels_last, fast_sine=True)
+result = check_close(CodecDecoderConfig(), "cuda", switched_on("conv1_kernel"), base=base)
+print(json.dumps({"check": "conv1_kernel_vs_separate", **result}))
+PY
+stamp check
 convs 4
