@@ -102,8 +102,15 @@ def _vocoder_conv_kernel(
     tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=(t < length_out)[:, None] & in_n[None, :])
 
 
-# Tiles by input channels for the released vocoder's residual conv1s; other widths get `tiles_for`'s rule.
-VOCODER_TILES: dict[int, ConvTiles] = {}
+# Tiles by input channels for the released vocoder's dilated conv1s: each width's fastest of the five tile sizes run
+# 233 timed (an H100, 128 rows of 15 and of 4 frames, dilations 3 and 9, SnakeBeta in the epilogue; the same one at
+# both lengths). Other widths get `tiles_for`'s rule.
+VOCODER_TILES: dict[int, ConvTiles] = {
+    768: ConvTiles(128, 256, 64, 8, 3),
+    384: ConvTiles(128, 128, 64, 8, 3),
+    192: ConvTiles(128, 256, 64, 8, 3),
+    96: ConvTiles(128, 128, 32, 4, 4),
+}
 
 
 def tiles_for(in_channels: int) -> ConvTiles:

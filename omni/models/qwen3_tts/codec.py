@@ -696,9 +696,9 @@ class CodecDecoder(nn.Module):
         # their convs, and the ConvNeXt blocks' LayerNorm reads a contiguous tensor, not a transposed view. The
         # codec's `upsample_channels_last` (codec_graphs.ChannelsLastVocoder.upsample).
         self.upsample_channels_last = False
-        # With the channels-last vocoder (and without unit_tail_kernel), each residual unit's k=7 conv1, its bias and
-        # the SnakeBeta after it as one Triton implicit GEMM (kernels/vocoder_conv.py) instead of cuDNN's conv and a
-        # SnakeBeta pass: the codec's `conv1_kernel`. Sums in another order than cuDNN.
+        # With the channels-last vocoder (and without unit_tail_kernel), each residual unit's dilated k=7 conv1
+        # (dilations 3 and 9), its bias and the SnakeBeta after it as one Triton implicit GEMM (kernels/vocoder_conv.py)
+        # instead of cuDNN's conv and a SnakeBeta pass: the codec's `conv1_kernel`. Sums in another order than cuDNN.
         self.conv1_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of

@@ -240,10 +240,16 @@ class ChannelsLastVocoder:
         from omni.kernels.unit_tail import conv2_matrix
 
         self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
-        # conv1 of each unit as the implicit GEMM's [7*C_in, C_out] matrix (the decoder's `conv1_kernel`)
+        # conv1 of each unit with dilation 3 or 9 as the implicit GEMM's [7*C_in, C_out] matrix (the decoder's
+        # `conv1_kernel`). Dilation 1 stays cuDNN's: there its kernels matched or beat the Triton GEMM, while at
+        # dilations 3 and 9 they ran at 280-490 TFLOP/s against its 310-730 (run 233, an H100).
         from omni.kernels.vocoder_conv import conv_matrix
 
-        self.conv1_matrices = {unit: conv_matrix(unit.conv1.conv.weight.detach()) for unit in self.next_snake}
+        self.conv1_matrices = {
+            unit: conv_matrix(unit.conv1.conv.weight.detach())
+            for unit in self.next_snake
+            if unit.conv1.conv.dilation[0] > 1
+        }
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
         """CodecDecoder._back with this vocoder: `upsample`, then `run`."""
@@ -323,7 +329,7 @@ class ChannelsLastVocoder:
         buffer given as `snaked` when the previous residual add wrote it. Returns the unit's output and, with the
         decoder's `residual_snake_kernel`, the next conv's input buffer holding the next SnakeBeta of that output.
         With the decoder's `unit_tail_kernel`, everything after conv1 is one kernel (kernels/unit_tail.py); else
-        with its `conv1_kernel`, conv1 and the SnakeBeta after it are (kernels/vocoder_conv.py)."""
+        with its `conv1_kernel`, a dilated conv1 and the SnakeBeta after it are (kernels/vocoder_conv.py)."""
         from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
         from omni.kernels.unit_tail import unit_tail
         from omni.kernels.vocoder_conv import vocoder_conv
@@ -331,7 +337,7 @@ class ChannelsLastVocoder:
         conv1, conv2 = unit.conv1, unit.conv2
         full = snaked if snaked is not None else self._snake_into(conv1, unit.act1, x, x_bias, batch)
         act = (unit.act2.alpha, unit.act2.beta)
-        conv1_snaked = self.decoder.conv1_kernel and not self.decoder.unit_tail_kernel
+        conv1_snaked = self.decoder.conv1_kernel and not self.decoder.unit_tail_kernel and unit in self.conv1_matrices
         if conv1_snaked:  # SnakeBeta(conv1 + its bias), as the cuDNN conv and snakebeta_cl below
             dilation = conv1.conv.dilation[0]
             h = vocoder_conv(
