@@ -4,8 +4,8 @@
 # (1) bench_codec --ab conv1_kernel against the service's build, graph steps of 128 rows at 1, 2, 4, 8 and 15 frames,
 # 4 rounds alternating in one process; then its close check; (2) the one-GPU stack under MPS with
 # OMNI_CODEC_CONV1_KERNEL=1 at 128 and 512 streams opened at once, 4 rounds (next_one_gpu_2.sh: the same without).
-# Why: run 233 timed the 12 conv1s + SnakeBeta one by one on an H100 (the Triton GEMM 0.62-0.80x cuDNN + SnakeBeta
-# at dilations 3 and 9, 0.97-1.19x at dilation 1) and the first version (all 12, one tile size a width) in the step:
+# Why: run 233 timed the 12 conv1s + SnakeBeta one by one on an H100 (the Triton GEMM 0.62-0.73x cuDNN + SnakeBeta
+# at dilations 3 and 9, 0.96-1.19x at dilation 1) and the first version (all 12, one tile size a width) in the step:
 # 128x15 -7.98%, 128x2 +0.22%.
 # Prediction: (1) 128x15 -10 to -14% (run 233's table: 4.8 ms of the 36.8 ms step), 128x4 -7 to -11%, 128x1 and
 # 128x2 -2 to -8%; the check passes. (2) with next_one_gpu_2.sh: +2 to +6% audio-s/s at 512 streams, none gapped.
