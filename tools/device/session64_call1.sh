@@ -1,4 +1,5 @@
-# Run 231 (session 64, call 1) = run 230 as written in session 63 (session63_call4.sh), which got no machine.
+# Run 231 (session 64, call 1) = run 230 as written in session 63 (session63_call4.sh), which got no machine. Ran in
+# one command after session64_call3.sh (run 233), on an H100.
 # Run 230 (session 63, call 4) = the talker's memory refusal on CUDA (omni/device_memory.py, built this session and
 # tested on the CPU only): free_bytes("cuda") against the driver's free memory, with 1 GiB cached by the allocator and
 # unused counted as free; a tiny bf16 talker's runner refusing a 4,096-slot x 2^26-position cache and making one that

@@ -1,3 +1,4 @@
+# NOT RUN: the session's one machine ran calls 3 and 1; next_one_gpu.sh's old content is now next_one_gpu_3.sh.
 # Run 232 (session 64, call 2) = next_one_gpu.sh as of session 64's start (its H200 card, or its H100 card on an H100).
 # One-GPU call for an H200 (`nvidia-h200`; ~9 minutes with the start; an H100's numbers are not comparable with the
 # record's H200 rows, so on an H100 it runs the H100 card further down instead): the state card with today's one-GPU
