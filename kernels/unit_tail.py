@@ -16,14 +16,12 @@ Two reads (h, x) and two writes instead of eight passes. Not bitwise against cuD
 (tests/test_unit_tail.py compares with the separate kernels in fp32 within 1e-5 and in bf16 within a rounding).
 """
 
-import re
-from dataclasses import dataclass
-
 import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 from omni.kernels.channels_last import _snake, channels_last_empty, check_snake_out, is_channels_last
+from omni.kernels.tiles import Tiles
 
 
 @triton.jit
@@ -85,29 +83,6 @@ def _unit_tail_kernel(
         snake = _snake(out.to(tl.float32), alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
         to = snake_ptr + (b * snake_stride_b + t * snake_stride_t)[:, None] + n[None, :]
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
-
-
-@dataclass(frozen=True)
-class Tiles:
-    """A launch's tile sizes: rows and output channels per program (block_n is capped at C's next power of two),
-    the K step, warps and software-pipeline stages."""
-
-    block_m: int = 128
-    block_n: int = 128
-    block_k: int = 32
-    num_warps: int = 4
-    num_stages: int = 3
-
-    @classmethod
-    def parse(cls, text: str) -> "Tiles":
-        """'128x128x32w4s3' -> Tiles(128, 128, 32, 4, 3) (the form tools/bench_unit_tail.py takes)."""
-        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", text)
-        if match is None:
-            raise ValueError(f"tiles {text!r}: expected BMxBNxBKwWARPSsSTAGES, e.g. 128x128x32w4s3")
-        return cls(*map(int, match.groups()))
-
-    def __str__(self) -> str:
-        return f"{self.block_m}x{self.block_n}x{self.block_k}w{self.num_warps}s{self.num_stages}"
 
 
 # Session 26's choice. Run 108 timed eight: 128x128x64w4s3 was 2.6% shorter over a 128x15 step's tails, and

@@ -17,36 +17,13 @@ with zeros); their outputs are never stored.
 Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` reports the difference.
 """
 
-import re
-from dataclasses import dataclass
-
 import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
 from omni.kernels.channels_last import _snake
+from omni.kernels.tiles import Tiles
 from triton.tools.tensor_descriptor import TensorDescriptor
-
-
-@dataclass(frozen=True)
-class ConvTiles:
-    """Block sizes and launch settings, written BMxBNxBKwWARPSsSTAGES (e.g. 128x128x32w4s4)."""
-
-    block_m: int = 128
-    block_n: int = 128
-    block_k: int = 32
-    warps: int = 4
-    stages: int = 4
-
-    @classmethod
-    def parse(cls, text: str) -> "ConvTiles":
-        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", text)
-        if not match:
-            raise ValueError(f"conv tiles {text!r}: expected BMxBNxBKwWARPSsSTAGES, e.g. 128x128x32w4s4")
-        return cls(*(int(g) for g in match.groups()))
-
-    def __str__(self) -> str:
-        return f"{self.block_m}x{self.block_n}x{self.block_k}w{self.warps}s{self.stages}"
 
 
 @triton.jit
@@ -105,15 +82,15 @@ def _vocoder_conv_kernel(
 # Tiles by input channels for the released vocoder's dilated conv1s: each width's fastest of the five tile sizes run
 # 233 timed (an H100, 128 rows of 15 and of 4 frames, dilations 3 and 9, SnakeBeta in the epilogue; the same one at
 # both lengths). Other widths get `tiles_for`'s rule.
-VOCODER_TILES: dict[int, ConvTiles] = {
-    768: ConvTiles(128, 256, 64, 8, 3),
-    384: ConvTiles(128, 128, 64, 8, 3),
-    192: ConvTiles(128, 256, 64, 8, 3),
-    96: ConvTiles(128, 128, 32, 4, 4),
+VOCODER_TILES: dict[int, Tiles] = {
+    768: Tiles(128, 256, 64, 8, 3),
+    384: Tiles(128, 128, 64, 8, 3),
+    192: Tiles(128, 256, 64, 8, 3),
+    96: Tiles(128, 128, 32, 4, 4),
 }
 
 
-def tiles_for(in_channels: int) -> ConvTiles:
+def tiles_for(in_channels: int) -> Tiles:
     """The tiles vocoder_conv runs a conv of `in_channels` with: VOCODER_TILES', else 128x128 output tiles with the
     largest BLOCK_K up to 64 that divides the channels (a K step never straddles two taps)."""
     if in_channels in VOCODER_TILES:
@@ -121,7 +98,7 @@ def tiles_for(in_channels: int) -> ConvTiles:
     block_k = 64
     while in_channels % block_k:
         block_k //= 2
-    return ConvTiles(block_k=block_k)
+    return Tiles(128, 128, block_k, 4, 4)
 
 
 def conv_matrix(weight: torch.Tensor) -> torch.Tensor:
@@ -135,7 +112,7 @@ def vocoder_conv(
     w: torch.Tensor,
     dilation: int = 1,
     bias: torch.Tensor | None = None,
-    tiles: ConvTiles | None = None,
+    tiles: Tiles | None = None,
     snake: tuple[torch.Tensor, torch.Tensor] | None = None,
     fast_sin: bool = False,
 ) -> torch.Tensor:
@@ -186,7 +163,7 @@ def vocoder_conv(
         BLOCK_M=tiles.block_m,
         BLOCK_N=tiles.block_n,
         BLOCK_K=tiles.block_k,
-        num_warps=tiles.warps,
-        num_stages=tiles.stages if x.element_size() < 4 else min(tiles.stages, 2),
+        num_warps=tiles.num_warps,
+        num_stages=tiles.num_stages if x.element_size() < 4 else min(tiles.num_stages, 2),
     )
     return y.transpose(1, 2)

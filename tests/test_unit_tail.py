@@ -13,7 +13,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, is_channels_last, snakebeta_cl
-from omni.kernels.unit_tail import DEFAULT_TILES, Tiles, conv2_matrix, unit_tail
+from omni.kernels.tiles import Tiles
+from omni.kernels.unit_tail import DEFAULT_TILES, conv2_matrix, unit_tail
 
 from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
 from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder

@@ -13,7 +13,8 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kern
 import pytest
 import torch
 import torch.nn.functional as F
-from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, tiles_for, vocoder_conv
+from omni.kernels.tiles import Tiles
+from omni.kernels.vocoder_conv import conv_matrix, tiles_for, vocoder_conv
 
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.codec_checkpoint import tiny_decoder_state
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # (batch, C_in, C_out, T_in, dilation, taps): several output tiles a row with a ragged last one, rows whose A tiles
 # run into the next batch row and past the end, C_out past one N tile, a 1x1 conv, K steps over several channel blocks.
 SHAPES = [(2, 32, 32, 40, 1, 7), (3, 64, 48, 70, 3, 7), (2, 32, 80, 100, 9, 7), (2, 64, 32, 33, 1, 1)]
-TILES = ConvTiles(32, 32, 32, 4, 2)
+TILES = Tiles(32, 32, 32, 4, 2)
 
 
 def _conv_inputs(shape, seed):
@@ -80,12 +81,12 @@ def test_vocoder_conv_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="multiples of 16 bytes"):
         vocoder_conv(x[:, :2].contiguous().transpose(1, 2).contiguous().transpose(1, 2), w[:14], tiles=TILES)
     with pytest.raises(ValueError, match="BLOCK_K 64 must divide C_in 32"):
-        vocoder_conv(x, w, tiles=ConvTiles(32, 32, 64, 4, 2))
+        vocoder_conv(x, w, tiles=Tiles(32, 32, 64, 4, 2))
     with pytest.raises(ValueError, match="T_out -14"):
         vocoder_conv(x, w, dilation=9, tiles=TILES)  # 40 samples, 6 x 9 of them taken by the taps
     with pytest.raises(ValueError, match="BMxBNxBKwWARPSsSTAGES"):
-        ConvTiles.parse("128x128x32")
-    assert str(ConvTiles.parse("128x64x32w8s3")) == "128x64x32w8s3"
+        Tiles.parse("128x128x32")
+    assert str(Tiles.parse("128x64x32w8s3")) == "128x64x32w8s3"
 
 
 def test_tiles_for_picks_a_block_k_that_divides_the_channels():

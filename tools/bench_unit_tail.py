@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_snakebeta import RESIDUAL_UNITS, step_shapes  # noqa: E402 (a sibling script: the step's shapes)
 from bench_snakebeta import time_ms as cuda_time_ms  # noqa: E402
 from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, snakebeta_cl  # noqa: E402
-from omni.kernels.unit_tail import DEFAULT_TILES, Tiles, conv2_matrix, unit_tail  # noqa: E402
+from omni.kernels.tiles import Tiles  # noqa: E402
+from omni.kernels.unit_tail import DEFAULT_TILES, conv2_matrix, unit_tail  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402

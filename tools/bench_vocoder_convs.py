@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_unit_tail import block_shapes, time_ms  # noqa: E402 (a sibling script: block (C, T), its timer)
 from omni.kernels.channels_last import snakebeta_cl  # noqa: E402
-from omni.kernels.vocoder_conv import ConvTiles, conv_matrix, vocoder_conv  # noqa: E402
+from omni.kernels.tiles import Tiles  # noqa: E402
+from omni.kernels.vocoder_conv import conv_matrix, vocoder_conv  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
@@ -74,7 +75,7 @@ def cudnn_snake(i: dict) -> torch.Tensor:
     return snakebeta_cl(cudnn(i), *i["snake"], bias=i["bias"], fast_sin=True)
 
 
-def triton_snake(i: dict, tiles: ConvTiles) -> torch.Tensor:
+def triton_snake(i: dict, tiles: Tiles) -> torch.Tensor:
     return vocoder_conv(i["x"], i["w"], i["dilation"], i["bias"], tiles, snake=i["snake"], fast_sin=True)
 
 
@@ -84,7 +85,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--rows", type=int, default=128, help="streams in the step")
     parser.add_argument("--frames", type=int, default=15, help="new codec frames per stream")
-    parser.add_argument("--tiles", nargs="+", default=[str(ConvTiles())], help="BMxBNxBKwWARPSsSTAGES each")
+    parser.add_argument("--tiles", nargs="+", default=[str(Tiles())], help="BMxBNxBKwWARPSsSTAGES each")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tiny", action="store_true", help="tiny widths (CPU smoke test)")
@@ -92,7 +93,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("--device cpu needs TRITON_INTERPRET=1 (the Triton kernel runs in the interpreter)")
-    tiles = [ConvTiles.parse(t) for t in args.tiles]
+    tiles = [Tiles.parse(t) for t in args.tiles]
     dtype = getattr(torch, args.dtype)
     cfg = CodecDecoderConfig(**TINY_DECODER) if args.tiny else CodecDecoderConfig()
     torch.backends.cudnn.benchmark = True  # as the codec service runs
