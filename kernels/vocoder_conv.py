@@ -1,9 +1,10 @@
 """A vocoder conv (stride 1, any dilation, no groups) as one Triton implicit GEMM over channels-last rows.
 
-In `codec_graphs.ChannelsLastVocoder` each residual unit's k=7 dilated conv1 runs as a cuDNN conv2d over [B, C, 1, T]
-in channels-last memory. On an H100 those convs are 62.7% of the codec's 128x15 replay at ~43% of the dense bf16
-peak (run 227), and cuDNN picks sm80 kernels for several of them. This kernel is the same conv as a GEMM whose A
-operand is never materialised:
+In `codec_graphs.ChannelsLastVocoder` each residual unit's k=7 conv1 runs as a cuDNN conv2d over [B, C, 1, T] in
+channels-last memory. On an H100 the codec's convs are 62.7% of its 128x15 replay at ~43% of the dense bf16 peak (run
+227); cuDNN runs the dilation-1 conv1s at up to 776 TFLOP/s but the dilation-3 and -9 ones at 280-490 (run 233). This
+kernel is the same conv as a GEMM whose A operand is never materialised, at the same speed whatever the dilation (the
+decoder's `conv1_kernel` runs the dilated conv1s through it, with their SnakeBeta in the epilogue):
 
     y[b, t, :] = sum over taps j and input channels c of x[b, t + j*dilation, c] * w[:, c, j]
 
@@ -14,7 +15,8 @@ is a plain 2D tile and the loop is one flat loop that Triton pipelines. BLOCK_K 
 straddles two taps. A rows past T_out belong to the next batch row or past the end (tensor descriptors fill those
 with zeros); their outputs are never stored.
 
-Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` reports the difference.
+Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` times it by tiles against cuDNN
+and reports the difference.
 """
 
 import torch

@@ -522,8 +522,8 @@ def main() -> None:
     parser.add_argument(
         "--conv1-kernel",
         action="store_true",
-        help="each residual unit's conv1, its bias and the next SnakeBeta as one Triton implicit GEMM, in the fused-cl "
-        "modes (the codec's conv1_kernel)",
+        help="each residual unit's dilated conv1, its bias and the next SnakeBeta as one Triton implicit GEMM, in the "
+        "fused-cl modes (the codec's conv1_kernel)",
     )
     parser.add_argument(
         "--history-kernel",

@@ -241,8 +241,8 @@ class ChannelsLastVocoder:
 
         self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
         # conv1 of each unit with dilation 3 or 9 as the implicit GEMM's [7*C_in, C_out] matrix (the decoder's
-        # `conv1_kernel`). Dilation 1 stays cuDNN's: there its kernels matched or beat the Triton GEMM, while at
-        # dilations 3 and 9 they ran at 280-490 TFLOP/s against its 310-730 (run 233, an H100).
+        # `conv1_kernel`). Dilation 1 stays cuDNN's: there the GEMM with SnakeBeta took 0.96-1.19x the time of cuDNN
+        # + SnakeBeta, at dilations 3 and 9 0.62-0.73x (run 233, an H100).
         from omni.kernels.vocoder_conv import conv_matrix
 
         self.conv1_matrices = {
