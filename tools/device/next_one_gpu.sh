@@ -1,7 +1,7 @@
-# One-GPU call (either card; ~8 minutes with the start), then next_one_gpu_2.sh right after on the same warm machine:
+# One-GPU call (either card; ~9 minutes with the start), then next_one_gpu_2.sh right after on the same warm machine:
 # the codec's `conv1_kernel` as built after run 233 (session 64): the dilated conv1s (3 and 9) and their SnakeBeta by
 # kernels/vocoder_conv.py with tiles by width; dilation 1 stays cuDNN's.
-# (1) bench_codec --ab conv1_kernel against the service's build, graph steps of 128 rows at 1, 2, 4, 8 and 15 frames,
+# (1) bench_codec --ab conv1_kernel against the service's build, graph steps of 128 rows at 1, 2, 4 and 15 frames,
 # 4 rounds alternating in one process; then its close check; (2) the one-GPU stack under MPS with
 # OMNI_CODEC_CONV1_KERNEL=1 at 128 and 512 streams opened at once, 4 rounds (next_one_gpu_2.sh: the same without).
 # Why: run 233 timed the 12 conv1s + SnakeBeta one by one on an H100 (the Triton GEMM 0.62-0.73x cuDNN + SnakeBeta
@@ -15,7 +15,7 @@ source tools/device/setup.sh
 stamp start
 F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
 --history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel --upsample-channels-last"
-python3 tools/bench_codec.py $F --conv1-kernel --modes fused-cl+graph --batches 128 --chunks 1 2 4 8 15 \
+python3 tools/bench_codec.py $F --conv1-kernel --modes fused-cl+graph --batches 128 --chunks 1 2 4 15 \
     --cudnn-benchmark --min-seconds 0.3 --no-checks --ab conv1_kernel --ab-rounds 4 --out $OUT/codec_ab.json \
     > $OUT/codec_ab.txt 2>&1
 grep -E '"ab"|rror|Traceback' $OUT/codec_ab.txt | cut -c1-300
