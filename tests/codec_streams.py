@@ -15,9 +15,9 @@ UTTERANCES = torch.randint(0, 2048, (3, 9, 16), generator=torch.Generator().manu
 PLAN = [[1, 2, 4], [4, 0, 1], [2, 5, 3], [2, 2, 1]]
 
 
-def tiny_codec_decoder(dtype: torch.dtype) -> CodecDecoder:
-    model = CodecDecoder(CFG)
-    weights = tiny_decoder_state(CFG, torch.Generator().manual_seed(6))
+def tiny_codec_decoder(dtype: torch.dtype, cfg: CodecDecoderConfig = CFG) -> CodecDecoder:
+    model = CodecDecoder(cfg)
+    weights = tiny_decoder_state(cfg, torch.Generator().manual_seed(6))
     model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
     return model.to(dtype).eval()
 

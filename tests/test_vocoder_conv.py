@@ -17,9 +17,8 @@ from omni.kernels.tiles import Tiles
 from omni.kernels.vocoder_conv import conv_matrix, tiles_for, vocoder_conv
 
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
-from omni.models.qwen3_tts.codec_checkpoint import tiny_decoder_state
 from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
-from tests.codec_streams import CFG, one_frame_steps, same_run, stream
+from tests.codec_streams import CFG, one_frame_steps, same_run, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,10 +99,7 @@ WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 @functools.cache  # each build decoded once for the module (the interpreter takes seconds a run)
 def _decode(dtype, conv1_kernel: bool, unit_tail_kernel: bool = False, one_frame_too: bool = True):
-    model = CodecDecoder(WIDE)
-    weights = tiny_decoder_state(WIDE, torch.Generator().manual_seed(6))
-    model.load_state_dict({k.removeprefix("decoder."): v for k, v in weights.items()})
-    model = model.to(dtype).eval()
+    model = tiny_codec_decoder(dtype, WIDE)
     fuse_channels_last(model)
     model.residual_snake_kernel = True  # the service's default
     model.conv1_kernel, model.unit_tail_kernel = conv1_kernel, unit_tail_kernel
