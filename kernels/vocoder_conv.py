@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 from omni.kernels import INTERPRETED
-from omni.kernels.channels_last import _snake
+from omni.kernels.channels_last import _snake, check_snake_out, is_channels_last
 from omni.kernels.tiles import Tiles
 from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -36,16 +36,23 @@ def _vocoder_conv_kernel(
     bias_ptr,
     alpha_ptr,
     beta_ptr,
+    res_ptr,
+    snake_ptr,
     length_in,
     length_out,
     out_channels,
     y_stride_b,
     y_stride_t,
+    res_stride_b,
+    res_stride_t,
+    snake_stride_b,
+    snake_stride_t,
     dilation,
     IN_CHANNELS: tl.constexpr,
     TAPS: tl.constexpr,
     HAS_BIAS: tl.constexpr,
     SNAKE: tl.constexpr,
+    RESIDUAL: tl.constexpr,
     FAST_SIN: tl.constexpr,
     IEEE: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -68,17 +75,25 @@ def _vocoder_conv_kernel(
             acc = tl.dot(a.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(a, w, acc)
-    t = t0 + tl.arange(0, BLOCK_M)
+    t = (t0 + tl.arange(0, BLOCK_M)).to(tl.int64)
     n = n0 + tl.arange(0, BLOCK_N)
     in_n = n < out_channels
-    if SNAKE:  # the conv's output rounded as cuDNN stores it, then snakebeta_cl's bias and SnakeBeta: the same bits
+    inside = (t < length_out)[:, None] & in_n[None, :]
+    if SNAKE or RESIDUAL:  # the conv's output rounded as cuDNN stores it, then the separate kernel's sums: its bits
         acc = acc.to(y_ptr.dtype.element_ty).to(tl.float32)
+    if RESIDUAL:  # bias_residual_cl's x + y + bias, in its order
+        res = tl.load(res_ptr + b.to(tl.int64) * res_stride_b + t[:, None] * res_stride_t + n[None, :], mask=inside)
+        acc = res.to(tl.float32) + acc
     if HAS_BIAS:
         acc += tl.load(bias_ptr + n, mask=in_n, other=0.0).to(tl.float32)[None, :]
-    if SNAKE:
+    if SNAKE and not RESIDUAL:  # conv1's: snakebeta_cl's SnakeBeta of conv + bias is the output
         acc = _snake(acc, alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
-    offsets = b.to(tl.int64) * y_stride_b + t.to(tl.int64)[:, None] * y_stride_t + n[None, :]
-    tl.store(y_ptr + offsets, acc.to(y_ptr.dtype.element_ty), mask=(t < length_out)[:, None] & in_n[None, :])
+    out = acc.to(y_ptr.dtype.element_ty)
+    tl.store(y_ptr + b.to(tl.int64) * y_stride_b + t[:, None] * y_stride_t + n[None, :], out, mask=inside)
+    if SNAKE and RESIDUAL:  # the next SnakeBeta, of the rounded sum, into the next conv's buffer (bias_residual_cl's)
+        snake = _snake(out.to(tl.float32), alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
+        to = snake_ptr + b.to(tl.int64) * snake_stride_b + t[:, None] * snake_stride_t + n[None, :]
+        tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
 # Tiles by input channels for the released vocoder's dilated conv1s: each width's fastest of the five tile sizes run
@@ -125,6 +140,48 @@ def vocoder_conv(
     With `snake` (alpha, beta [C_out] log-parameters) the output is SnakeBeta(conv + bias) as
     snakebeta_cl(conv(x), alpha, beta, bias=bias) computes it from a cuDNN output: a residual unit's conv1 and the
     SnakeBeta after it in one pass (`fast_sin` as snakebeta_cl's)."""
+    return _run(x, w, dilation, bias, tiles, snake, None, None, fast_sin)
+
+
+def vocoder_conv_residual(
+    h: torch.Tensor,
+    w: torch.Tensor,
+    x: torch.Tensor,
+    bias: torch.Tensor,
+    tiles: Tiles | None = None,
+    snake: tuple[torch.Tensor, torch.Tensor] | None = None,
+    snake_out: torch.Tensor | None = None,
+    fast_sin: bool = False,
+) -> torch.Tensor:
+    """A residual unit's close in one pass: x + conv(h) + bias, as bias_residual_cl(x, conv(h), bias, snake=snake,
+    snake_out=snake_out) computes it from a cuDNN output (the conv's output rounded first, then the fp32 sum in that
+    kernel's order). h as vocoder_conv's x (conv2's input: dense channels-last), w its `conv_matrix` (1x1 for
+    conv2); x [B, C_out, T_out] channels-last with free batch and time strides; returns a dense channels-last tensor.
+    With `snake` (alpha, beta) the SnakeBeta of that output also goes into `snake_out` (the next conv's buffer)."""
+    out_shape = (h.shape[0], w.shape[1], h.shape[2] - (w.shape[0] // h.shape[1] - 1))
+    if tuple(x.shape) != out_shape or not is_channels_last(x) or x.dtype != h.dtype:
+        raise ValueError(f"vocoder_conv_residual: x must be a channels-last {list(out_shape)} {h.dtype} tensor")
+    if bias.shape != (w.shape[1],):
+        raise ValueError(f"vocoder_conv_residual: bias must be [{w.shape[1]}], got {list(bias.shape)}")
+    if (snake is None) != (snake_out is None):
+        raise ValueError("vocoder_conv_residual: snake and snake_out go together")
+    if snake_out is not None:
+        check_snake_out("vocoder_conv_residual", snake_out, x)
+    return _run(h, w, 1, bias, tiles, snake, x, snake_out, fast_sin)
+
+
+def _run(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    dilation: int,
+    bias: torch.Tensor | None,
+    tiles: Tiles | None,
+    snake: tuple[torch.Tensor, torch.Tensor] | None,
+    residual: torch.Tensor | None,
+    snake_out: torch.Tensor | None,
+    fast_sin: bool,
+) -> torch.Tensor:
+    """vocoder_conv, or with `residual` vocoder_conv_residual (its arguments checked by the caller)."""
     batch, in_channels, length_in = x.shape
     taps = w.shape[0] // in_channels
     tiles = tiles or tiles_for(in_channels)
@@ -143,22 +200,31 @@ def vocoder_conv(
     x_desc = TensorDescriptor.from_tensor(rows, [tiles.block_m, tiles.block_k])
     w_desc = TensorDescriptor.from_tensor(w, [tiles.block_k, tiles.block_n])
     grid = (batch * triton.cdiv(length_out, tiles.block_m), triton.cdiv(out_channels, tiles.block_n))
+    res = residual if residual is not None else y.transpose(1, 2)  # never read without RESIDUAL
+    to = snake_out if snake_out is not None else res
     _vocoder_conv_kernel[grid](
         x_desc,
         w_desc,
         y,
         bias if bias is not None else y,
         *(snake if snake is not None else (y, y)),
+        res,
+        to,
         length_in,
         length_out,
         out_channels,
         y.stride(0),
         y.stride(1),
+        res.stride(0),
+        res.stride(2),
+        to.stride(0),
+        to.stride(2),
         dilation,
         IN_CHANNELS=in_channels,
         TAPS=taps,
         HAS_BIAS=bias is not None,
         SNAKE=snake is not None,
+        RESIDUAL=residual is not None,
         FAST_SIN=fast_sin and y.element_size() == 2 and not INTERPRETED,
         # the interpreter's dot of a descriptor-loaded bf16 tile is wrong (numpy has no bf16): fp32 there
         IEEE=x.dtype == torch.float32 or INTERPRETED,

@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from omni.kernels.tiles import Tiles
-from omni.kernels.vocoder_conv import conv_matrix, tiles_for, vocoder_conv
+from omni.kernels.vocoder_conv import conv_matrix, tiles_for, vocoder_conv, vocoder_conv_residual
 
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
@@ -59,6 +59,52 @@ def test_vocoder_conv_with_snakebeta_is_the_conv_then_snakebeta_cl():
     assert (got - vocoder_conv(x, conv_matrix(weight), dilation, bias, TILES)).abs().max() > 0.1  # SnakeBeta applied
 
 
+@pytest.mark.parametrize("snake", [False, True])
+def test_vocoder_conv_residual_is_conv_then_bias_residual_cl(snake):
+    """conv2's close: x + conv(h) + bias, and with `snake` the next SnakeBeta into a [history ‖ new] buffer's tail,
+    as bias_residual_cl computes them from the conv's output. x a strided slice (a transposed conv's trimmed output),
+    the output tiles ragged along T and C."""
+    from omni.kernels.channels_last import bias_residual_cl
+
+    gen = torch.Generator().manual_seed(11)
+    batch, channels, length = 3, 80, 37
+    h = torch.randn(batch, length, channels, generator=gen).transpose(1, 2)
+    weight = torch.randn(channels, channels, 1, generator=gen) / channels**0.5
+    x = torch.randn(batch, length + 5, channels, generator=gen).transpose(1, 2)[..., 2 : 2 + length]
+    bias, alpha, beta = torch.randn(3, channels, generator=gen) * 0.5
+    conv = F.conv1d(h.contiguous(), weight).transpose(1, 2).contiguous().transpose(1, 2)
+    fused: dict = {}
+    if snake:
+        buffers = [torch.full((batch, length + 4, channels), 7.0).transpose(1, 2) for _ in range(2)]
+        fused = [{"snake": (alpha, beta), "snake_out": buffer[..., 4:]} for buffer in buffers]
+    want = bias_residual_cl(x, conv, bias, **(fused[0] if snake else {}))
+    tiles = Tiles(32, 32, 16, 4, 2)  # BLOCK_K must divide the 80 channels
+    got = vocoder_conv_residual(h, conv_matrix(weight), x, bias, tiles, **(fused[1] if snake else {}))
+    assert got.stride() == want.stride()
+    assert (got - want).abs().max() <= 1e-5
+    assert (got - (x + conv)).abs().max() > 0.1  # the bias is added
+    if snake:
+        assert (buffers[1] - buffers[0]).abs().max() <= 1e-5
+        assert (buffers[1][..., :4] == 7.0).all()  # the history part untouched
+        assert (buffers[1][..., 4:] - got).abs().max() > 0.1  # SnakeBeta applied
+
+
+def test_vocoder_conv_residual_refuses_mismatched_operands():
+    h = torch.randn(2, 40, 32).transpose(1, 2)
+    w = conv_matrix(torch.randn(32, 32, 1))
+    x, bias = torch.randn(2, 40, 32).transpose(1, 2), torch.randn(32)
+    with pytest.raises(ValueError, match="channels-last \\[2, 32, 40\\]"):
+        vocoder_conv_residual(h, w, x.contiguous(), bias, TILES)  # [B, C, T] memory
+    with pytest.raises(ValueError, match="channels-last \\[2, 32, 40\\]"):
+        vocoder_conv_residual(h, w, x[..., 1:], bias, TILES)
+    with pytest.raises(ValueError, match="bias must be \\[32\\]"):
+        vocoder_conv_residual(h, w, x, bias[:16], TILES)
+    with pytest.raises(ValueError, match="go together"):
+        vocoder_conv_residual(h, w, x, bias, TILES, snake=(bias, bias))
+    with pytest.raises(ValueError, match="snake_out must be a channels-last"):
+        vocoder_conv_residual(h, w, x, bias, TILES, snake=(bias, bias), snake_out=x.contiguous())
+
+
 def test_vocoder_conv_without_bias_and_in_half_precision():
     x, weight, _, dilation = _conv_inputs(SHAPES[1], seed=7)
     want = F.conv1d(x.contiguous(), weight, dilation=dilation)
@@ -98,11 +144,13 @@ WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 
 @functools.cache  # each build decoded once for the module (the interpreter takes seconds a run)
-def _decode(dtype, conv1_kernel: bool, unit_tail_kernel: bool = False, one_frame_too: bool = True):
+def _decode(
+    dtype, conv1_kernel: bool, unit_tail_kernel: bool = False, one_frame_too: bool = True, conv2_kernel: bool = False
+):
     model = tiny_codec_decoder(dtype, WIDE)
     fuse_channels_last(model)
     model.residual_snake_kernel = True  # the service's default
-    model.conv1_kernel, model.unit_tail_kernel = conv1_kernel, unit_tail_kernel
+    model.conv1_kernel, model.unit_tail_kernel, model.conv2_kernel = conv1_kernel, unit_tail_kernel, conv2_kernel
     return (stream(model), one_frame_steps(model)) if one_frame_too else (stream(model),)
 
 
@@ -110,23 +158,26 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.float() - b.float()).abs().max())
 
 
-def test_decoder_with_conv1_kernel_equals_without_in_fp32():
-    """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta by the implicit
-    GEMM or by PyTorch's conv and snakebeta_cl: waveforms and state within the GEMM's reordering."""
+@pytest.mark.parametrize("conv1_kernel, conv2_kernel", [(True, False), (False, True), (True, True)])
+def test_decoder_with_conv_kernels_equals_without_in_fp32(conv1_kernel, conv2_kernel):
+    """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta and conv2 + the
+    add + the next SnakeBeta by the implicit GEMM or by PyTorch's convs and the channels-last kernels: waveforms and
+    state within the GEMM's reordering."""
     want = _decode(torch.float32, False)
-    got = _decode(torch.float32, True)
+    got = _decode(torch.float32, conv1_kernel, conv2_kernel=conv2_kernel)
     for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
         assert max(_max_abs(g, w) for g, w in zip(got_wavs, want_wavs, strict=True)) <= 1e-5
         for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
             assert _max_abs(g, w) <= 1e-5 * max(1.0, float(w.abs().max()))
-    assert not all(same_run(g, w) for g, w in zip(got, want, strict=True))  # another summation order: not the bits
+    if conv1_kernel:  # another summation order: not the bits (conv2's one K step of 64 channels may sum as PyTorch's)
+        assert not all(same_run(g, w) for g, w in zip(got, want, strict=True))
 
 
-def test_decoder_with_conv1_kernel_in_bf16_is_as_close_to_fp32_as_without():
+def test_decoder_with_conv_kernels_in_bf16_is_as_close_to_fp32_as_without():
     (reference, _), *_ = _decode(torch.float32, False)  # the uneven streams (the one-frame steps: the fp32 test)
 
-    def error(conv1_kernel: bool) -> float:
-        ((wavs, _),) = _decode(torch.bfloat16, conv1_kernel, one_frame_too=False)
+    def error(on: bool) -> float:
+        ((wavs, _),) = _decode(torch.bfloat16, on, one_frame_too=False, conv2_kernel=on)
         return max(_max_abs(g, w) for g, w in zip(wavs, reference, strict=True))
 
     assert error(True) <= 1.5 * max(error(False), 1e-2)
@@ -141,9 +192,38 @@ def test_only_the_dilated_conv1s_take_the_kernel():
     assert sorted(unit.conv1.conv.dilation[0] for unit in vocoder.conv1_matrices) == [3, 3, 3, 3, 9, 9, 9, 9]
 
 
+def test_conv2_kernel_runs_every_units_conv2_through_the_gemm(monkeypatch):
+    """With conv2_kernel each of the 12 residual units closes through vocoder_conv_residual, once a step, and
+    bias_residual_cl is not called."""
+    import omni.kernels.channels_last as channels_last
+    import omni.kernels.vocoder_conv as vocoder_conv_module
+
+    calls = {"gemm": 0, "separate": 0}
+
+    def counted(name, fn):
+        def run(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(vocoder_conv_module, "vocoder_conv_residual", counted("gemm", vocoder_conv_residual))
+    monkeypatch.setattr(channels_last, "bias_residual_cl", counted("separate", channels_last.bias_residual_cl))
+    model = tiny_codec_decoder(torch.float32, WIDE)
+    fuse_channels_last(model)
+    model.residual_snake_kernel = model.conv2_kernel = True
+    one_frame_steps(model)
+    assert calls["gemm"] > 0 and calls["gemm"] % 12 == 0 and calls["separate"] == 0
+    calls["gemm"] = 0
+    model.conv2_kernel = False
+    one_frame_steps(model)
+    assert calls["gemm"] == 0 and calls["separate"] > 0
+
+
 def test_unit_tail_kernel_takes_conv1_as_cudnn_runs_it():
-    """With unit_tail_kernel on, conv1_kernel leaves conv1 to cuDNN (the tail GEMM applies the SnakeBeta itself)."""
-    got = _decode(torch.float32, True, unit_tail_kernel=True)
+    """With unit_tail_kernel on, conv1_kernel leaves conv1 to cuDNN (the tail GEMM applies the SnakeBeta itself) and
+    conv2_kernel has nothing left to do."""
+    got = _decode(torch.float32, True, unit_tail_kernel=True, conv2_kernel=True)
     want = _decode(torch.float32, False, unit_tail_kernel=True)
     assert all(same_run(g, w) for g, w in zip(got, want, strict=True))
 
@@ -154,19 +234,28 @@ from triton.compiler import ASTSource, compile
 from omni.kernels.vocoder_conv import _vocoder_conv_kernel
 
 signature = {"x_desc": "tensordesc<bf16[128, 32]>", "w_desc": "tensordesc<bf16[32, 128]>"}
-signature |= {"y_ptr": "*bf16", "bias_ptr": "*bf16", "alpha_ptr": "*fp32", "beta_ptr": "*fp32"}
-signature |= {n: "i32" for n in ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "dilation")}
-flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "FAST_SIN", "IEEE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
+signature |= {n: "*bf16" for n in ("y_ptr", "bias_ptr", "res_ptr", "snake_ptr")}
+signature |= {"alpha_ptr": "*fp32", "beta_ptr": "*fp32"}
+ints = ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "res_stride_b", "res_stride_t")
+signature |= {n: "i32" for n in (*ints, "snake_stride_b", "snake_stride_t", "dilation")}
+flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "RESIDUAL", "FAST_SIN", "IEEE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
 signature |= {n: "constexpr" for n in flags}
-for snake in (False, True):  # the plain conv, and conv1 with its bias and SnakeBeta (fast sine) in the epilogue
-    constexprs = {"IN_CHANNELS": 96, "TAPS": 7, "HAS_BIAS": snake, "SNAKE": snake, "FAST_SIN": snake, "IEEE": False}
-    constexprs |= {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
+# the plain conv; conv1 with its bias and SnakeBeta (fast sine) in the epilogue; conv2 (1x1) with the residual add
+# and the next SnakeBeta
+counts = []
+for taps, snake, residual in ((7, False, False), (7, True, False), (1, True, True)):
+    constexprs = {"IN_CHANNELS": 96, "TAPS": taps, "HAS_BIAS": snake, "SNAKE": snake, "RESIDUAL": residual}
+    constexprs |= {"FAST_SIN": snake, "IEEE": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
     compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 4})
     ptx = compiled.asm["ptx"]
     assert "wgmma.mma_async" in ptx, "Hopper's warpgroup MMA"
     assert "cp.async.bulk.tensor" in ptx, "tensor-memory-accelerator loads"
     assert ("sin.approx" in ptx) == snake
+    counts.append((ptx.count("st.global"), ptx.count("ld.global")))
+plain, conv1, conv2 = counts
+assert conv2[0] == 2 * plain[0], "conv2 stores its output and the next SnakeBeta"
+assert conv2[1] > conv1[1] + 64, "conv2 loads the residual"
 print("compiled")
 """
 

@@ -526,6 +526,12 @@ def main() -> None:
         "fused-cl modes (the codec's conv1_kernel)",
     )
     parser.add_argument(
+        "--conv2-kernel",
+        action="store_true",
+        help="each residual unit's 1x1 conv2, the residual add and the next SnakeBeta as one Triton GEMM, in the "
+        "fused-cl modes (the codec's conv2_kernel)",
+    )
+    parser.add_argument(
         "--history-kernel",
         action="store_true",
         help="the stateful convs' histories through kernels/codec_window.copy_history in every mode (the codec's "
@@ -785,6 +791,11 @@ def main() -> None:
         check(
             "conv1_kernel_vs_separate",
             lambda: check_close(cfg, device, switched_on("conv1_kernel"), base=fuse_cl),
+        )
+    if args.conv2_kernel:
+        check(
+            "conv2_kernel_vs_separate",
+            lambda: check_close(cfg, device, switched_on("conv2_kernel"), base=fuse_cl),
         )
     if args.history_kernel:
         check("history_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("history_kernel")))

@@ -109,6 +109,13 @@ class CodecConfig(ServiceConfig):
         "Off until this version is A/B'd: the first one (all 12 conv1s, one tile size a width) made one H100's 128x15 "
         "graph step 8.0% shorter and its 128x2 step 0.2% longer (run 233)",
     )
+    conv2_kernel: bool = option(
+        False,
+        "on CUDA, with fused_kernels channels_last and without unit_tail_kernel: each residual unit's 1x1 conv2, the "
+        "residual add and (with residual_snake_kernel) the next SnakeBeta as one Triton GEMM (kernels/vocoder_conv.py "
+        "vocoder_conv_residual), four passes over [B, T, C] instead of six (sums in another order than cuDNN). Off "
+        "until A/B'd on a GPU",
+    )
     window_kernel: bool = option(
         True,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

@@ -700,6 +700,11 @@ class CodecDecoder(nn.Module):
         # (dilations 3 and 9), its bias and the SnakeBeta after it as one Triton implicit GEMM (kernels/vocoder_conv.py)
         # instead of cuDNN's conv and a SnakeBeta pass: the codec's `conv1_kernel`. Sums in another order than cuDNN.
         self.conv1_kernel = False
+        # With the channels-last vocoder (and without unit_tail_kernel), each residual unit's 1x1 conv2, the residual
+        # add and (with residual_snake_kernel) the next SnakeBeta as one pass of the same implicit GEMM
+        # (vocoder_conv_residual) instead of cuDNN's conv and bias_residual_cl: the codec's `conv2_kernel`. Sums in
+        # another order than cuDNN.
+        self.conv2_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -717,6 +722,7 @@ class CodecDecoder(nn.Module):
         "history_swap_kernel",
         "upsample_channels_last",
         "conv1_kernel",
+        "conv2_kernel",
     )
 
     @property

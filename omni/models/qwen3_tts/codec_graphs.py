@@ -236,7 +236,7 @@ class ChannelsLastVocoder:
         self.next_snake: dict[ResidualUnit, tuple[nn.Module, nn.Module]] = {
             unit: chain[k + 1][1:] for k, (unit, _, _) in enumerate(chain) if unit is not None
         }
-        # conv2 of each unit as the unit-tail GEMM's [C_in, C_out] matrix (the decoder's `unit_tail_kernel`)
+        # conv2 of each unit as a GEMM's [C_in, C_out] matrix (the decoder's `unit_tail_kernel` and `conv2_kernel`)
         from omni.kernels.unit_tail import conv2_matrix
 
         self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
@@ -329,10 +329,11 @@ class ChannelsLastVocoder:
         buffer given as `snaked` when the previous residual add wrote it. Returns the unit's output and, with the
         decoder's `residual_snake_kernel`, the next conv's input buffer holding the next SnakeBeta of that output.
         With the decoder's `unit_tail_kernel`, everything after conv1 is one kernel (kernels/unit_tail.py); else
-        with its `conv1_kernel`, a dilated conv1 and the SnakeBeta after it are (kernels/vocoder_conv.py)."""
+        with its `conv1_kernel`, a dilated conv1 and the SnakeBeta after it are, and with its `conv2_kernel` conv2
+        and the add (kernels/vocoder_conv.py)."""
         from omni.kernels.channels_last import bias_residual_cl, snakebeta_cl
         from omni.kernels.unit_tail import unit_tail
-        from omni.kernels.vocoder_conv import vocoder_conv
+        from omni.kernels.vocoder_conv import vocoder_conv, vocoder_conv_residual
 
         conv1, conv2 = unit.conv1, unit.conv2
         full = snaked if snaked is not None else self._snake_into(conv1, unit.act1, x, x_bias, batch)
@@ -356,7 +357,10 @@ class ChannelsLastVocoder:
         else:
             if not conv1_snaked:
                 h = snakebeta_cl(h, *act, bias=conv1.conv.bias, fast_sin=self.fast_sine)
-            out = bias_residual_cl(x, self._conv(conv2, h), bias, **fused)
+            if self.decoder.conv2_kernel:  # conv2, its bias, the add and the next SnakeBeta: one GEMM's epilogue
+                out = vocoder_conv_residual(h, self.conv2_matrices[unit], x, bias, **fused)
+            else:
+                out = bias_residual_cl(x, self._conv(conv2, h), bias, **fused)
         if following is not None:
             self._keep(self.next_snake[unit][0], batch, following)
         return out, following
