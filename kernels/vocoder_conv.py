@@ -107,6 +107,11 @@ VOCODER_TILES: dict[int, Tiles] = {
 }
 
 
+# Tiles by width for conv2 (1x1) in vocoder_conv_residual; a width not here gets tiles_for's. Empty until a GPU run
+# times them (tools/bench_unit_tail.py --conv2).
+CONV2_TILES: dict[int, Tiles] = {}
+
+
 def tiles_for(in_channels: int) -> Tiles:
     """The tiles vocoder_conv runs a conv of `in_channels` with: VOCODER_TILES', else 128x128 output tiles with the
     largest BLOCK_K up to 64 that divides the channels (a K step never straddles two taps)."""
@@ -157,6 +162,7 @@ def vocoder_conv_residual(
     snake_out=snake_out) computes it from a cuDNN output (the conv's output rounded first, then the fp32 sum in that
     kernel's order). h as vocoder_conv's x (conv2's input: dense channels-last), w its `conv_matrix` (1x1 for
     conv2); x [B, C_out, T_out] channels-last with free batch and time strides; returns a dense channels-last tensor.
+    `tiles` default to CONV2_TILES', else tiles_for(C_in).
     With `snake` (alpha, beta) the SnakeBeta of that output also goes into `snake_out` (the next conv's buffer)."""
     out_shape = (h.shape[0], w.shape[1], h.shape[2] - (w.shape[0] // h.shape[1] - 1))
     if tuple(x.shape) != out_shape or not is_channels_last(x) or x.dtype != h.dtype:
@@ -167,7 +173,7 @@ def vocoder_conv_residual(
         raise ValueError("vocoder_conv_residual: snake and snake_out go together")
     if snake_out is not None:
         check_snake_out("vocoder_conv_residual", snake_out, x)
-    return _run(h, w, 1, bias, tiles, snake, x, snake_out, fast_sin)
+    return _run(h, w, 1, bias, tiles or CONV2_TILES.get(h.shape[1]), snake, x, snake_out, fast_sin)
 
 
 def _run(

@@ -41,6 +41,26 @@ def test_each_setting_is_timed_against_the_build_without_it(tmp_path):
     assert results["ab_settings"] == {side: off | ({side: True} if side != "base" else {}) for side in sides}
 
 
+def test_ab_side_of_settings_joined_by_plus_turns_them_on_together(tmp_path):
+    out = tmp_path / "ab.json"
+    done = bench_codec(
+        "--tiny", "--modes", "fused-cl", "--batches", "2", "--chunks", "1", "--min-seconds", "0.01",
+        "--max-iters", "1", "--ab", "rvq_kernel,rvq_kernel+residual_snake_kernel", "--ab-rounds", "1",
+        "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(out.read_text())
+    assert not results["errors"] and set(results["ab"]) == {"base", "rvq_kernel", "rvq_kernel+residual_snake_kernel"}
+    off = dict.fromkeys(CodecDecoder.KERNEL_SWITCHES, False)
+    assert results["ab_settings"] == {
+        "base": off,
+        "rvq_kernel": off | {"rvq_kernel": True},
+        "rvq_kernel+residual_snake_kernel": off | {"rvq_kernel": True, "residual_snake_kernel": True},
+    }
+    done = bench_codec("--tiny", "--ab", "rvq_kernel+fast_sine")
+    assert done.returncode == 2 and "unknown --ab settings ['fast_sine']" in done.stderr
+
+
 def test_bad_ab_arguments_are_refused():
     done = bench_codec("--tiny", "--ab", "fast_sine")
     assert done.returncode == 2 and "unknown --ab settings ['fast_sine']" in done.stderr

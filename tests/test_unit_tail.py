@@ -223,3 +223,21 @@ def test_bench_unit_tail_times_every_side_and_reports_their_difference(tmp_path)
     assert [r["side"] for r in rows] == sides * 4  # the released layout's four blocks, at tiny widths
     assert all(r["out_max_abs"] <= 1e-4 and r["snake_max_abs"] <= 1e-4 for r in rows)
     assert all(r["ms"] > 0 for r in rows)
+
+
+def test_bench_unit_tail_times_the_conv2_gemm(tmp_path):
+    """--conv2 --no-fused: a conv2 row per tile and block beside separate, within fp32 reordering of its tail; a tile
+    whose BLOCK_K does not divide a block's channels is an error row, not a stop."""
+    out = tmp_path / "tail.json"
+    command = [sys.executable, str(ROOT / "tools" / "bench_unit_tail.py"), "--device", "cpu", "--tiny", "--conv2"]
+    command += ["--no-fused", "--dtype", "float32", "--rows", "2", "--frames", "1", "--iters", "1", "--repeats", "1"]
+    command += ["--tiles", "64x16x4w4s2", "64x16x64w4s2", "--out", str(out)]
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["side"] for r in rows] == ["separate", "conv2 64x16x4w4s2", "conv2 64x16x64w4s2"] * 4
+    timed = [r for r in rows if "error" not in r]
+    assert {r["side"] for r in timed} >= {"separate", "conv2 64x16x4w4s2"}
+    assert all(r["out_max_abs"] <= 1e-4 and r["snake_max_abs"] <= 1e-4 and r["ms"] > 0 for r in timed)
+    assert any("BLOCK_K 64" in r["error"] for r in rows if "error" in r)

@@ -569,7 +569,8 @@ def main() -> None:
         "--ab",
         default="",
         help=f"comma-separated decoder settings of {AB_SETTINGS}: after the modes, the fused-cl+graph step with each "
-        "on against the build without any of them, alternating in this process (same cuDNN algorithms each side)",
+        "on against the build without any of them, alternating in this process (same cuDNN algorithms each side); "
+        "a side of several settings on together joins them with '+' (conv1_kernel,conv1_kernel+conv2_kernel)",
     )
     parser.add_argument("--ab-rounds", type=int, default=3, help="rounds of --ab (each times every side once)")
     parser.add_argument("--out", help="write all results as JSON here")
@@ -577,7 +578,8 @@ def main() -> None:
     modes = args.modes.split(",")
     if unknown := set(modes) - set(MODES):
         parser.error(f"unknown modes {sorted(unknown)}; choose from {MODES}")
-    ab_settings = [name for name in args.ab.split(",") if name]
+    ab_sides = [side for side in args.ab.split(",") if side]
+    ab_settings = sorted({name for side in ab_sides for name in side.split("+")})
     if unknown := set(ab_settings) - set(AB_SETTINGS):
         parser.error(f"unknown --ab settings {sorted(unknown)}; choose from {AB_SETTINGS}")
     if ab_settings and not {"fused-cl", "fused-cl+graph"} & set(modes):
@@ -703,17 +705,19 @@ def main() -> None:
             results["profiles"][f"{mode} b{batch} t{chunk}"] = table
             print(f"top kernels, {mode} b{batch} t{chunk}:\n{table}", flush=True)
 
-    def ab(settings: list[str]) -> None:
-        """Each decoder setting against the build without it (the listed settings off, the rest as configured), in
-        this one process, rounds alternating: the same cuDNN algorithms on every side, where two processes of one
-        build differed by 7% (runs 91-92). The fused-cl+graph step at the largest batch, each chunk length."""
+    def ab(sides: list[str]) -> None:
+        """Each side (a decoder setting, or settings joined by '+') against the build without them (every setting
+        named off, the rest as configured), in this one process, rounds alternating: the same cuDNN algorithms on
+        every side, where two processes of one build differed by 7% (runs 91-92). The fused-cl+graph step at the
+        largest batch, each chunk length."""
+        settings = sorted({name for side in sides for name in side.split("+")})
         before = {name: getattr(decoder, name) for name in settings}
         results["ab_settings"] = {}  # each side's settings as timed
         times: dict = {}
         for _ in range(args.ab_rounds):
-            for variant in ("base", *settings):
+            for variant in ("base", *sides):
                 for name in settings:
-                    setattr(decoder, name, name == variant)
+                    setattr(decoder, name, name in variant.split("+"))
                 results["ab_settings"][variant] = {name: getattr(decoder, name) for name in AB_SETTINGS}
                 for chunk in args.chunks:
                     ms = time_graph(max(args.batches), chunk, channels_last=True) * 1e3
@@ -871,8 +875,8 @@ def main() -> None:
     }
     build("fused-cl", "channels_last", fuse_cl, "channels_last_graph_vs_eager", cl_checks)
 
-    if ab_settings:
-        guarded("ab", lambda: ab(ab_settings))
+    if ab_sides:
+        guarded("ab", lambda: ab(ab_sides))
 
     print("\nmode          batch chunk   step ms   new frames/s  audio-s/s  GFLOP/frame  TFLOP/s   TB/s")
     for r in results["rows"]:

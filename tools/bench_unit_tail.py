@@ -13,6 +13,9 @@ CUDA events (median of --repeats timings of --iters launches each):
   fused T      unit_tail with tiles T (BMxBNxBKwWARPSsSTAGES)
   gemm T       snakebeta_cl, then unit_tail with tiles T on its output (no SnakeBeta prologue): how much of the fused
                kernel's time the prologue costs
+  conv2 T      (--conv2) snakebeta_cl, then kernels/vocoder_conv.vocoder_conv_residual with tiles T: conv2, the add and
+               the next SnakeBeta in a TMA-fed GEMM's epilogue (the decoder's `conv2_kernel`); --no-fused leaves
+               the two unit_tail sides out
 
 It prints one table row per block and side (ms, GB/s by the tail's four passes over [B, T, C], the ratio to
 separate, the largest difference of the output and the next SnakeBeta from separate's) and a step row: 3 units per
@@ -37,6 +40,7 @@ from bench_snakebeta import time_ms as cuda_time_ms  # noqa: E402
 from omni.kernels.channels_last import bias_residual_cl, channels_last_empty, snakebeta_cl  # noqa: E402
 from omni.kernels.tiles import Tiles  # noqa: E402
 from omni.kernels.unit_tail import DEFAULT_TILES, conv2_matrix, unit_tail  # noqa: E402
+from omni.kernels.vocoder_conv import vocoder_conv_residual  # noqa: E402
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
@@ -78,6 +82,13 @@ def separate(i: dict, fast_sin: bool) -> torch.Tensor:
     return bias_residual_cl(i["x"], y, i["bias"], snake=i["snake"], snake_out=i["buffer"][..., 6:], fast_sin=fast_sin)
 
 
+def conv2_gemm(i: dict, fast_sin: bool, tiles: Tiles) -> torch.Tensor:
+    """The decoder's conv2_kernel: snakebeta_cl, then conv2 + the add + the next SnakeBeta by vocoder_conv_residual."""
+    h = snakebeta_cl(i["h"], *i["act"], bias=i["h_bias"], fast_sin=fast_sin)
+    snake = {"snake": i["snake"], "snake_out": i["buffer"][..., 6:], "fast_sin": fast_sin}
+    return vocoder_conv_residual(h, i["w"], i["x"], i["bias"], tiles, **snake)
+
+
 def fused(i: dict, fast_sin: bool, tiles: Tiles, prologue: bool = True) -> torch.Tensor:
     """unit_tail with `tiles`; without the prologue, on snakebeta_cl's output (the gemm-only side)."""
     if prologue:
@@ -111,6 +122,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=15, help="new codec frames per stream")
     parser.add_argument("--tiles", nargs="+", default=[str(DEFAULT_TILES)], help="BMxBNxBKwWARPSsSTAGES each")
     parser.add_argument("--no-gemm-only", action="store_true", help="skip the gemm-only sides")
+    parser.add_argument("--no-fused", action="store_true", help="skip the unit_tail sides (fused and gemm-only)")
+    parser.add_argument("--conv2", action="store_true", help="time the conv2_kernel side (vocoder_conv_residual)")
     parser.add_argument("--fast-sine", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
@@ -135,9 +148,12 @@ def main() -> None:
         want_snake = inputs["buffer"][..., 6:].clone()
         sides = {"separate": lambda i=inputs: separate(i, args.fast_sine)}
         for t in tiles:
-            sides[f"fused {t}"] = lambda i=inputs, t=t: fused(i, args.fast_sine, t)
-            if not args.no_gemm_only:
+            if not args.no_fused:
+                sides[f"fused {t}"] = lambda i=inputs, t=t: fused(i, args.fast_sine, t)
+            if not (args.no_fused or args.no_gemm_only):
                 sides[f"gemm {t}"] = lambda i=inputs, t=t: fused(i, args.fast_sine, t, prologue=False)
+            if args.conv2:
+                sides[f"conv2 {t}"] = lambda i=inputs, t=t: conv2_gemm(i, args.fast_sine, t)
         base_ms = None
         for name, fn in sides.items():
             try:
