@@ -96,27 +96,27 @@ def _vocoder_conv_kernel(
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
-# Tiles by input channels for the released vocoder's dilated conv1s: each width's fastest of the five tile sizes run
-# 233 timed (an H100, 128 rows of 15 and of 4 frames, dilations 3 and 9, SnakeBeta in the epilogue; the same one at
-# both lengths). Other widths get `tiles_for`'s rule.
-VOCODER_TILES: dict[int, Tiles] = {
-    768: Tiles(128, 256, 64, 8, 3),
-    384: Tiles(128, 128, 64, 8, 3),
-    192: Tiles(128, 256, 64, 8, 3),
-    96: Tiles(128, 128, 32, 4, 4),
+# Tiles by (conv, input channels). conv1: the released vocoder's dilated conv1s, each width's fastest of the five tile
+# sizes run 233 timed (an H100, 128 rows of 15 and of 4 frames, dilations 3 and 9, SnakeBeta in the epilogue; the
+# same one at both lengths). conv2 (vocoder_conv_residual's 1x1) and transposed (the upsamplers as 2-tap convs):
+# none yet, until a GPU run times them (tools/bench_unit_tail.py --conv2, tools/bench_vocoder_convs.py
+# --transposed). A conv not here gets `tiles_for`'s rule.
+VOCODER_TILES: dict[tuple[str, int], Tiles] = {
+    ("conv1", 768): Tiles(128, 256, 64, 8, 3),
+    ("conv1", 384): Tiles(128, 128, 64, 8, 3),
+    ("conv1", 192): Tiles(128, 256, 64, 8, 3),
+    ("conv1", 96): Tiles(128, 128, 32, 4, 4),
 }
+CONVS = ("conv1", "conv2", "transposed")
 
 
-# Tiles by width for conv2 (1x1) in vocoder_conv_residual; a width not here gets tiles_for's. Empty until a GPU run
-# times them (tools/bench_unit_tail.py --conv2).
-CONV2_TILES: dict[int, Tiles] = {}
-
-
-def tiles_for(in_channels: int) -> Tiles:
-    """The tiles vocoder_conv runs a conv of `in_channels` with: VOCODER_TILES', else 128x128 output tiles with the
-    largest BLOCK_K up to 64 that divides the channels (a K step never straddles two taps)."""
-    if in_channels in VOCODER_TILES:
-        return VOCODER_TILES[in_channels]
+def tiles_for(in_channels: int, conv: str = "conv1") -> Tiles:
+    """The tiles vocoder_conv runs `conv` (one of CONVS) of `in_channels` with: VOCODER_TILES', else 128x128 output
+    tiles with the largest BLOCK_K up to 64 that divides the channels (a K step never straddles two taps)."""
+    if conv not in CONVS:
+        raise ValueError(f"tiles_for: conv {conv!r} is not one of {CONVS}")
+    if (conv, in_channels) in VOCODER_TILES:
+        return VOCODER_TILES[conv, in_channels]
     block_k = 64
     while in_channels % block_k:
         block_k //= 2
@@ -127,6 +127,32 @@ def conv_matrix(weight: torch.Tensor) -> torch.Tensor:
     """A Conv1d weight [C_out, C_in, taps] as the kernel's [taps*C_in, C_out] matrix (a copy, made once)."""
     out_channels, in_channels, taps = weight.shape
     return weight.permute(2, 1, 0).reshape(taps * in_channels, out_channels).contiguous()
+
+
+def transposed_matrix(weight: torch.Tensor, stride: int) -> torch.Tensor:
+    """A ConvTranspose1d weight [C_in, C_out, 2*stride] (the vocoder's upsamplers: kernel twice the stride, one input
+    sample carried) as a 2-tap stride-1 conv's [2*C_in, stride*C_out] matrix (a copy, made once).
+
+    With the carried sample prepended, new input sample i's `stride` outputs are
+        y[i*stride + p] = x_full[i] @ W[:, :, p + stride] + x_full[i + 1] @ W[:, :, p]      (p < stride)
+    so in channels-last memory the output [B, T*stride, C_out] is the [B, T, stride*C_out] output of a 2-tap conv
+    over [history ‖ new] with N = stride*C_out (column p*C_out + c is phase p, channel c): vocoder_conv runs it, and
+    `phases_to_samples` views its output as samples."""
+    in_channels, out_channels, taps = weight.shape
+    if taps != 2 * stride:
+        raise ValueError(f"transposed_matrix: kernel {taps} is not twice the stride {stride}")
+
+    def phases(w: torch.Tensor) -> torch.Tensor:  # [C_in, C_out, stride] -> [C_in, stride*C_out]
+        return w.permute(0, 2, 1).reshape(in_channels, stride * out_channels)
+
+    return torch.cat([phases(weight[:, :, stride:]), phases(weight[:, :, :stride])]).contiguous()
+
+
+def phases_to_samples(y: torch.Tensor, stride: int) -> torch.Tensor:
+    """vocoder_conv's output with transposed_matrix, [B, stride*C_out, T] channels-last, as the [B, C_out, T*stride]
+    channels-last samples it holds (a view)."""
+    batch, columns, length = y.shape
+    return y.transpose(1, 2).reshape(batch, length * stride, columns // stride).transpose(1, 2)
 
 
 def vocoder_conv(
@@ -162,7 +188,7 @@ def vocoder_conv_residual(
     snake_out=snake_out) computes it from a cuDNN output (the conv's output rounded first, then the fp32 sum in that
     kernel's order). h as vocoder_conv's x (conv2's input: dense channels-last), w its `conv_matrix` (1x1 for
     conv2); x [B, C_out, T_out] channels-last with free batch and time strides; returns a dense channels-last tensor.
-    `tiles` default to CONV2_TILES', else tiles_for(C_in).
+    `tiles` default to tiles_for(C_in, "conv2").
     With `snake` (alpha, beta) the SnakeBeta of that output also goes into `snake_out` (the next conv's buffer)."""
     out_shape = (h.shape[0], w.shape[1], h.shape[2] - (w.shape[0] // h.shape[1] - 1))
     if tuple(x.shape) != out_shape or not is_channels_last(x) or x.dtype != h.dtype:
@@ -173,7 +199,7 @@ def vocoder_conv_residual(
         raise ValueError("vocoder_conv_residual: snake and snake_out go together")
     if snake_out is not None:
         check_snake_out("vocoder_conv_residual", snake_out, x)
-    return _run(h, w, 1, bias, tiles or CONV2_TILES.get(h.shape[1]), snake, x, snake_out, fast_sin)
+    return _run(h, w, 1, bias, tiles or tiles_for(h.shape[1], "conv2"), snake, x, snake_out, fast_sin)
 
 
 def _run(

@@ -105,6 +105,25 @@ def test_vocoder_conv_residual_refuses_mismatched_operands():
         vocoder_conv_residual(h, w, x, bias, TILES, snake=(bias, bias), snake_out=x.contiguous())
 
 
+@pytest.mark.parametrize("stride", [3, 5])
+def test_transposed_matrix_makes_the_upsampler_a_two_tap_conv(stride):
+    """A vocoder block's transposed conv (kernel 2r, stride r) over [history ‖ new], as CausalConvTranspose1d trims
+    it, equals vocoder_conv with transposed_matrix's r*C_out columns, viewed as samples by phases_to_samples."""
+    from omni.kernels.vocoder_conv import phases_to_samples, transposed_matrix
+
+    gen = torch.Generator().manual_seed(stride)
+    batch, c_in, c_out, length = 3, 32, 16, 11
+    weight = torch.randn(c_in, c_out, 2 * stride, generator=gen) / c_in**0.5
+    full = torch.randn(batch, length + 1, c_in, generator=gen).transpose(1, 2)  # one carried sample
+    want = F.conv_transpose1d(full.contiguous(), weight, stride=stride)[..., stride : stride * (length + 1)]
+    y = vocoder_conv(full, transposed_matrix(weight, stride), tiles=Tiles(32, 32, 16, 4, 2))
+    got = phases_to_samples(y, stride)
+    assert got.shape == want.shape and got.stride(1) == 1  # channels-last samples
+    assert (got - want).abs().max() <= 1e-5
+    with pytest.raises(ValueError, match="kernel 6 is not twice the stride 2"):
+        transposed_matrix(torch.randn(4, 4, 6), 2)
+
+
 def test_vocoder_conv_without_bias_and_in_half_precision():
     x, weight, _, dilation = _conv_inputs(SHAPES[1], seed=7)
     want = F.conv1d(x.contiguous(), weight, dilation=dilation)
@@ -136,6 +155,10 @@ def test_vocoder_conv_refuses_what_it_cannot_run():
 
 def test_tiles_for_picks_a_block_k_that_divides_the_channels():
     assert [tiles_for(c).block_k for c in (768, 384, 192, 96, 16, 2)] == [64, 64, 64, 32, 16, 2]
+    assert [tiles_for(c, "conv2").block_k for c in (1536, 96, 48)] == [64, 32, 16]
+    assert tiles_for(768) != tiles_for(768, "transposed")  # conv1's timed entry is conv1's alone
+    with pytest.raises(ValueError, match="conv 'conv3'"):
+        tiles_for(768, "conv3")
 
 
 # tests/codec_streams' decoder with a wider vocoder: 64 -> 8 channels, so every row is a multiple of 16 bytes (the
@@ -144,43 +167,48 @@ WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 
 @functools.cache  # each build decoded once for the module (the interpreter takes seconds a run)
-def _decode(
-    dtype, conv1_kernel: bool, unit_tail_kernel: bool = False, one_frame_too: bool = True, conv2_kernel: bool = False
-):
+def _decode(dtype, *switches: str, one_frame_too: bool = True):
+    """Uneven primed streams (and one-frame steps) through the channels-last vocoder with these kernel switches on."""
     model = tiny_codec_decoder(dtype, WIDE)
     fuse_channels_last(model)
     model.residual_snake_kernel = True  # the service's default
-    model.conv1_kernel, model.unit_tail_kernel, model.conv2_kernel = conv1_kernel, unit_tail_kernel, conv2_kernel
+    for name in switches:
+        setattr(model, name, True)
     return (stream(model), one_frame_steps(model)) if one_frame_too else (stream(model),)
+
+
+GEMM_SWITCHES = ("conv1_kernel", "conv2_kernel", "transposed_kernel")
 
 
 def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.float() - b.float()).abs().max())
 
 
-@pytest.mark.parametrize("conv1_kernel, conv2_kernel", [(True, False), (False, True), (True, True)])
-def test_decoder_with_conv_kernels_equals_without_in_fp32(conv1_kernel, conv2_kernel):
-    """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta and conv2 + the
-    add + the next SnakeBeta by the implicit GEMM or by PyTorch's convs and the channels-last kernels: waveforms and
-    state within the GEMM's reordering."""
-    want = _decode(torch.float32, False)
-    got = _decode(torch.float32, conv1_kernel, conv2_kernel=conv2_kernel)
+@pytest.mark.parametrize(
+    "switches", [(name,) for name in GEMM_SWITCHES] + [GEMM_SWITCHES], ids=["conv1", "conv2", "transposed", "all"]
+)
+def test_decoder_with_gemm_convs_equals_without_in_fp32(switches):
+    """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta, conv2 + the
+    add + the next SnakeBeta, or the transposed convs by the implicit GEMM, or by PyTorch's convs and the
+    channels-last kernels: waveforms and state within the GEMM's reordering."""
+    want = _decode(torch.float32)
+    got = _decode(torch.float32, *switches)
     for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
         assert max(_max_abs(g, w) for g, w in zip(got_wavs, want_wavs, strict=True)) <= 1e-5
         for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
             assert _max_abs(g, w) <= 1e-5 * max(1.0, float(w.abs().max()))
-    if conv1_kernel:  # another summation order: not the bits (conv2's one K step of 64 channels may sum as PyTorch's)
-        assert not all(same_run(g, w) for g, w in zip(got, want, strict=True))
+    if "conv1_kernel" in switches:  # another summation order: not the bits (conv2's one K step of 64 channels may
+        assert not all(same_run(g, w) for g, w in zip(got, want, strict=True))  # sum as PyTorch's CPU conv does)
 
 
-def test_decoder_with_conv_kernels_in_bf16_is_as_close_to_fp32_as_without():
-    (reference, _), *_ = _decode(torch.float32, False)  # the uneven streams (the one-frame steps: the fp32 test)
+def test_decoder_with_gemm_convs_in_bf16_is_as_close_to_fp32_as_without():
+    (reference, _), *_ = _decode(torch.float32)  # the uneven streams (the one-frame steps: the fp32 test)
 
-    def error(on: bool) -> float:
-        ((wavs, _),) = _decode(torch.bfloat16, on, one_frame_too=False, conv2_kernel=on)
+    def error(*switches: str) -> float:
+        ((wavs, _),) = _decode(torch.bfloat16, *switches, one_frame_too=False)
         return max(_max_abs(g, w) for g, w in zip(wavs, reference, strict=True))
 
-    assert error(True) <= 1.5 * max(error(False), 1e-2)
+    assert error(*GEMM_SWITCHES) <= 1.5 * max(error(), 1e-2)
 
 
 def test_only_the_dilated_conv1s_take_the_kernel():
@@ -223,8 +251,8 @@ def test_conv2_kernel_runs_every_units_conv2_through_the_gemm(monkeypatch):
 def test_unit_tail_kernel_takes_conv1_as_cudnn_runs_it():
     """With unit_tail_kernel on, conv1_kernel leaves conv1 to cuDNN (the tail GEMM applies the SnakeBeta itself) and
     conv2_kernel has nothing left to do."""
-    got = _decode(torch.float32, True, unit_tail_kernel=True, conv2_kernel=True)
-    want = _decode(torch.float32, False, unit_tail_kernel=True)
+    got = _decode(torch.float32, "conv1_kernel", "unit_tail_kernel", "conv2_kernel")
+    want = _decode(torch.float32, "unit_tail_kernel")
     assert all(same_run(g, w) for g, w in zip(got, want, strict=True))
 
 
@@ -284,3 +312,21 @@ def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
     assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in timed)
     assert {r["side"] for r in rows if "error" in r} == {tiles[1], tiles[1] + "+snake"}  # BLOCK_K 32 > tiny widths
     assert "triton best tiles+snake" in done.stdout
+
+
+def test_bench_vocoder_convs_times_the_transposed_convs(tmp_path):
+    """--transposed: a row for each of the four upsamplers (rate in the dilation column) and side, the Triton side
+    within fp32 reordering of PyTorch's transposed conv."""
+    out = tmp_path / "convs.json"
+    command = [sys.executable, str(ROOT / "tools" / "bench_vocoder_convs.py"), "--device", "cpu", "--tiny"]
+    command += ["--dtype", "float32", "--rows", "1", "--frames", "1", "--iters", "1", "--repeats", "1"]
+    command += ["--tiles", "64x16x4w4s2", "--transposed", "--out", str(out)]
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["conv"], r["dilation"], r["side"]) for r in rows] == [
+        ("transposed", rate, side) for rate in (8, 5, 4, 3) for side in ("cudnn", "triton 64x16x4w4s2")
+    ]
+    assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in rows)
+    assert "the step's 4 transposed convs" in done.stdout and "+snake" not in done.stdout

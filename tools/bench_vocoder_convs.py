@@ -16,10 +16,18 @@ each residual unit's dilation (1, 3, 9) it builds conv1's input as the channels-
                passes the decoder runs today
   triton T+snake   vocoder_conv with that bias and SnakeBeta in its epilogue: one pass
 
-One table row per conv and side: ms, TFLOP/s (2*C*C*7 per output sample), the ratio to cudnn (the +snake sides: to
-cudnn+snake), and the largest difference from cudnn's (cudnn+snake's) output relative to its largest magnitude.
-Then the step's 12 convs summed by side, and each conv's fastest tiles summed. A measurement tool: it asserts
-nothing about speed.
+With --transposed it times the four vocoder blocks' transposed convs instead (kernel 2r, stride r, C -> C/2, over
+the [carried sample ‖ new] buffer; "dil" is then the rate r):
+
+  cudnn        conv_transpose2d over [B, C, 1, T+1] in channels-last memory, trimmed as CausalConvTranspose1d:
+               what ChannelsLastVocoder runs
+  triton T     vocoder_conv as a 2-tap conv with r*C/2 columns (transposed_matrix), viewed as samples: the decoder's
+               `transposed_kernel`
+
+One table row per conv and side: ms, TFLOP/s (2*C_in*C_out*taps per output sample), the ratio to cudnn (the +snake
+sides: to cudnn+snake), and the largest difference from cudnn's (cudnn+snake's) output relative to its largest
+magnitude. Then the step's convs summed by side, and each conv's fastest tiles summed. A measurement tool: it
+asserts nothing about speed.
 """
 
 import argparse
@@ -33,10 +41,16 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_unit_tail import block_shapes, time_ms  # noqa: E402 (a sibling script: block (C, T), its timer)
+from bench_snakebeta import step_shapes  # noqa: E402 (sibling scripts: the step's shapes, a timer)
+from bench_unit_tail import block_shapes, time_ms  # noqa: E402
 from omni.kernels.channels_last import snakebeta_cl  # noqa: E402
 from omni.kernels.tiles import Tiles  # noqa: E402
-from omni.kernels.vocoder_conv import conv_matrix, vocoder_conv  # noqa: E402
+from omni.kernels.vocoder_conv import (  # noqa: E402
+    conv_matrix,
+    phases_to_samples,
+    transposed_matrix,
+    vocoder_conv,
+)
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
 from omni.models.qwen3_tts.codec_checkpoint import TINY_DECODER  # noqa: E402
@@ -79,6 +93,63 @@ def triton_snake(i: dict, tiles: Tiles) -> torch.Tensor:
     return vocoder_conv(i["x"], i["w"], i["dilation"], i["bias"], tiles, snake=i["snake"], fast_sin=True)
 
 
+def transposed_inputs(rows: int, in_channels: int, rate: int, length: int, dtype, device: str, seed: int) -> dict:
+    """A vocoder block's transposed conv input buffer ([B, C, 1 + T] with [B, 1 + T, C] memory: one carried sample)
+    and its weight [C, C/2, 2r] as the decoder's conv_transpose2d takes it and as transposed_matrix."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = (torch.randn(rows, length + 1, in_channels, generator=gen, device=device) * 2).to(dtype).transpose(1, 2)
+    weight = torch.randn(in_channels, in_channels // 2, 2 * rate, generator=gen, device=device) * in_channels**-0.5
+    weight = weight.to(dtype)
+    return {
+        "x": x,
+        "rate": rate,
+        "w_cl": weight.unsqueeze(2).contiguous(memory_format=torch.channels_last),
+        "w": transposed_matrix(weight, rate),
+    }
+
+
+def cudnn_upsample(i: dict) -> torch.Tensor:
+    r = i["rate"]
+    y = F.conv_transpose2d(i["x"].unsqueeze(2), i["w_cl"], stride=(1, r)).squeeze(2)
+    return y[..., r : r * i["x"].shape[-1]]
+
+
+def triton_upsample(i: dict, tiles: Tiles) -> torch.Tensor:
+    return phases_to_samples(vocoder_conv(i["x"], i["w"], tiles=tiles), i["rate"])
+
+
+def time_sides(sides: dict, want: dict, fields: dict, flop: float, args, rows: list, step: dict) -> None:
+    """Time each side (name -> fn; names ending in +snake compare with want["+snake"], the rest with want[""]),
+    print its table row and add it to `rows` (with `fields`) and its time to `step`; a side that raises (tiles the
+    GPU cannot run: shared memory, BLOCK_K) is an error row."""
+    scale = {key: float(out.float().abs().max()) for key, out in want.items()}
+    label = f"{fields['channels']:>5} {fields['length']:>6} {fields['dilation']:>3}"
+    base_ms = {}
+    for name, fn in sides.items():
+        key = "+snake" if name.endswith("+snake") else ""
+        try:
+            got = fn()
+        except Exception as exc:  # noqa: BLE001 - a tile size the GPU cannot run: say so, go on
+            print(f"{label} {name:<30} error: {exc!r}"[:300], flush=True)
+            rows.append(fields | {"side": name, "error": repr(exc)})
+            continue
+        diff = float((got.float() - want[key].float()).abs().max()) / scale[key]
+        ms = time_ms(fn, args.device, args.iters, args.repeats)
+        base_ms.setdefault(key, ms)
+        row = fields | {
+            "side": name,
+            "ms": round(ms, 4),
+            "tflop_per_s": round(flop / ms / 1e9, 1),
+            "vs_cudnn": round(ms / base_ms[key], 3),
+            "rel_diff": diff,
+        }
+        rows.append(row)
+        step[name] = step.get(name, 0.0) + ms
+        print(
+            f"{label} {name:<30} {ms:>8.4f} {row['tflop_per_s']:>8.1f} {row['vs_cudnn']:>8.3f} {diff:>9.2e}", flush=True
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
@@ -89,6 +160,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tiny", action="store_true", help="tiny widths (CPU smoke test)")
+    parser.add_argument("--transposed", action="store_true", help="the blocks' transposed convs, not the conv1s")
     parser.add_argument("--out", help="write the rows as JSON here")
     args = parser.parse_args()
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
@@ -102,57 +174,41 @@ def main() -> None:
 
     rows, step = [], {}
     print(f"{'C':>5} {'T':>6} {'dil':>3} {'side':<30} {'ms':>8} {'TFLOP/s':>8} {'vs cudnn':>8} {'rel diff':>9}")
-    for k, (channels, length) in enumerate(block_shapes(cfg, args.frames)):
+    if args.transposed:  # the blocks' upsamplers: (C_in, T_in) -> (C_in/2, T_in*r)
+        shapes = step_shapes(cfg, args.frames)
+        for k, ((channels, length, _), (_, samples, _)) in enumerate(zip(shapes, shapes[1:], strict=False)):
+            rate = samples // length
+            inputs = transposed_inputs(args.rows, channels, rate, length, dtype, args.device, seed=k)
+            flop = 2 * 2 * channels * (channels // 2) * args.rows * samples
+            sides = {"cudnn": lambda i=inputs: cudnn_upsample(i)}
+            for t in tiles:
+                sides[f"triton {t}"] = lambda i=inputs, t=t: triton_upsample(i, t)
+            fields = {"conv": "transposed", "channels": channels, "length": length, "dilation": rate}
+            time_sides(sides, {"": cudnn_upsample(inputs)}, fields, flop, args, rows, step)
+            del inputs
+    for k, (channels, length) in enumerate([] if args.transposed else block_shapes(cfg, args.frames)):
         for dilation in DILATIONS:
             inputs = conv_inputs(args.rows, channels, length, dilation, dtype, args.device, seed=k * 10 + dilation)
             flop = 2 * channels * channels * TAPS * args.rows * length
             want = {"": cudnn(inputs), "+snake": cudnn_snake(inputs)}
-            scale = {key: float(out.float().abs().max()) for key, out in want.items()}
             sides = {"cudnn": lambda i=inputs: cudnn(i), "cudnn-t": lambda i=inputs: cudnn_transposed(i)}
             for t in tiles:
                 sides[f"triton {t}"] = lambda i=inputs, t=t: vocoder_conv(i["x"], i["w"], i["dilation"], tiles=t)
             sides["cudnn+snake"] = lambda i=inputs: cudnn_snake(i)
             for t in tiles:
                 sides[f"triton {t}+snake"] = lambda i=inputs, t=t: triton_snake(i, t)
-            base_ms = {}
-            for name, fn in sides.items():
-                key = "+snake" if name.endswith("+snake") else ""
-                try:
-                    got = fn()
-                except Exception as exc:  # noqa: BLE001 - tiles the GPU cannot run (shared memory, BLOCK_K): say so
-                    print(f"{channels:>5} {length:>6} {dilation:>3} {name:<30} error: {exc!r}"[:300], flush=True)
-                    rows.append({"channels": channels, "length": length, "dilation": dilation, "side": name,
-                                 "error": repr(exc)})  # fmt: skip
-                    continue
-                diff = float((got.float() - want[key].float()).abs().max()) / scale[key]
-                ms = time_ms(fn, args.device, args.iters, args.repeats)
-                base_ms.setdefault(key, ms)
-                row = {
-                    "channels": channels,
-                    "length": length,
-                    "dilation": dilation,
-                    "side": name,
-                    "ms": round(ms, 4),
-                    "tflop_per_s": round(flop / ms / 1e9, 1),
-                    "vs_cudnn": round(ms / base_ms[key], 3),
-                    "rel_diff": diff,
-                }
-                rows.append(row)
-                step[name] = step.get(name, 0.0) + ms
-                print(
-                    f"{channels:>5} {length:>6} {dilation:>3} {name:<30} {ms:>8.4f} {row['tflop_per_s']:>8.1f}"
-                    f" {row['vs_cudnn']:>8.3f} {diff:>9.2e}",
-                    flush=True,
-                )
+            fields = {"conv": "conv1", "channels": channels, "length": length, "dilation": dilation}
+            time_sides(sides, want, fields, flop, args, rows, step)
             del inputs
-    convs = len(DILATIONS) * len(block_shapes(cfg, args.frames))
-    print(f"\nthe step's {convs} residual k=7 convs, summed:")
+    convs = len(cfg.upsample_rates) if args.transposed else len(DILATIONS) * len(block_shapes(cfg, args.frames))
+    print(f"\nthe step's {convs} {'transposed' if args.transposed else 'residual k=7'} convs, summed:")
     for name, ms in step.items():  # a side that failed on some conv sums fewer convs: marked
         base = "cudnn+snake" if name.endswith("+snake") else "cudnn"
         if sum(r["side"] == name and "ms" in r for r in rows) < convs:
             name += " (some convs failed)"
         print(f"  {name:<30} {ms:8.3f} ms  ({ms / step[base]:.3f} of {base})")
-    for key in ("", "+snake"):  # each conv's fastest Triton tiles, summed: what a per-shape tile table would give
+    # each conv's fastest Triton tiles, summed: what a per-shape tile table would give
+    for key in ("",) if args.transposed else ("", "+snake"):
         fastest: dict[tuple[int, int], float] = {}
         for r in rows:
             if "ms" in r and r["side"].startswith("triton") and r["side"].endswith("+snake") == (key == "+snake"):

@@ -116,6 +116,12 @@ class CodecConfig(ServiceConfig):
         "vocoder_conv_residual), four passes over [B, T, C] instead of six (sums in another order than cuDNN). Off "
         "until A/B'd on a GPU",
     )
+    transposed_kernel: bool = option(
+        False,
+        "on CUDA, with fused_kernels channels_last: each vocoder block's transposed conv as a 2-tap Triton implicit "
+        "GEMM with one output column per (phase, channel) (kernels/vocoder_conv.transposed_matrix) instead of cuDNN's "
+        "transposed conv (sums in another order than cuDNN). Off until A/B'd on a GPU",
+    )
     window_kernel: bool = option(
         True,
         "on CUDA: the transformer's K/V windows copied between the state's rows and each layer's [past | new] buffer "

@@ -705,6 +705,11 @@ class CodecDecoder(nn.Module):
         # (vocoder_conv_residual) instead of cuDNN's conv and bias_residual_cl: the codec's `conv2_kernel`. Sums in
         # another order than cuDNN.
         self.conv2_kernel = False
+        # With the channels-last vocoder, each vocoder block's transposed conv (kernel 2r, stride r) as the same
+        # implicit GEMM: a 2-tap conv over [history ‖ new] with r*C_out columns, one per (phase, channel)
+        # (vocoder_conv.transposed_matrix) instead of cuDNN's transposed conv and a slice: the codec's
+        # `transposed_kernel`. Sums in another order than cuDNN.
+        self.transposed_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of
     # one another (engine_from_config and bench_codec --ab set them by these names).
@@ -723,6 +728,7 @@ class CodecDecoder(nn.Module):
         "upsample_channels_last",
         "conv1_kernel",
         "conv2_kernel",
+        "transposed_kernel",
     )
 
     @property

@@ -243,12 +243,17 @@ class ChannelsLastVocoder:
         # conv1 of each unit with dilation 3 or 9 as the implicit GEMM's [7*C_in, C_out] matrix (the decoder's
         # `conv1_kernel`). Dilation 1 stays cuDNN's: there the GEMM with SnakeBeta took 0.96-1.19x the time of cuDNN
         # + SnakeBeta, at dilations 3 and 9 0.62-0.73x (run 233, an H100).
-        from omni.kernels.vocoder_conv import conv_matrix
+        from omni.kernels.vocoder_conv import conv_matrix, transposed_matrix
 
         self.conv1_matrices = {
             unit: conv_matrix(unit.conv1.conv.weight.detach())
             for unit in self.next_snake
             if unit.conv1.conv.dilation[0] > 1
+        }
+        # each block's transposed conv as a 2-tap conv's [2*C_in, r*C_out] matrix (the decoder's `transposed_kernel`)
+        self.transposed_matrices = {
+            block.block[1]: transposed_matrix(block.block[1].conv.weight.detach(), block.block[1].stride)
+            for block in decoder.decoder[1:-2]
         }
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
@@ -293,10 +298,7 @@ class ChannelsLastVocoder:
         for i, block in enumerate(blocks[1:-2]):
             snake, up, *units = block.block
             full = snaked if snaked is not None else self._snake_into(up, snake, x, bias, batch)
-            y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
-            # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
-            length = full.shape[-1] - batch.context(up.state_index)
-            x, bias = self._channels_last(y)[..., up.stride : up.stride * (length + 1)], up.conv.bias
+            x, bias = self._transposed_conv(up, full, batch), up.conv.bias
             snaked = None  # the first unit's SnakeBeta adds the transposed conv's bias: a kernel of its own
             for unit in units:
                 x, snaked = self._residual_unit(unit, x, bias, batch, snaked)
@@ -305,6 +307,19 @@ class ChannelsLastVocoder:
         snake, out_conv = blocks[-2], blocks[-1]
         full = snaked if snaked is not None else self._snake_into(out_conv, snake, x, bias, batch)
         return self._conv(out_conv, full, out_conv.conv.bias).clamp(-1, 1)[:, 0]
+
+    def _transposed_conv(self, up: CausalConvTranspose1d, full: torch.Tensor, batch: _Batch) -> torch.Tensor:
+        """A vocoder block's transposed conv (no bias: the next SnakeBeta adds it) over its filled [history ‖ new]
+        buffer: r new samples per new input sample, channels-last."""
+        from omni.kernels.vocoder_conv import phases_to_samples, tiles_for, vocoder_conv
+
+        if self.decoder.transposed_kernel:  # a 2-tap conv with one column per (phase, channel): exactly the new samples
+            tiles = tiles_for(full.shape[1], "transposed")
+            return phases_to_samples(vocoder_conv(full, self.transposed_matrices[up], tiles=tiles), up.stride)
+        y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
+        # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
+        length = full.shape[-1] - batch.context(up.state_index)
+        return self._channels_last(y)[..., up.stride : up.stride * (length + 1)]
 
     def _snake_into(
         self, conv: nn.Module, snake: nn.Module, x: torch.Tensor, bias: torch.Tensor | None, batch: _Batch
