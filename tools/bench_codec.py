@@ -532,6 +532,12 @@ def main() -> None:
         "fused-cl modes (the codec's conv2_kernel)",
     )
     parser.add_argument(
+        "--transposed-kernel",
+        action="store_true",
+        help="each vocoder block's transposed conv as a 2-tap Triton implicit GEMM, in the fused-cl modes (the "
+        "codec's transposed_kernel)",
+    )
+    parser.add_argument(
         "--history-kernel",
         action="store_true",
         help="the stateful convs' histories through kernels/codec_window.copy_history in every mode (the codec's "
@@ -800,6 +806,11 @@ def main() -> None:
         check(
             "conv2_kernel_vs_separate",
             lambda: check_close(cfg, device, switched_on("conv2_kernel"), base=fuse_cl),
+        )
+    if args.transposed_kernel:
+        check(
+            "transposed_kernel_vs_cudnn",
+            lambda: check_close(cfg, device, switched_on("transposed_kernel"), base=fuse_cl),
         )
     if args.history_kernel:
         check("history_kernel_vs_copies", lambda: check_bitwise(cfg, device, switched_on("history_kernel")))
