@@ -3,6 +3,7 @@ without, prefilled alike (a greedy and a seeded-sampling request), for tests tha
 compile of kernels for sm_90 in a process of its own."""
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -72,3 +73,15 @@ def compile_for_sm90(script: str, cache_dir: Path, *args: str) -> subprocess.Com
     toolchain needs no GPU."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"TRITON_CACHE_DIR": str(cache_dir)}
     return subprocess.run([sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300)
+
+
+def run_kernel_tool_on_cpu(tool: str, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    """tools/`tool` (a kernel-timing tool) on CPU under the Triton interpreter at tiny widths in fp32, one timing of
+    one launch per side, with `args`; asserts it exits 0 and returns the process and the rows of its --out JSON."""
+    out = tmp_path / "rows.json"
+    command = [sys.executable, str(Path(__file__).resolve().parent.parent / "tools" / tool), "--device", "cpu"]
+    command += ["--tiny", "--dtype", "float32", "--iters", "1", "--repeats", "1", "--out", str(out), *args]
+    env = os.environ | {"TRITON_INTERPRET": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done, json.loads(out.read_text())["rows"]

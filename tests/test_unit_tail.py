@@ -1,11 +1,7 @@
 """kernels/unit_tail.py (a residual unit's SnakeBeta, 1x1 conv2 and add as one GEMM) against the separate kernels, and
 the channels-last vocoder with the decoder's `unit_tail_kernel` against without; CPU, Triton interpreter."""
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
 
@@ -18,9 +14,7 @@ from omni.kernels.unit_tail import DEFAULT_TILES, conv2_matrix, unit_tail
 
 from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
 from tests.codec_streams import one_frame_steps, stream, tiny_codec_decoder
-from tests.kernel_runners import compile_for_sm90
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.kernel_runners import compile_for_sm90, run_kernel_tool_on_cpu
 
 # Channels around the kernel's 16-wide minimum and past one 128-wide N tile and one 32-wide K step; odd lengths.
 SHAPES = [(1, 2, 5), (2, 40, 9), (3, 16, 33), (1, 130, 7)]
@@ -211,14 +205,9 @@ def test_kernel_compiles_for_sm90(tmp_path):
 def test_bench_unit_tail_times_every_side_and_reports_their_difference(tmp_path):
     """tools/bench_unit_tail.py on CPU (interpreter, tiny widths): every block and side has a row, and the fused and
     gemm-only sides compute the separate kernels' tail (fp32 within the GEMM's reordering)."""
-    out = tmp_path / "tail.json"
-    command = [sys.executable, str(ROOT / "tools" / "bench_unit_tail.py"), "--device", "cpu", "--tiny"]
-    command += ["--dtype", "float32", "--rows", "2", "--frames", "1", "--iters", "1", "--repeats", "1"]
-    command += ["--tiles", "128x128x32w4s3", "64x64x64w4s2", "--out", str(out)]
-    env = os.environ | {"TRITON_INTERPRET": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text())["rows"]
+    _, rows = run_kernel_tool_on_cpu(
+        "bench_unit_tail.py", tmp_path, "--rows", "2", "--frames", "1", "--tiles", "128x128x32w4s3", "64x64x64w4s2"
+    )
     sides = ["separate"] + [f"{kind} {t}" for t in ("128x128x32w4s3", "64x64x64w4s2") for kind in ("fused", "gemm")]
     assert [r["side"] for r in rows] == sides * 4  # the released layout's four blocks, at tiny widths
     assert all(r["out_max_abs"] <= 1e-4 and r["snake_max_abs"] <= 1e-4 for r in rows)
@@ -228,14 +217,10 @@ def test_bench_unit_tail_times_every_side_and_reports_their_difference(tmp_path)
 def test_bench_unit_tail_times_the_conv2_gemm(tmp_path):
     """--conv2 --no-fused: a conv2 row per tile and block beside separate, within fp32 reordering of its tail; a tile
     whose BLOCK_K does not divide a block's channels is an error row, not a stop."""
-    out = tmp_path / "tail.json"
-    command = [sys.executable, str(ROOT / "tools" / "bench_unit_tail.py"), "--device", "cpu", "--tiny", "--conv2"]
-    command += ["--no-fused", "--dtype", "float32", "--rows", "2", "--frames", "1", "--iters", "1", "--repeats", "1"]
-    command += ["--tiles", "64x16x4w4s2", "64x16x64w4s2", "--out", str(out)]
-    env = os.environ | {"TRITON_INTERPRET": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text())["rows"]
+    _, rows = run_kernel_tool_on_cpu(
+        "bench_unit_tail.py", tmp_path, "--conv2", "--no-fused", "--rows", "2", "--frames", "1",
+        "--tiles", "64x16x4w4s2", "64x16x64w4s2",
+    )  # fmt: skip
     assert [r["side"] for r in rows] == ["separate", "conv2 64x16x4w4s2", "conv2 64x16x64w4s2"] * 4
     timed = [r for r in rows if "error" not in r]
     assert {r["side"] for r in timed} >= {"separate", "conv2 64x16x4w4s2"}

@@ -2,11 +2,7 @@
 argument checks, its sm_90 compile, and tools/bench_vocoder_convs.py; CPU, Triton interpreter."""
 
 import functools
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before any triton import: kernels run on CPU tensors
 
@@ -19,9 +15,7 @@ from omni.kernels.vocoder_conv import conv_matrix, tiles_for, vocoder_conv, voco
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
 from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
 from tests.codec_streams import CFG, one_frame_steps, same_run, stream, tiny_codec_decoder
-from tests.kernel_runners import compile_for_sm90
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.kernel_runners import compile_for_sm90, run_kernel_tool_on_cpu
 
 # (batch, C_in, C_out, T_in, dilation, taps): several output tiles a row with a ragged last one, rows whose A tiles
 # run into the next batch row and past the end, C_out past one N tile, a 1x1 conv, K steps over several channel blocks.
@@ -297,14 +291,9 @@ def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
     """tools/bench_vocoder_convs.py on CPU (interpreter, tiny widths): a row for each of the 12 convs and each side,
     the Triton side within fp32 reordering of cuDNN's (here PyTorch's CPU conv) output, a tile that cannot run
     reported as an error row."""
-    out = tmp_path / "convs.json"
-    command = [sys.executable, str(ROOT / "tools" / "bench_vocoder_convs.py"), "--device", "cpu", "--tiny"]
-    command += ["--dtype", "float32", "--rows", "1", "--frames", "1", "--iters", "1", "--repeats", "1"]
-    command += ["--tiles", "64x16x4w4s2", "64x16x32w4s2", "--out", str(out)]
-    env = os.environ | {"TRITON_INTERPRET": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text())["rows"]
+    done, rows = run_kernel_tool_on_cpu(
+        "bench_vocoder_convs.py", tmp_path, "--rows", "1", "--frames", "1", "--tiles", "64x16x4w4s2", "64x16x32w4s2"
+    )
     tiles = ["triton 64x16x4w4s2", "triton 64x16x32w4s2"]
     sides = ["cudnn", "cudnn-t", *tiles, "cudnn+snake", *(t + "+snake" for t in tiles)]
     assert [r["side"] for r in rows] == sides * 12  # four blocks x dilations 1, 3, 9
@@ -317,14 +306,9 @@ def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
 def test_bench_vocoder_convs_times_the_transposed_convs(tmp_path):
     """--transposed: a row for each of the four upsamplers (rate in the dilation column) and side, the Triton side
     within fp32 reordering of PyTorch's transposed conv."""
-    out = tmp_path / "convs.json"
-    command = [sys.executable, str(ROOT / "tools" / "bench_vocoder_convs.py"), "--device", "cpu", "--tiny"]
-    command += ["--dtype", "float32", "--rows", "1", "--frames", "1", "--iters", "1", "--repeats", "1"]
-    command += ["--tiles", "64x16x4w4s2", "--transposed", "--out", str(out)]
-    env = os.environ | {"TRITON_INTERPRET": "1"}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text())["rows"]
+    done, rows = run_kernel_tool_on_cpu(
+        "bench_vocoder_convs.py", tmp_path, "--rows", "1", "--frames", "1", "--tiles", "64x16x4w4s2", "--transposed"
+    )
     assert [(r["conv"], r["dilation"], r["side"]) for r in rows] == [
         ("transposed", rate, side) for rate in (8, 5, 4, 3) for side in ("cudnn", "triton 64x16x4w4s2")
     ]
