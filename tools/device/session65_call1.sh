@@ -4,7 +4,7 @@
 # SnakeBeta in the GEMM's epilogue) and transposed_kernel (each block's transposed conv as a 2-tap conv with r*C_out
 # columns).
 # (1) bench_codec --ab conv1_kernel, conv2_kernel, transposed_kernel and the three together, as they would ship
-#     (conv2 and transposed with tiles_for's tiles): graph steps of 128 rows at 1, 2, 4 and 15 frames, 4 rounds
+#     (conv2 and transposed with tiles_for's tiles): graph steps of 128 rows at 1, 2, 4 and 15 frames, 3 rounds
 #     alternating in one process.
 # (2) conv2's GEMM by tiles against cuDNN's 1x1 conv + bias_residual_cl (tools/bench_unit_tail.py --conv2), and the
 #     transposed convs by tiles against cuDNN's (tools/bench_vocoder_convs.py --transposed), 128 rows x 15 frames.
@@ -23,8 +23,8 @@ source tools/device/setup.sh
 stamp start
 F="--fast-sine --window-kernel --rvq-kernel --attention-kernel --transformer-kernels --residual-snake-kernel \
 --history-kernel --add-norm-kernel --window-pair-kernel --history-swap-kernel --upsample-channels-last"
-timeout 290 python3 tools/bench_codec.py $F --modes fused-cl+graph --batches 128 --chunks 1 2 4 15 --cudnn-benchmark \
-    --min-seconds 0.3 --no-checks --ab-rounds 4 --out $OUT/codec_ab.json \
+timeout 300 python3 tools/bench_codec.py $F --modes fused-cl+graph --batches 128 --chunks 1 2 4 15 --cudnn-benchmark \
+    --min-seconds 0.3 --no-checks --ab-rounds 3 --out $OUT/codec_ab.json \
     --ab conv1_kernel,conv2_kernel,transposed_kernel,conv1_kernel+conv2_kernel+transposed_kernel > $OUT/codec_ab.txt 2>&1
 grep -E '"ab"|rror|Traceback' $OUT/codec_ab.txt | cut -c1-300
 stamp ab
