@@ -15,8 +15,14 @@ is a plain 2D tile and the loop is one flat loop that Triton pipelines. BLOCK_K 
 straddles two taps. A rows past T_out belong to the next batch row or past the end (tensor descriptors fill those
 with zeros); their outputs are never stored.
 
-Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` times it by tiles against cuDNN
-and reports the difference.
+The same kernel serves the vocoder's other convs (each a decoder switch, off until timed on a GPU):
+- `vocoder_conv_residual` (`conv2_kernel`): a residual unit's 1x1 conv2 whose epilogue also adds the residual and
+  the bias and writes the next SnakeBeta, as bias_residual_cl would from cuDNN's output;
+- `transposed_matrix` (`transposed_kernel`): a block's transposed conv (kernel 2r, stride r) as a 2-tap conv with
+  r*C_out columns, one per (phase, channel).
+
+Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` (conv1s; --transposed) and
+`tools/bench_unit_tail.py --conv2` time it by tiles against cuDNN and report the difference.
 """
 
 import torch
