@@ -81,6 +81,7 @@ def _vocoder_conv_kernel(
             acc = tl.dot(a.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(a, w, acc)
+    row = b.to(tl.int64)  # the output's batch row (large batches overflow int32 offsets)
     t = (t0 + tl.arange(0, BLOCK_M)).to(tl.int64)
     n = n0 + tl.arange(0, BLOCK_N)
     in_n = n < out_channels
@@ -88,17 +89,17 @@ def _vocoder_conv_kernel(
     if SNAKE or RESIDUAL:  # the conv's output rounded as cuDNN stores it, then the separate kernel's sums: its bits
         acc = acc.to(y_ptr.dtype.element_ty).to(tl.float32)
     if RESIDUAL:  # bias_residual_cl's x + y + bias, in its order
-        res = tl.load(res_ptr + b.to(tl.int64) * res_stride_b + t[:, None] * res_stride_t + n[None, :], mask=inside)
+        res = tl.load(res_ptr + row * res_stride_b + t[:, None] * res_stride_t + n[None, :], mask=inside)
         acc = res.to(tl.float32) + acc
     if HAS_BIAS:
         acc += tl.load(bias_ptr + n, mask=in_n, other=0.0).to(tl.float32)[None, :]
     if SNAKE and not RESIDUAL:  # conv1's: snakebeta_cl's SnakeBeta of conv + bias is the output
         acc = _snake(acc, alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
     out = acc.to(y_ptr.dtype.element_ty)
-    tl.store(y_ptr + b.to(tl.int64) * y_stride_b + t[:, None] * y_stride_t + n[None, :], out, mask=inside)
+    tl.store(y_ptr + row * y_stride_b + t[:, None] * y_stride_t + n[None, :], out, mask=inside)
     if SNAKE and RESIDUAL:  # the next SnakeBeta, of the rounded sum, into the next conv's buffer (bias_residual_cl's)
         snake = _snake(out.to(tl.float32), alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
-        to = snake_ptr + b.to(tl.int64) * snake_stride_b + t[:, None] * snake_stride_t + n[None, :]
+        to = snake_ptr + row * snake_stride_b + t[:, None] * snake_stride_t + n[None, :]
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 

@@ -716,13 +716,12 @@ def main() -> None:
         named off, the rest as configured), in this one process, rounds alternating: the same cuDNN algorithms on
         every side, where two processes of one build differed by 7% (runs 91-92). The fused-cl+graph step at the
         largest batch, each chunk length."""
-        settings = sorted({name for side in sides for name in side.split("+")})
-        before = {name: getattr(decoder, name) for name in settings}
+        before = {name: getattr(decoder, name) for name in ab_settings}
         results["ab_settings"] = {}  # each side's settings as timed
         times: dict = {}
         for _ in range(args.ab_rounds):
             for variant in ("base", *sides):
-                for name in settings:
+                for name in ab_settings:
                     setattr(decoder, name, name in variant.split("+"))
                 results["ab_settings"][variant] = {name: getattr(decoder, name) for name in AB_SETTINGS}
                 for chunk in args.chunks:
@@ -794,7 +793,8 @@ def main() -> None:
         )
     # the channels-last vocoder's GEMM kernels: other summation orders than cuDNN's, so close, not bitwise
     gemms = {"unit_tail_kernel": "separate", "conv1_kernel": "separate", "conv2_kernel": "separate"}
-    for name, against in (gemms | {"transposed_kernel": "cudnn"}).items():
+    gemms["transposed_kernel"] = "cudnn"
+    for name, against in gemms.items():
         if getattr(args, name):
             check(f"{name}_vs_{against}", lambda n=name: check_close(cfg, device, switched_on(n), base=fuse_cl))
     if args.history_kernel:

@@ -186,20 +186,21 @@ def main() -> None:
             fields = {"conv": "transposed", "channels": channels, "length": length, "dilation": rate}
             time_sides(sides, {"": cudnn_upsample(inputs)}, fields, flop, args, rows, step)
             del inputs
-    for k, (channels, length) in enumerate([] if args.transposed else block_shapes(cfg, args.frames)):
-        for dilation in DILATIONS:
-            inputs = conv_inputs(args.rows, channels, length, dilation, dtype, args.device, seed=k * 10 + dilation)
-            flop = 2 * channels * channels * TAPS * args.rows * length
-            want = {"": cudnn(inputs), "+snake": cudnn_snake(inputs)}
-            sides = {"cudnn": lambda i=inputs: cudnn(i), "cudnn-t": lambda i=inputs: cudnn_transposed(i)}
-            for t in tiles:
-                sides[f"triton {t}"] = lambda i=inputs, t=t: vocoder_conv(i["x"], i["w"], i["dilation"], tiles=t)
-            sides["cudnn+snake"] = lambda i=inputs: cudnn_snake(i)
-            for t in tiles:
-                sides[f"triton {t}+snake"] = lambda i=inputs, t=t: triton_snake(i, t)
-            fields = {"conv": "conv1", "channels": channels, "length": length, "dilation": dilation}
-            time_sides(sides, want, fields, flop, args, rows, step)
-            del inputs
+    else:  # the residual units' conv1s
+        for k, (channels, length) in enumerate(block_shapes(cfg, args.frames)):
+            for dilation in DILATIONS:
+                inputs = conv_inputs(args.rows, channels, length, dilation, dtype, args.device, seed=k * 10 + dilation)
+                flop = 2 * channels * channels * TAPS * args.rows * length
+                want = {"": cudnn(inputs), "+snake": cudnn_snake(inputs)}
+                sides = {"cudnn": lambda i=inputs: cudnn(i), "cudnn-t": lambda i=inputs: cudnn_transposed(i)}
+                for t in tiles:
+                    sides[f"triton {t}"] = lambda i=inputs, t=t: vocoder_conv(i["x"], i["w"], i["dilation"], tiles=t)
+                sides["cudnn+snake"] = lambda i=inputs: cudnn_snake(i)
+                for t in tiles:
+                    sides[f"triton {t}+snake"] = lambda i=inputs, t=t: triton_snake(i, t)
+                fields = {"conv": "conv1", "channels": channels, "length": length, "dilation": dilation}
+                time_sides(sides, want, fields, flop, args, rows, step)
+                del inputs
     convs = len(cfg.upsample_rates) if args.transposed else len(DILATIONS) * len(block_shapes(cfg, args.frames))
     print(f"\nthe step's {convs} {'transposed' if args.transposed else 'residual k=7'} convs, summed:")
     for name, ms in step.items():  # a side that failed on some conv sums fewer convs: marked
