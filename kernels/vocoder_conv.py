@@ -18,8 +18,9 @@ with zeros); their outputs are never stored.
 The same kernel serves the vocoder's other convs (each a decoder switch, off until timed on a GPU):
 - `vocoder_conv_residual` (`conv2_kernel`): a residual unit's 1x1 conv2 whose epilogue also adds the residual and
   the bias and writes the next SnakeBeta, as bias_residual_cl would from cuDNN's output;
-- `transposed_matrix` (`transposed_kernel`): a block's transposed conv (kernel 2r, stride r) as a 2-tap conv with
-  r*C_out columns, one per (phase, channel).
+- `vocoder_conv_transposed` with `transposed_matrix` (`transposed_kernel`): a block's transposed conv (kernel 2r,
+  stride r) as a 2-tap conv with r*C_out columns, one per (phase, channel), whose epilogue also writes the first
+  residual unit's SnakeBeta of its output (plus the conv's bias) into that unit's conv1 buffer.
 
 Not bitwise against cuDNN (another summation order): `tools/bench_vocoder_convs.py` (conv1s; --transposed) and
 `tools/bench_unit_tail.py --conv2` time it by tiles against cuDNN and report the difference.
@@ -59,6 +60,7 @@ def _vocoder_conv_kernel(
     HAS_BIAS: tl.constexpr,
     SNAKE: tl.constexpr,
     RESIDUAL: tl.constexpr,
+    PHASES: tl.constexpr,
     FAST_SIN: tl.constexpr,
     IEEE: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -91,14 +93,23 @@ def _vocoder_conv_kernel(
     if RESIDUAL:  # bias_residual_cl's x + y + bias, in its order
         res = tl.load(res_ptr + row * res_stride_b + t[:, None] * res_stride_t + n[None, :], mask=inside)
         acc = res.to(tl.float32) + acc
-    if HAS_BIAS:
+    if HAS_BIAS and PHASES == 1:
         acc += tl.load(bias_ptr + n, mask=in_n, other=0.0).to(tl.float32)[None, :]
-    if SNAKE and not RESIDUAL:  # conv1's: snakebeta_cl's SnakeBeta of conv + bias is the output
+    if SNAKE and not RESIDUAL and PHASES == 1:  # conv1's: snakebeta_cl's SnakeBeta of conv + bias is the output
         acc = _snake(acc, alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
     out = acc.to(y_ptr.dtype.element_ty)
     tl.store(y_ptr + row * y_stride_b + t[:, None] * y_stride_t + n[None, :], out, mask=inside)
-    if SNAKE and RESIDUAL:  # the next SnakeBeta, of the rounded sum, into the next conv's buffer (bias_residual_cl's)
-        snake = _snake(out.to(tl.float32), alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
+    if SNAKE and (RESIDUAL or PHASES > 1):  # the next SnakeBeta, of the rounded output, into the next conv's buffer
+        # A transposed conv's column n is (phase n // C, channel n % C): its bias and SnakeBeta are the channel's, and
+        # its sample t*PHASES + n // C lies at t*snake_stride_t + n when the caller passes PHASES times the buffer's
+        # time stride of C (dense rows). The bias is the next SnakeBeta's here (snakebeta_cl's), not the output's.
+        c = n
+        if PHASES > 1:
+            c = n % (out_channels // PHASES)
+        s = out.to(tl.float32)
+        if HAS_BIAS and PHASES > 1:
+            s += tl.load(bias_ptr + c, mask=in_n, other=0.0).to(tl.float32)[None, :]
+        snake = _snake(s, alpha_ptr, beta_ptr, c, in_n, FAST_SIN)
         to = snake_ptr + row * snake_stride_b + t[:, None] * snake_stride_t + n[None, :]
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
@@ -209,6 +220,41 @@ def vocoder_conv_residual(
     return _run(h, w, 1, bias, tiles or tiles_for(h.shape[1], "conv2"), snake, x, snake_out, fast_sin)
 
 
+def vocoder_conv_transposed(
+    full: torch.Tensor,
+    w: torch.Tensor,
+    stride: int,
+    tiles: Tiles | None = None,
+    snake: tuple[torch.Tensor, torch.Tensor] | None = None,
+    bias: torch.Tensor | None = None,
+    snake_out: torch.Tensor | None = None,
+    fast_sin: bool = False,
+) -> torch.Tensor:
+    """A vocoder block's transposed conv over its [history ‖ new] buffer `full` [B, C_in, 1 + T] (one carried
+    sample), w its `transposed_matrix`: the [B, C_out, T*stride] new samples, channels-last, without the conv's bias
+    (`phases_to_samples`' view of the GEMM's output). `tiles` default to tiles_for(C_in, "transposed").
+    With `snake` (alpha, beta) the SnakeBeta of those samples + `bias` also goes into `snake_out` (the first residual
+    unit's conv1 buffer's new part: dense [T, C_out] rows), as snakebeta_cl(samples, alpha, beta, out=snake_out,
+    bias=bias) computes it: the block's first SnakeBeta without a pass of its own."""
+    batch, _, length = full.shape
+    if w.shape[1] % stride:
+        raise ValueError(f"vocoder_conv_transposed: {w.shape[1]} columns are not {stride} phases of whole channels")
+    channels = w.shape[1] // stride
+    if (snake is None) != (snake_out is None) or (bias is not None and snake is None):
+        raise ValueError("vocoder_conv_transposed: snake and snake_out go together, and bias only with them")
+    if snake_out is not None:
+        check_snake_out(
+            "vocoder_conv_transposed", snake_out, full.new_empty(()).expand(batch, channels, (length - 1) * stride)
+        )
+        if snake_out.stride(2) != channels:
+            raise ValueError(f"vocoder_conv_transposed: snake_out's rows must be dense ({channels} channels apart)")
+    if bias is not None and bias.shape != (channels,):
+        raise ValueError(f"vocoder_conv_transposed: bias must be [{channels}], got {list(bias.shape)}")
+    tiles = tiles or tiles_for(full.shape[1], "transposed")
+    y = _run(full, w, 1, bias, tiles, snake, None, snake_out, fast_sin, phases=stride)
+    return phases_to_samples(y, stride)
+
+
 def _run(
     x: torch.Tensor,
     w: torch.Tensor,
@@ -219,8 +265,10 @@ def _run(
     residual: torch.Tensor | None,
     snake_out: torch.Tensor | None,
     fast_sin: bool,
+    phases: int = 1,
 ) -> torch.Tensor:
-    """vocoder_conv, or with `residual` vocoder_conv_residual (its arguments checked by the caller)."""
+    """vocoder_conv, or with `residual` vocoder_conv_residual, or with `phases` vocoder_conv_transposed (their
+    arguments checked by the callers)."""
     batch, in_channels, length_in = x.shape
     taps = w.shape[0] // in_channels
     tiles = tiles or tiles_for(in_channels)
@@ -257,13 +305,14 @@ def _run(
         res.stride(0),
         res.stride(2),
         to.stride(0),
-        to.stride(2),
+        to.stride(2) * phases,  # a transposed conv's output row holds `phases` samples of the buffer
         dilation,
         IN_CHANNELS=in_channels,
         TAPS=taps,
         HAS_BIAS=bias is not None,
         SNAKE=snake is not None,
         RESIDUAL=residual is not None,
+        PHASES=phases,
         FAST_SIN=fast_sin and y.element_size() == 2 and not INTERPRETED,
         # the interpreter's dot of a descriptor-loaded bf16 tile is wrong (numpy has no bf16): fp32 there
         IEEE=x.dtype == torch.float32 or INTERPRETED,

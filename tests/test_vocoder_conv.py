@@ -157,6 +157,54 @@ def test_tiles_for_picks_a_block_k_that_divides_the_channels():
 
 # tests/codec_streams' decoder with a wider vocoder: 64 -> 8 channels, so every row is a multiple of 16 bytes (the
 # tensor descriptors' rule; 2 channels of 4 bytes are not)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_vocoder_conv_transposed_writes_the_first_units_snakebeta(dtype):
+    """The transposed conv's samples as vocoder_conv + phases_to_samples gives them (no bias), and SnakeBeta(samples +
+    bias) in a [history ‖ new] buffer's tail as snakebeta_cl writes it from those samples: same bits (an element-wise
+    epilogue on the rounded output), the history part untouched. 3 phases of 24 channels: a 32-column tile holds
+    parts of two phases, and the last tile is ragged."""
+    from omni.kernels.channels_last import snakebeta_cl
+    from omni.kernels.vocoder_conv import phases_to_samples, transposed_matrix, vocoder_conv_transposed
+
+    gen = torch.Generator().manual_seed(5)
+    batch, c_in, c_out, length, stride = 2, 32, 24, 9, 3
+    w = transposed_matrix(torch.randn(c_in, c_out, 2 * stride, generator=gen) / c_in**0.5, stride).to(dtype)
+    full = torch.randn(batch, length + 1, c_in, generator=gen).to(dtype).transpose(1, 2)
+    bias, alpha, beta = (torch.randn(3, c_out, generator=gen) * 0.5).to(dtype)
+    tiles = Tiles(16, 32, 16, 4, 2)
+    plain = phases_to_samples(vocoder_conv(full, w, tiles=tiles), stride)
+    buffers = [torch.full((batch, 4 + length * stride, c_out), 7.0, dtype=dtype).transpose(1, 2) for _ in range(2)]
+    want = snakebeta_cl(plain, alpha, beta, out=buffers[0][..., 4:], bias=bias)
+    got = vocoder_conv_transposed(full, w, stride, tiles, (alpha, beta), bias, buffers[1][..., 4:])
+    assert torch.equal(got, plain) and got.stride(1) == 1
+    assert torch.equal(buffers[1], buffers[0])
+    assert (buffers[1][..., :4] == 7.0).all()
+    assert _max_abs(want, plain) > 0.1  # SnakeBeta applied
+    assert _max_abs(snakebeta_cl(plain, alpha, beta), want) > 0.01  # the bias added before it
+
+
+def test_vocoder_conv_transposed_refuses_mismatched_operands():
+    from omni.kernels.vocoder_conv import transposed_matrix, vocoder_conv_transposed
+
+    w = transposed_matrix(torch.randn(16, 8, 4), 2)
+    full = torch.randn(2, 6, 16).transpose(1, 2)
+    snake, bias = (torch.zeros(8), torch.zeros(8)), torch.zeros(8)
+    tail = torch.zeros(2, 12, 8).transpose(1, 2)
+    with pytest.raises(ValueError, match="16 columns are not 3 phases"):
+        vocoder_conv_transposed(full, w, 3)
+    with pytest.raises(ValueError, match="go together, and bias only with them"):
+        vocoder_conv_transposed(full, w, 2, bias=bias)
+    with pytest.raises(ValueError, match="go together"):
+        vocoder_conv_transposed(full, w, 2, snake=snake, bias=bias)
+    with pytest.raises(ValueError, match="snake_out must be a channels-last \\[2, 8, 10\\]"):
+        vocoder_conv_transposed(full, w, 2, snake=snake, bias=bias, snake_out=tail)
+    wide = torch.zeros(2, 10, 16).transpose(1, 2)[:, :8]  # channels-last, but rows 16 channels apart
+    with pytest.raises(ValueError, match="rows must be dense \\(8 channels apart\\)"):
+        vocoder_conv_transposed(full, w, 2, snake=snake, bias=bias, snake_out=wide)
+    with pytest.raises(ValueError, match="bias must be \\[8\\]"):
+        vocoder_conv_transposed(full, w, 2, snake=snake, bias=bias[:4], snake_out=tail[..., :10])
+
+
 WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 
@@ -179,7 +227,9 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize(
-    "switches", [(name,) for name in GEMM_SWITCHES] + [GEMM_SWITCHES], ids=["conv1", "conv2", "transposed", "all"]
+    "switches",
+    [(name,) for name in GEMM_SWITCHES] + [GEMM_SWITCHES, ("transposed_kernel", "history_swap_kernel")],
+    ids=["conv1", "conv2", "transposed", "all", "transposed-swap"],  # swap: the history written at keep (the default)
 )
 def test_decoder_with_gemm_convs_equals_without_in_fp32(switches):
     """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta, conv2 + the
@@ -214,6 +264,17 @@ def test_only_the_dilated_conv1s_take_the_kernel():
     assert sorted(unit.conv1.conv.dilation[0] for unit in vocoder.conv1_matrices) == [3, 3, 3, 3, 9, 9, 9, 9]
 
 
+def _count_calls(monkeypatch, module, name: str, calls: dict, key: str) -> None:
+    """module.name, still run, counted in calls[key] (the decoder imports the kernels' functions at each call)."""
+    fn = getattr(module, name)
+
+    def run(*args, **kwargs):
+        calls[key] += 1
+        return fn(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, run)
+
+
 def test_conv2_kernel_runs_every_units_conv2_through_the_gemm(monkeypatch):
     """With conv2_kernel each of the 12 residual units closes through vocoder_conv_residual, once a step, and
     bias_residual_cl is not called."""
@@ -221,16 +282,8 @@ def test_conv2_kernel_runs_every_units_conv2_through_the_gemm(monkeypatch):
     import omni.kernels.vocoder_conv as vocoder_conv_module
 
     calls = {"gemm": 0, "separate": 0}
-
-    def counted(name, fn):
-        def run(*args, **kwargs):
-            calls[name] += 1
-            return fn(*args, **kwargs)
-
-        return run
-
-    monkeypatch.setattr(vocoder_conv_module, "vocoder_conv_residual", counted("gemm", vocoder_conv_residual))
-    monkeypatch.setattr(channels_last, "bias_residual_cl", counted("separate", channels_last.bias_residual_cl))
+    _count_calls(monkeypatch, vocoder_conv_module, "vocoder_conv_residual", calls, "gemm")
+    _count_calls(monkeypatch, channels_last, "bias_residual_cl", calls, "separate")
     model = tiny_codec_decoder(torch.float32, WIDE)
     fuse_channels_last(model)
     model.residual_snake_kernel = model.conv2_kernel = True
@@ -240,6 +293,28 @@ def test_conv2_kernel_runs_every_units_conv2_through_the_gemm(monkeypatch):
     model.conv2_kernel = False
     one_frame_steps(model)
     assert calls["gemm"] == 0 and calls["separate"] > 0
+
+
+def test_transposed_kernel_writes_each_blocks_first_snakebeta(monkeypatch):
+    """With transposed_kernel each of the 4 blocks' transposed convs goes through vocoder_conv_transposed, whose
+    epilogue writes the first unit's SnakeBeta: one snakebeta_cl call fewer per block a step than with it off."""
+    import omni.kernels.channels_last as channels_last
+    import omni.kernels.vocoder_conv as vocoder_conv_module
+
+    calls = {"transposed": 0, "snake": 0}
+    _count_calls(monkeypatch, vocoder_conv_module, "vocoder_conv_transposed", calls, "transposed")
+    _count_calls(monkeypatch, channels_last, "snakebeta_cl", calls, "snake")
+    model = tiny_codec_decoder(torch.float32, WIDE)
+    fuse_channels_last(model)
+    model.residual_snake_kernel = True
+    one_frame_steps(model)
+    assert calls["transposed"] == 0
+    separate = calls["snake"]
+    model.transposed_kernel = True
+    calls["snake"] = 0
+    one_frame_steps(model)
+    assert calls["transposed"] > 0 and calls["transposed"] % 4 == 0
+    assert calls["snake"] == separate - calls["transposed"]
 
 
 def test_unit_tail_kernel_takes_conv1_as_cudnn_runs_it():
@@ -260,13 +335,15 @@ signature |= {n: "*bf16" for n in ("y_ptr", "bias_ptr", "res_ptr", "snake_ptr")}
 signature |= {"alpha_ptr": "*fp32", "beta_ptr": "*fp32"}
 ints = ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "res_stride_b", "res_stride_t")
 signature |= {n: "i32" for n in (*ints, "snake_stride_b", "snake_stride_t", "dilation")}
-flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "RESIDUAL", "FAST_SIN", "IEEE", "BLOCK_M", "BLOCK_N", "BLOCK_K")
-signature |= {n: "constexpr" for n in flags}
+flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "RESIDUAL", "PHASES", "FAST_SIN", "IEEE")
+signature |= {n: "constexpr" for n in (*flags, "BLOCK_M", "BLOCK_N", "BLOCK_K")}
 # the plain conv; conv1 with its bias and SnakeBeta (fast sine) in the epilogue; conv2 (1x1) with the residual add
-# and the next SnakeBeta
+# and the next SnakeBeta; a transposed conv of stride 3 (2 taps) with the next SnakeBeta
 counts = []
-for taps, snake, residual in ((7, False, False), (7, True, False), (1, True, True)):
+cases = ((7, False, False, 1), (7, True, False, 1), (1, True, True, 1), (2, True, False, 3))
+for taps, snake, residual, phases in cases:
     constexprs = {"IN_CHANNELS": 96, "TAPS": taps, "HAS_BIAS": snake, "SNAKE": snake, "RESIDUAL": residual}
+    constexprs |= {"PHASES": phases}
     constexprs |= {"FAST_SIN": snake, "IEEE": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
     compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 4})
@@ -275,8 +352,9 @@ for taps, snake, residual in ((7, False, False), (7, True, False), (1, True, Tru
     assert "cp.async.bulk.tensor" in ptx, "tensor-memory-accelerator loads"
     assert ("sin.approx" in ptx) == snake
     counts.append((ptx.count("st.global"), ptx.count("ld.global")))
-plain, conv1, conv2 = counts
+plain, conv1, conv2, transposed = counts
 assert conv2[0] == 2 * plain[0], "conv2 stores its output and the next SnakeBeta"
+assert transposed[0] == 2 * plain[0], "the transposed conv stores its output and the next SnakeBeta"
 assert conv2[1] > conv1[1] + 64, "conv2 loads the residual"
 print("compiled")
 """
@@ -304,13 +382,15 @@ def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
 
 
 def test_bench_vocoder_convs_times_the_transposed_convs(tmp_path):
-    """--transposed: a row for each of the four upsamplers (rate in the dilation column) and side, the Triton side
-    within fp32 reordering of PyTorch's transposed conv."""
+    """--transposed: a row for each of the four upsamplers (rate in the dilation column) and side, the Triton sides
+    within fp32 reordering of PyTorch's transposed conv and of it + snakebeta_cl."""
     done, rows = run_kernel_tool_on_cpu(
         "bench_vocoder_convs.py", tmp_path, "--rows", "1", "--frames", "1", "--tiles", "64x16x4w4s2", "--transposed"
     )
     assert [(r["conv"], r["dilation"], r["side"]) for r in rows] == [
-        ("transposed", rate, side) for rate in (8, 5, 4, 3) for side in ("cudnn", "triton 64x16x4w4s2")
+        ("transposed", rate, side)
+        for rate in (8, 5, 4, 3)
+        for side in ("cudnn", "triton 64x16x4w4s2", "cudnn+snake", "triton 64x16x4w4s2+snake")
     ]
     assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in rows)
-    assert "the step's 4 transposed convs" in done.stdout and "+snake" not in done.stdout
+    assert "the step's 4 transposed convs" in done.stdout and "triton best tiles+snake" in done.stdout

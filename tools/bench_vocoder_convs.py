@@ -21,8 +21,10 @@ the [carried sample ‖ new] buffer; "dil" is then the rate r):
 
   cudnn        conv_transpose2d over [B, C, 1, T+1] in channels-last memory, trimmed as CausalConvTranspose1d:
                what ChannelsLastVocoder runs
-  triton T     vocoder_conv as a 2-tap conv with r*C/2 columns (transposed_matrix), viewed as samples: the decoder's
-               `transposed_kernel`
+  triton T     vocoder_conv_transposed: a 2-tap conv with r*C/2 columns (transposed_matrix), viewed as samples
+  cudnn+snake  cudnn, then the first residual unit's SnakeBeta of its samples (snakebeta_cl with the transposed
+               conv's bias, fast sine, into a dense buffer): the two passes the decoder runs without transposed_kernel
+  triton T+snake   vocoder_conv_transposed with that SnakeBeta in its epilogue: the decoder's `transposed_kernel`
 
 One table row per conv and side: ms, TFLOP/s (2*C_in*C_out*taps per output sample), the ratio to cudnn (the +snake
 sides: to cudnn+snake), and the largest difference from cudnn's (cudnn+snake's) output relative to its largest
@@ -47,9 +49,9 @@ from omni.kernels.channels_last import snakebeta_cl  # noqa: E402
 from omni.kernels.tiles import Tiles  # noqa: E402
 from omni.kernels.vocoder_conv import (  # noqa: E402
     conv_matrix,
-    phases_to_samples,
     transposed_matrix,
     vocoder_conv,
+    vocoder_conv_transposed,
 )
 
 from omni.models.qwen3_tts.codec import CodecDecoderConfig  # noqa: E402
@@ -100,9 +102,13 @@ def transposed_inputs(rows: int, in_channels: int, rate: int, length: int, dtype
     x = (torch.randn(rows, length + 1, in_channels, generator=gen, device=device) * 2).to(dtype).transpose(1, 2)
     weight = torch.randn(in_channels, in_channels // 2, 2 * rate, generator=gen, device=device) * in_channels**-0.5
     weight = weight.to(dtype)
+    bias, alpha, beta = (torch.randn(in_channels // 2, generator=gen, device=device) * 0.5 for _ in range(3))
     return {
         "x": x,
         "rate": rate,
+        "bias": bias,
+        "snake": (alpha, beta),
+        "out": torch.empty(rows, length * rate, in_channels // 2, dtype=dtype, device=device).transpose(1, 2),
         "w_cl": weight.unsqueeze(2).contiguous(memory_format=torch.channels_last),
         "w": transposed_matrix(weight, rate),
     }
@@ -114,8 +120,18 @@ def cudnn_upsample(i: dict) -> torch.Tensor:
     return y[..., r : r * i["x"].shape[-1]]
 
 
+def cudnn_upsample_snake(i: dict) -> torch.Tensor:
+    return snakebeta_cl(cudnn_upsample(i), *i["snake"], out=i["out"], bias=i["bias"], fast_sin=True)
+
+
 def triton_upsample(i: dict, tiles: Tiles) -> torch.Tensor:
-    return phases_to_samples(vocoder_conv(i["x"], i["w"], tiles=tiles), i["rate"])
+    return vocoder_conv_transposed(i["x"], i["w"], i["rate"], tiles)
+
+
+def triton_upsample_snake(i: dict, tiles: Tiles) -> torch.Tensor:
+    """The first unit's SnakeBeta the epilogue wrote (the samples it returns are the plain side's)."""
+    vocoder_conv_transposed(i["x"], i["w"], i["rate"], tiles, i["snake"], i["bias"], i["out"], fast_sin=True)
+    return i["out"]
 
 
 def time_sides(sides: dict, want: dict, fields: dict, flop: float, args, rows: list, step: dict) -> None:
@@ -183,8 +199,12 @@ def main() -> None:
             sides = {"cudnn": lambda i=inputs: cudnn_upsample(i)}
             for t in tiles:
                 sides[f"triton {t}"] = lambda i=inputs, t=t: triton_upsample(i, t)
+            sides["cudnn+snake"] = lambda i=inputs: cudnn_upsample_snake(i)
+            for t in tiles:
+                sides[f"triton {t}+snake"] = lambda i=inputs, t=t: triton_upsample_snake(i, t)
             fields = {"conv": "transposed", "channels": channels, "length": length, "dilation": rate}
-            time_sides(sides, {"": cudnn_upsample(inputs)}, fields, flop, args, rows, step)
+            want = {"": cudnn_upsample(inputs), "+snake": cudnn_upsample_snake(inputs).clone()}
+            time_sides(sides, want, fields, flop, args, rows, step)
             del inputs
     else:  # the residual units' conv1s
         for k, (channels, length) in enumerate(block_shapes(cfg, args.frames)):
@@ -209,7 +229,7 @@ def main() -> None:
             name += " (some convs failed)"
         print(f"  {name:<30} {ms:8.3f} ms  ({ms / step[base]:.3f} of {base})")
     # each conv's fastest Triton tiles, summed: what a per-shape tile table would give
-    for key in ("",) if args.transposed else ("", "+snake"):
+    for key in ("", "+snake"):
         fastest: dict[tuple[int, int], float] = {}
         for r in rows:
             if "ms" in r and r["side"].startswith("triton") and r["side"].endswith("+snake") == (key == "+snake"):

@@ -120,7 +120,8 @@ class CodecConfig(ServiceConfig):
         False,
         "on CUDA, with fused_kernels channels_last: each vocoder block's transposed conv as a 2-tap Triton implicit "
         "GEMM with one output column per (phase, channel) (kernels/vocoder_conv.transposed_matrix) instead of cuDNN's "
-        "transposed conv (sums in another order than cuDNN). Off until A/B'd on a GPU",
+        "transposed conv, its epilogue also writing the first residual unit's SnakeBeta (sums in another order than "
+        "cuDNN). Off until A/B'd on a GPU",
     )
     window_kernel: bool = option(
         True,

@@ -707,8 +707,8 @@ class CodecDecoder(nn.Module):
         self.conv2_kernel = False
         # With the channels-last vocoder, each vocoder block's transposed conv (kernel 2r, stride r) as the same
         # implicit GEMM: a 2-tap conv over [history ‖ new] with r*C_out columns, one per (phase, channel)
-        # (vocoder_conv.transposed_matrix) instead of cuDNN's transposed conv and a slice: the codec's
-        # `transposed_kernel`. Sums in another order than cuDNN.
+        # (vocoder_conv.transposed_matrix) instead of cuDNN's transposed conv and a slice, its epilogue also writing
+        # the first residual unit's SnakeBeta: the codec's `transposed_kernel`. Sums in another order than cuDNN.
         self.transposed_kernel = False
 
     # The decoder's kernel switches: boolean properties, each the codec setting of the same name, independent of

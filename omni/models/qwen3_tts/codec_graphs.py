@@ -298,8 +298,9 @@ class ChannelsLastVocoder:
         for i, block in enumerate(blocks[1:-2]):
             snake, up, *units = block.block
             full = snaked if snaked is not None else self._snake_into(up, snake, x, bias, batch)
-            x, bias = self._transposed_conv(up, full, batch), up.conv.bias
-            snaked = None  # the first unit's SnakeBeta adds the transposed conv's bias: a kernel of its own
+            # the conv's bias pending (the first unit's SnakeBeta and residual add add it); with the decoder's
+            # transposed_kernel that SnakeBeta is already in the first unit's conv1 buffer
+            (x, snaked), bias = self._transposed_conv(up, full, batch, units[0]), up.conv.bias
             for unit in units:
                 x, snaked = self._residual_unit(unit, x, bias, batch, snaked)
                 bias = None
@@ -308,18 +309,32 @@ class ChannelsLastVocoder:
         full = snaked if snaked is not None else self._snake_into(out_conv, snake, x, bias, batch)
         return self._conv(out_conv, full, out_conv.conv.bias).clamp(-1, 1)[:, 0]
 
-    def _transposed_conv(self, up: CausalConvTranspose1d, full: torch.Tensor, batch: _Batch) -> torch.Tensor:
+    def _transposed_conv(
+        self, up: CausalConvTranspose1d, full: torch.Tensor, batch: _Batch, first: ResidualUnit
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """A vocoder block's transposed conv (no bias: the next SnakeBeta adds it) over its filled [history ‖ new]
-        buffer: r new samples per new input sample, channels-last."""
-        from omni.kernels.vocoder_conv import phases_to_samples, tiles_for, vocoder_conv
+        buffer: r new samples per new input sample, channels-last. With the decoder's `transposed_kernel`, also the
+        `first` residual unit's conv1 buffer, which the conv's epilogue filled with SnakeBeta(samples + bias) (else
+        None)."""
+        from omni.kernels.vocoder_conv import vocoder_conv_transposed
 
         if self.decoder.transposed_kernel:  # a 2-tap conv with one column per (phase, channel): exactly the new samples
-            tiles = tiles_for(full.shape[1], "transposed")
-            return phases_to_samples(vocoder_conv(full, self.transposed_matrices[up], tiles=tiles), up.stride)
+            conv1 = first.conv1
+            samples = (full.shape[0], conv1.conv.in_channels, (full.shape[-1] - 1) * up.stride)
+            following, tail = self._buffer(
+                conv1, batch, full.new_empty(()).expand(samples)
+            )  # the shape is all it reads
+            snake = (first.act1.alpha, first.act1.beta)
+            w = self.transposed_matrices[up]
+            x = vocoder_conv_transposed(
+                full, w, up.stride, snake=snake, bias=up.conv.bias, snake_out=tail, fast_sin=self.fast_sine
+            )
+            self._keep(conv1, batch, following)
+            return x, following
         y = F.conv_transpose2d(full.unsqueeze(2), self.weights[up.conv], None, stride=(1, up.stride))
         # As CausalConvTranspose1d: drop the carried sample's own block and the trimmed tail.
         length = full.shape[-1] - batch.context(up.state_index)
-        return self._channels_last(y)[..., up.stride : up.stride * (length + 1)]
+        return self._channels_last(y)[..., up.stride : up.stride * (length + 1)], None
 
     def _snake_into(
         self, conv: nn.Module, snake: nn.Module, x: torch.Tensor, bias: torch.Tensor | None, batch: _Batch
