@@ -45,6 +45,7 @@ def _vocoder_conv_kernel(
     beta_ptr,
     res_ptr,
     snake_ptr,
+    batch,
     length_in,
     length_out,
     out_channels,
@@ -63,15 +64,26 @@ def _vocoder_conv_kernel(
     PHASES: tl.constexpr,
     FAST_SIN: tl.constexpr,
     IEEE: tl.constexpr,
+    FLAT: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
-    tiles_t = tl.cdiv(length_out, BLOCK_M)
-    b = tl.program_id(0) // tiles_t
-    t0 = (tl.program_id(0) % tiles_t) * BLOCK_M
     n0 = tl.program_id(1) * BLOCK_N
-    row0 = b * length_in + t0
+    if FLAT:  # M tiles over the [B*T_in] buffer rows: a tile spans batch rows; outputs past a row's T_out not stored
+        row0 = tl.program_id(0) * BLOCK_M
+        m = (row0 + tl.arange(0, BLOCK_M)).to(tl.int64)
+        row = m // length_in  # each output's batch row (int64: large batches overflow int32 offsets)
+        t = m % length_in
+        in_t = (t < length_out) & (row < batch)
+    else:  # M tiles within one batch row
+        tiles_t = tl.cdiv(length_out, BLOCK_M)
+        b = tl.program_id(0) // tiles_t
+        t0 = (tl.program_id(0) % tiles_t) * BLOCK_M
+        row0 = b * length_in + t0
+        row = b.to(tl.int64)
+        t = (t0 + tl.arange(0, BLOCK_M)).to(tl.int64)
+        in_t = t < length_out
     steps_per_tap: tl.constexpr = IN_CHANNELS // BLOCK_K
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(TAPS * steps_per_tap):
@@ -83,22 +95,20 @@ def _vocoder_conv_kernel(
             acc = tl.dot(a.to(tl.float32), w.to(tl.float32), acc, input_precision="ieee")
         else:
             acc = tl.dot(a, w, acc)
-    row = b.to(tl.int64)  # the output's batch row (large batches overflow int32 offsets)
-    t = (t0 + tl.arange(0, BLOCK_M)).to(tl.int64)
     n = n0 + tl.arange(0, BLOCK_N)
     in_n = n < out_channels
-    inside = (t < length_out)[:, None] & in_n[None, :]
+    inside = in_t[:, None] & in_n[None, :]
     if SNAKE or RESIDUAL:  # the conv's output rounded as cuDNN stores it, then the separate kernel's sums: its bits
         acc = acc.to(y_ptr.dtype.element_ty).to(tl.float32)
     if RESIDUAL:  # bias_residual_cl's x + y + bias, in its order
-        res = tl.load(res_ptr + row * res_stride_b + t[:, None] * res_stride_t + n[None, :], mask=inside)
+        res = tl.load(res_ptr + (row * res_stride_b + t * res_stride_t)[:, None] + n[None, :], mask=inside)
         acc = res.to(tl.float32) + acc
     if HAS_BIAS and PHASES == 1:
         acc += tl.load(bias_ptr + n, mask=in_n, other=0.0).to(tl.float32)[None, :]
     if SNAKE and not RESIDUAL and PHASES == 1:  # conv1's: snakebeta_cl's SnakeBeta of conv + bias is the output
         acc = _snake(acc, alpha_ptr, beta_ptr, n, in_n, FAST_SIN)
     out = acc.to(y_ptr.dtype.element_ty)
-    tl.store(y_ptr + row * y_stride_b + t[:, None] * y_stride_t + n[None, :], out, mask=inside)
+    tl.store(y_ptr + (row * y_stride_b + t * y_stride_t)[:, None] + n[None, :], out, mask=inside)
     if SNAKE and (RESIDUAL or PHASES > 1):  # the next SnakeBeta, of the rounded output, into the next conv's buffer
         # A transposed conv's column n is (phase n // C, channel n % C): its bias and SnakeBeta are the channel's, and
         # its sample t*PHASES + n // C lies at t*snake_stride_t + n when the caller passes PHASES times the buffer's
@@ -110,7 +120,7 @@ def _vocoder_conv_kernel(
         if HAS_BIAS and PHASES > 1:
             s += tl.load(bias_ptr + c, mask=in_n, other=0.0).to(tl.float32)[None, :]
         snake = _snake(s, alpha_ptr, beta_ptr, c, in_n, FAST_SIN)
-        to = snake_ptr + row * snake_stride_b + t[:, None] * snake_stride_t + n[None, :]
+        to = snake_ptr + (row * snake_stride_b + t * snake_stride_t)[:, None] + n[None, :]
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
@@ -139,6 +149,14 @@ def tiles_for(in_channels: int, conv: str = "conv1") -> Tiles:
     while in_channels % block_k:
         block_k //= 2
     return Tiles(128, 128, block_k, 4, 4)
+
+
+def flat_tiles(batch: int, length_in: int, length_out: int, block_m: int) -> bool:
+    """Whether the kernel tiles M over the [B*T_in] buffer rows (a tile spans batch rows; the T_in - T_out rows at a
+    row's end are computed, not stored) rather than within each batch row: where that takes fewer tiles. Short
+    chunks: an upsampler's T_out of 4 new samples a row fills 4 of a 128-row tile within a row (run 234: the
+    transposed convs 24% slower at 128x1), 125 of 128 flat."""
+    return triton.cdiv(batch * length_in, block_m) < batch * triton.cdiv(length_out, block_m)
 
 
 def conv_matrix(weight: torch.Tensor) -> torch.Tensor:
@@ -286,7 +304,9 @@ def _run(
     rows = x.transpose(1, 2).reshape(batch * length_in, in_channels)  # a view: the dense [B, T_in, C] block
     x_desc = TensorDescriptor.from_tensor(rows, [tiles.block_m, tiles.block_k])
     w_desc = TensorDescriptor.from_tensor(w, [tiles.block_k, tiles.block_n])
-    grid = (batch * triton.cdiv(length_out, tiles.block_m), triton.cdiv(out_channels, tiles.block_n))
+    flat = flat_tiles(batch, length_in, length_out, tiles.block_m)
+    tiles_m = triton.cdiv(batch * length_in, tiles.block_m) if flat else batch * triton.cdiv(length_out, tiles.block_m)
+    grid = (tiles_m, triton.cdiv(out_channels, tiles.block_n))
     res = residual if residual is not None else y.transpose(1, 2)  # never read without RESIDUAL
     to = snake_out if snake_out is not None else res
     _vocoder_conv_kernel[grid](
@@ -297,6 +317,7 @@ def _run(
         *(snake if snake is not None else (y, y)),
         res,
         to,
+        batch,
         length_in,
         length_out,
         out_channels,
@@ -316,6 +337,7 @@ def _run(
         FAST_SIN=fast_sin and y.element_size() == 2 and not INTERPRETED,
         # the interpreter's dot of a descriptor-loaded bf16 tile is wrong (numpy has no bf16): fp32 there
         IEEE=x.dtype == torch.float32 or INTERPRETED,
+        FLAT=flat,
         BLOCK_M=tiles.block_m,
         BLOCK_N=tiles.block_n,
         BLOCK_K=tiles.block_k,

@@ -205,6 +205,51 @@ def test_vocoder_conv_transposed_refuses_mismatched_operands():
         vocoder_conv_transposed(full, w, 2, snake=snake, bias=bias[:4], snake_out=tail[..., :10])
 
 
+def test_flat_tiles_where_they_are_fewer():
+    from omni.kernels.vocoder_conv import flat_tiles
+
+    assert flat_tiles(128, 5, 4, 128)  # an upsampler at one frame: 5 tiles flat, 128 within rows
+    assert flat_tiles(128, 32, 32, 128)  # a 1x1 conv: never more tiles flat
+    assert not flat_tiles(128, 534, 480, 128)  # conv1 at dilation 9 over 480 samples: 534 flat, 512 within rows
+    assert not flat_tiles(1, 200, 190, 128)  # one row: 2 tiles either way
+
+
+def test_flat_and_row_tiles_give_the_same_bits(monkeypatch):
+    """M tiles across batch rows (flat: a row's last T_in - T_out outputs computed, not stored) or within each row:
+    the same outputs, residual sums and SnakeBeta buffers, bit for bit, for a dilated conv1 with its SnakeBeta, a
+    conv2 close with the next SnakeBeta and a transposed conv with the first SnakeBeta (rows of 9 new samples: tiles
+    of 16 span rows, and the last is ragged)."""
+    import omni.kernels.vocoder_conv as vocoder_conv_module
+    from omni.kernels.vocoder_conv import transposed_matrix, vocoder_conv_transposed
+
+    gen = torch.Generator().manual_seed(9)
+    batch, channels, length = 3, 32, 9
+    tiles = Tiles(16, 32, 16, 4, 2)
+    x = torch.randn(batch, length + 18, channels, generator=gen).transpose(1, 2)
+    h = torch.randn(batch, length, channels, generator=gen).transpose(1, 2)
+    res = torch.randn(batch, length, channels, generator=gen).transpose(1, 2)
+    w7 = conv_matrix(torch.randn(channels, channels, 7, generator=gen) / channels)
+    w1 = conv_matrix(torch.randn(channels, channels, 1, generator=gen) / channels**0.5)
+    wt = transposed_matrix(torch.randn(channels, 16, 4, generator=gen) / channels**0.5, 2)
+    bias, alpha, beta = torch.randn(3, channels, generator=gen) * 0.5
+    full_t = torch.randn(batch, length + 1, channels, generator=gen).transpose(1, 2)
+
+    def run(flat: bool) -> list[torch.Tensor]:
+        monkeypatch.setattr(vocoder_conv_module, "flat_tiles", lambda *_: flat)
+        snaked = [torch.full((batch, 2 + n, c), 7.0).transpose(1, 2) for n, c in ((length, channels), (18, 16))]
+        return [
+            vocoder_conv(x, w7, 3, bias, tiles, snake=(alpha, beta)),
+            vocoder_conv_residual(h, w1, res, bias, tiles, (alpha, beta), snaked[0][..., 2:]),
+            vocoder_conv_transposed(full_t, wt, 2, tiles, (alpha[:16], beta[:16]), bias[:16], snaked[1][..., 2:]),
+            *snaked,
+        ]
+
+    rows, flat = run(False), run(True)
+    for got, want in zip(flat, rows, strict=True):
+        assert torch.equal(got, want)
+    assert (flat[3][..., :2] == 7.0).all() and (flat[4][..., :2] == 7.0).all()  # the histories untouched
+
+
 WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 
@@ -334,8 +379,8 @@ signature = {"x_desc": "tensordesc<bf16[128, 32]>", "w_desc": "tensordesc<bf16[3
 signature |= {n: "*bf16" for n in ("y_ptr", "bias_ptr", "res_ptr", "snake_ptr")}
 signature |= {"alpha_ptr": "*fp32", "beta_ptr": "*fp32"}
 ints = ("length_in", "length_out", "out_channels", "y_stride_b", "y_stride_t", "res_stride_b", "res_stride_t")
-signature |= {n: "i32" for n in (*ints, "snake_stride_b", "snake_stride_t", "dilation")}
-flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "RESIDUAL", "PHASES", "FAST_SIN", "IEEE")
+signature |= {n: "i32" for n in ("batch", *ints, "snake_stride_b", "snake_stride_t", "dilation")}
+flags = ("IN_CHANNELS", "TAPS", "HAS_BIAS", "SNAKE", "RESIDUAL", "PHASES", "FAST_SIN", "IEEE", "FLAT")
 signature |= {n: "constexpr" for n in (*flags, "BLOCK_M", "BLOCK_N", "BLOCK_K")}
 # the plain conv; conv1 with its bias and SnakeBeta (fast sine) in the epilogue; conv2 (1x1) with the residual add
 # and the next SnakeBeta; a transposed conv of stride 3 (2 taps) with the next SnakeBeta
@@ -343,7 +388,7 @@ counts = []
 cases = ((7, False, False, 1), (7, True, False, 1), (1, True, True, 1), (2, True, False, 3))
 for taps, snake, residual, phases in cases:
     constexprs = {"IN_CHANNELS": 96, "TAPS": taps, "HAS_BIAS": snake, "SNAKE": snake, "RESIDUAL": residual}
-    constexprs |= {"PHASES": phases}
+    constexprs |= {"PHASES": phases, "FLAT": phases > 1}  # the transposed conv with M tiles across batch rows
     constexprs |= {"FAST_SIN": snake, "IEEE": False, "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
     compiled = compile(ASTSource(_vocoder_conv_kernel, signature, constexprs), target=GPUTarget("cuda", 90, 32),
                        options={"num_warps": 4, "num_stages": 4})
