@@ -124,16 +124,24 @@ def _vocoder_conv_kernel(
         tl.store(to, snake.to(snake_ptr.dtype.element_ty), mask=inside)
 
 
-# Tiles by (conv, input channels). conv1: the released vocoder's dilated conv1s, each width's fastest of the five tile
-# sizes run 233 timed (an H100, 128 rows of 15 and of 4 frames, dilations 3 and 9, SnakeBeta in the epilogue; the
-# same one at both lengths). conv2 (vocoder_conv_residual's 1x1) and transposed (the upsamplers as 2-tap convs):
-# none yet, until a GPU run times them (tools/bench_unit_tail.py --conv2, tools/bench_vocoder_convs.py
-# --transposed). A conv not here gets `tiles_for`'s rule.
+# Tiles by (conv, input channels): each width's fastest of five tile sizes, timed on an H100 at 128 rows. conv1 (the
+# dilated conv1s with their SnakeBeta): run 233, 15 and 4 frames, the same one at both. conv2 (vocoder_conv_residual's
+# 1x1 with the add and the next SnakeBeta, tools/bench_unit_tail.py --conv2) and transposed (the upsamplers with the
+# first SnakeBeta, tools/bench_vocoder_convs.py --transposed, keyed by their input width): run 234, 15 frames, tiles
+# within batch rows. A conv not here gets `tiles_for`'s rule.
 VOCODER_TILES: dict[tuple[str, int], Tiles] = {
     ("conv1", 768): Tiles(128, 256, 64, 8, 3),
     ("conv1", 384): Tiles(128, 128, 64, 8, 3),
     ("conv1", 192): Tiles(128, 256, 64, 8, 3),
     ("conv1", 96): Tiles(128, 128, 32, 4, 4),
+    ("conv2", 768): Tiles(128, 256, 64, 8, 3),
+    ("conv2", 384): Tiles(128, 128, 64, 8, 3),
+    ("conv2", 192): Tiles(128, 256, 64, 8, 3),
+    ("conv2", 96): Tiles(128, 128, 32, 4, 4),
+    ("transposed", 1536): Tiles(64, 128, 64, 4, 4),
+    ("transposed", 768): Tiles(128, 256, 64, 8, 3),
+    ("transposed", 384): Tiles(128, 256, 64, 8, 3),
+    ("transposed", 192): Tiles(128, 128, 32, 4, 4),
 }
 CONVS = ("conv1", "conv2", "transposed")
 

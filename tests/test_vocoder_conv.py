@@ -150,7 +150,7 @@ def test_vocoder_conv_refuses_what_it_cannot_run():
 def test_tiles_for_picks_a_block_k_that_divides_the_channels():
     assert [tiles_for(c).block_k for c in (768, 384, 192, 96, 16, 2)] == [64, 64, 64, 32, 16, 2]
     assert [tiles_for(c, "conv2").block_k for c in (1536, 96, 48)] == [64, 32, 16]
-    assert tiles_for(768) != tiles_for(768, "transposed")  # conv1's timed entry is conv1's alone
+    assert tiles_for(1536, "transposed") != tiles_for(1536)  # a timed entry is its conv's alone
     with pytest.raises(ValueError, match="conv 'conv3'"):
         tiles_for(768, "conv3")
 

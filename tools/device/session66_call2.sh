@@ -1,13 +1,15 @@
 # Run 235 (session 66, call 2): the codec's three implicit-GEMM switches in the graph step again, after
 # run 234 (an H100: conv1_kernel -3.0/-4.6/-10.7/-14.1% at 128x1/2/4/15; conv2_kernel +4.7/+2.1/+0.5/-0.3%;
 # transposed_kernel +24.0/+13.9/+6.9/+1.8%), now with M tiles across batch rows where that takes fewer tiles
-# (vocoder_conv.flat_tiles): at 1 frame an upsampler's 4 new samples a row filled 4 of a 128-row tile.
+# (vocoder_conv.flat_tiles): at 1 frame an upsampler's 4 new samples a row filled 4 of a 128-row tile; and conv2's
+# and the upsamplers' tiles by width from run 234's sweeps (VOCODER_TILES: conv2's best 0.876 of separate over the 12
+# at 128x15 against 0.99 with the default tiles; the upsamplers + SnakeBeta 0.891 against 1.125).
 # (1) bench_codec --ab conv1_kernel, conv2_kernel, transposed_kernel and the three together, 128 rows at 1, 2, 4, 15
 #     frames, 3 rounds alternating in one process (as run 234).
 # (2) bench_codec's close check of the three together.
-# Prediction: 128x15 and 128x4 within 1% of run 234's percentages (flat tiles only where fewer: few there);
-# at 128x1/2: transposed_kernel -2 to +6% (was +24/+14), conv2_kernel -3 to +1% (was +4.7/+2.1), conv1_kernel -4 to
-# -8% (was -3.0/-4.6).
+# Prediction: conv1_kernel 128x15/4 within 1% of run 234's, 128x1/2 -4 to -8% (was -3.0/-4.6); conv2_kernel 128x15
+# -2 to -5% (tiles), 128x1/2 -3 to +1% (was +4.7/+2.1); transposed_kernel 128x15 -0.5 to -2.5%, 128x1/2 -2 to +6%
+# (was +24/+14).
 # Rule (as run 234's): a switch goes on by default if its side is shorter at every length and its check passes.
 source tools/device/setup.sh
 stamp start
