@@ -1,4 +1,4 @@
-# Third in line (session 65): run after next_one_gpu.sh and _2.sh (the codec GEMM switches' A/B and their stack pair).
+# Second in line (session 66): run after next_one_gpu.sh (the stack pair for the codec GEMM switches).
 # One-GPU call for an H200 (`nvidia-h200`; ~9 minutes with the start; an H100's numbers are not comparable with the
 # record's H200 rows, so on an H100 it runs the H100 card further down instead): the state card with today's one-GPU
 # layout, `omni serve --mps` (session 60).
