@@ -13,9 +13,11 @@ weight is [taps*C_in, C_out] (`conv_matrix`, made once). One program owns a [BLO
 output: for each (tap, channel block) it loads the A tile starting at row b*T_in + t0 + j*dilation, so each K step
 is a plain 2D tile and the loop is one flat loop that Triton pipelines. BLOCK_K must divide C_in, so a K step never
 straddles two taps. A rows past T_out belong to the next batch row or past the end (tensor descriptors fill those
-with zeros); their outputs are never stored.
+with zeros); their outputs are never stored. Where it takes fewer tiles (`flat_tiles`: short chunks), M tiles run
+over the [B*T_in] rows across batch rows instead, each output's K loop unchanged (the same bits).
 
-The same kernel serves the vocoder's other convs (each a decoder switch, off until timed on a GPU):
+The same kernel serves the vocoder's other convs (each a decoder switch: conv2_kernel on since run 235,
+transposed_kernel off):
 - `vocoder_conv_residual` (`conv2_kernel`): a residual unit's 1x1 conv2 whose epilogue also adds the residual and
   the bias and writes the next SnakeBeta, as bias_residual_cl would from cuDNN's output;
 - `vocoder_conv_transposed` with `transposed_matrix` (`transposed_kernel`): a block's transposed conv (kernel 2r,
