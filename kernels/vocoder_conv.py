@@ -161,6 +161,12 @@ def tiles_for(in_channels: int, conv: str = "conv1") -> Tiles:
     return Tiles(128, 128, block_k, 4, 4)
 
 
+def fits(in_channels: int, out_channels: int) -> bool:
+    """Whether the kernel can run a conv of these widths in any 16-bit or wider dtype: its tensor descriptors need rows
+    of multiples of 16 bytes (8 channels of bf16). The decoder leaves convs that do not fit to cuDNN."""
+    return in_channels % 8 == 0 and out_channels % 8 == 0
+
+
 def flat_tiles(batch: int, length_in: int, length_out: int, block_m: int) -> bool:
     """Whether the kernel tiles M over the [B*T_in] buffer rows (a tile spans batch rows; the T_in - T_out rows at a
     row's end are computed, not stored) rather than within each batch row: where that takes fewer tiles. Short

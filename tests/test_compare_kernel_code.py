@@ -163,7 +163,11 @@ def test_the_codec_cases_cover_every_kernel_a_codec_step_launches():
     with torch.no_grad():
         counted = census.census(lambda: census.codec_step(decoder, state, codes, rows, frames), census.OpCounter())
     codec = [case for case in tool.codec_cases() if case.tag.startswith("codec")]
-    assert len(codec) == len(tool.codec_cases()) >= 10 and set(counted["launches"]) == {case.kernel for case in codec}
+    # the tiny decoder's 4-channel units close with bias_residual_cl: too narrow for conv2's GEMM (vocoder_conv.fits),
+    # which closes every unit of the released decoder
+    narrow = {"_bias_residual_cl_kernel"}
+    assert len(codec) == len(tool.codec_cases()) >= 10
+    assert set(counted["launches"]) - narrow == {case.kernel for case in codec}
 
 
 def test_the_codec_cases_follow_the_graphs_captured():

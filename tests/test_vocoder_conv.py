@@ -300,6 +300,29 @@ def test_decoder_with_gemm_convs_in_bf16_is_as_close_to_fp32_as_without():
     assert error(*GEMM_SWITCHES) <= 1.5 * max(error(), 1e-2)
 
 
+def test_convs_too_narrow_for_the_kernel_stay_cudnns():
+    """tests/codec_streams' decoder narrows to 4-channel rows (8 bytes of bf16, under the descriptors' 16): with every
+    GEMM switch on, the convs whose widths do not fit (`vocoder_conv.fits`) keep PyTorch's conv, the others take the
+    GEMM, and the decode runs, within the GEMM's reordering of the plain one."""
+    from omni.kernels.vocoder_conv import fits
+
+    model = tiny_codec_decoder(torch.float32)
+    fuse_channels_last(model)
+    model.residual_snake_kernel = True
+    vocoder = model.channels_last_vocoder
+    units = list(vocoder.next_snake)
+    narrow = [u for u in units if not fits(u.conv2.conv.in_channels, u.conv2.conv.out_channels)]
+    assert narrow and len(narrow) < len(units)  # both kinds in this decoder
+    assert vocoder.conv2_gemm == set(units) - set(narrow)
+    assert not any(unit in vocoder.conv1_matrices for unit in narrow)
+    assert all(fits(up.conv.in_channels, up.conv.out_channels) for up in vocoder.transposed_matrices)
+    want = one_frame_steps(model)
+    for name in GEMM_SWITCHES:
+        setattr(model, name, True)
+    got = one_frame_steps(model)
+    assert max(_max_abs(g, w) for g, w in zip(got[0], want[0], strict=True)) <= 1e-5
+
+
 def test_only_the_dilated_conv1s_take_the_kernel():
     """Dilation 1 stays cuDNN's (run 233: there the GEMM took 0.96-1.19x cuDNN's time); each block's units with
     dilation 3 and 9 get a weight matrix, so the kernel."""

@@ -240,20 +240,26 @@ class ChannelsLastVocoder:
         from omni.kernels.unit_tail import conv2_matrix
 
         self.conv2_matrices = {unit: conv2_matrix(unit.conv2.conv.weight.detach()) for unit in self.next_snake}
-        # conv1 of each unit with dilation 3 or 9 as the implicit GEMM's [7*C_in, C_out] matrix (the decoder's
-        # `conv1_kernel`). Dilation 1 stays cuDNN's: there the GEMM with SnakeBeta took 0.96-1.19x the time of cuDNN
-        # + SnakeBeta, at dilations 3 and 9 0.62-0.73x (run 233, an H100).
-        from omni.kernels.vocoder_conv import conv_matrix, transposed_matrix
+        # The implicit GEMM's convs (kernels/vocoder_conv.py), each where its widths fit the kernel (`fits`; else
+        # cuDNN's). conv2 of each unit with the matrix above (the decoder's `conv2_kernel`); conv1 of each unit with
+        # dilation 3 or 9 as a [7*C_in, C_out] matrix (`conv1_kernel`; dilation 1 stays cuDNN's: there the GEMM with
+        # SnakeBeta took 0.96-1.19x the time of cuDNN + SnakeBeta, at dilations 3 and 9 0.62-0.73x, run 233 on an
+        # H100); each block's transposed conv as a 2-tap conv's [2*C_in, r*C_out] matrix (`transposed_kernel`).
+        from omni.kernels.vocoder_conv import conv_matrix, fits, transposed_matrix
 
+        def fit(conv: nn.Conv1d | nn.ConvTranspose1d) -> bool:
+            return fits(conv.in_channels, conv.out_channels)
+
+        self.conv2_gemm = {unit for unit in self.next_snake if fit(unit.conv2.conv)}
         self.conv1_matrices = {
             unit: conv_matrix(unit.conv1.conv.weight.detach())
             for unit in self.next_snake
-            if unit.conv1.conv.dilation[0] > 1
+            if unit.conv1.conv.dilation[0] > 1 and fit(unit.conv1.conv)
         }
-        # each block's transposed conv as a 2-tap conv's [2*C_in, r*C_out] matrix (the decoder's `transposed_kernel`)
         self.transposed_matrices = {
             block.block[1]: transposed_matrix(block.block[1].conv.weight.detach(), block.block[1].stride)
             for block in decoder.decoder[1:-2]
+            if fit(block.block[1].conv)
         }
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
@@ -318,7 +324,9 @@ class ChannelsLastVocoder:
         None)."""
         from omni.kernels.vocoder_conv import vocoder_conv_transposed
 
-        if self.decoder.transposed_kernel:  # a 2-tap conv with one column per (phase, channel): exactly the new samples
+        if (
+            self.decoder.transposed_kernel and up in self.transposed_matrices
+        ):  # a 2-tap conv, a column a (phase, channel)
             conv1 = first.conv1
             samples = (full.shape[0], conv1.conv.in_channels, (full.shape[-1] - 1) * up.stride)
             following, tail = self._buffer(
@@ -387,7 +395,7 @@ class ChannelsLastVocoder:
         else:
             if not conv1_snaked:
                 h = snakebeta_cl(h, *act, bias=conv1.conv.bias, fast_sin=self.fast_sine)
-            if self.decoder.conv2_kernel:  # conv2, its bias, the add and the next SnakeBeta: one GEMM's epilogue
+            if self.decoder.conv2_kernel and unit in self.conv2_gemm:  # conv2, its bias, the add, the next SnakeBeta
                 out = vocoder_conv_residual(h, self.conv2_matrices[unit], x, bias, **fused)
             else:
                 out = bias_residual_cl(x, self._conv(conv2, h), bias, **fused)
