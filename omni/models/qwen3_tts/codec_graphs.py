@@ -324,14 +324,12 @@ class ChannelsLastVocoder:
         None)."""
         from omni.kernels.vocoder_conv import vocoder_conv_transposed
 
-        if (
-            self.decoder.transposed_kernel and up in self.transposed_matrices
-        ):  # a 2-tap conv, a column a (phase, channel)
+        if self.decoder.transposed_kernel and up in self.transposed_matrices:
+            # a 2-tap conv with a column per (phase, channel); its epilogue fills the first unit's conv1 buffer, which
+            # _buffer allocates from the samples' shape alone (hence an expanded scalar, no memory)
             conv1 = first.conv1
             samples = (full.shape[0], conv1.conv.in_channels, (full.shape[-1] - 1) * up.stride)
-            following, tail = self._buffer(
-                conv1, batch, full.new_empty(()).expand(samples)
-            )  # the shape is all it reads
+            following, tail = self._buffer(conv1, batch, full.new_empty(()).expand(samples))
             snake = (first.act1.alpha, first.act1.beta)
             w = self.transposed_matrices[up]
             x = vocoder_conv_transposed(
@@ -395,7 +393,8 @@ class ChannelsLastVocoder:
         else:
             if not conv1_snaked:
                 h = snakebeta_cl(h, *act, bias=conv1.conv.bias, fast_sin=self.fast_sine)
-            if self.decoder.conv2_kernel and unit in self.conv2_gemm:  # conv2, its bias, the add, the next SnakeBeta
+            if self.decoder.conv2_kernel and unit in self.conv2_gemm:
+                # conv2, its bias, the residual add and the next SnakeBeta: one GEMM's epilogue
                 out = vocoder_conv_residual(h, self.conv2_matrices[unit], x, bias, **fused)
             else:
                 out = bias_residual_cl(x, self._conv(conv2, h), bias, **fused)
