@@ -12,8 +12,9 @@ import torch.nn.functional as F
 from omni.kernels.tiles import Tiles
 from omni.kernels.vocoder_conv import conv_matrix, tiles_for, vocoder_conv, vocoder_conv_residual
 
+from omni.models.qwen3_tts import codec_graphs
 from omni.models.qwen3_tts.codec import CodecDecoder, CodecDecoderConfig
-from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
+from omni.models.qwen3_tts.codec_graphs import TRANSPOSED_GEMM_BLOCKS, fuse_channels_last
 from tests.codec_streams import CFG, one_frame_steps, same_run, stream, tiny_codec_decoder
 from tests.kernel_runners import compile_for_sm90, run_kernel_tool_on_cpu
 
@@ -273,13 +274,18 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
 
 @pytest.mark.parametrize(
     "switches",
-    [(name,) for name in GEMM_SWITCHES] + [GEMM_SWITCHES, ("transposed_kernel", "history_swap_kernel")],
-    ids=["conv1", "conv2", "transposed", "all", "transposed-swap"],  # swap: the history written at keep (the default)
+    [(name,) for name in GEMM_SWITCHES]
+    + [GEMM_SWITCHES, ("transposed_kernel", "history_swap_kernel"), ("transposed_kernel", "every-block")],
+    # swap: the history written at keep (the default); every-block: the GEMM for each block's upsampler
+    ids=["conv1", "conv2", "transposed", "all", "transposed-swap", "transposed-every-block"],
 )
-def test_decoder_with_gemm_convs_equals_without_in_fp32(switches):
+def test_decoder_with_gemm_convs_equals_without_in_fp32(switches, monkeypatch):
     """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta, conv2 + the
     add + the next SnakeBeta, or the transposed convs by the implicit GEMM, or by PyTorch's convs and the
     channels-last kernels: waveforms and state within the GEMM's reordering."""
+    if "every-block" in switches:
+        monkeypatch.setattr(codec_graphs, "TRANSPOSED_GEMM_BLOCKS", (0, 1, 2, 3))
+        switches = ("transposed_kernel",)
     want = _decode(torch.float32)
     got = _decode(torch.float32, *switches)
     for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
@@ -363,11 +369,15 @@ def test_conv2_kernel_runs_every_units_conv2_through_the_gemm(monkeypatch):
     assert calls["gemm"] == 0 and calls["separate"] > 0
 
 
-def test_transposed_kernel_writes_each_blocks_first_snakebeta(monkeypatch):
-    """With transposed_kernel each of the 4 blocks' transposed convs goes through vocoder_conv_transposed, whose
-    epilogue writes the first unit's SnakeBeta: one snakebeta_cl call fewer per block a step than with it off."""
+@pytest.mark.parametrize("blocks", [TRANSPOSED_GEMM_BLOCKS, (0, 1, 2, 3)], ids=["default", "every-block"])
+def test_transposed_kernel_writes_each_blocks_first_snakebeta(monkeypatch, blocks):
+    """With transposed_kernel the transposed conv of each block in TRANSPOSED_GEMM_BLOCKS, and only those, goes
+    through vocoder_conv_transposed, whose epilogue writes the first unit's SnakeBeta: one snakebeta_cl call fewer per
+    such block a step than with it off."""
     import omni.kernels.channels_last as channels_last
     import omni.kernels.vocoder_conv as vocoder_conv_module
+
+    monkeypatch.setattr(codec_graphs, "TRANSPOSED_GEMM_BLOCKS", blocks)
 
     calls = {"transposed": 0, "snake": 0}
     _count_calls(monkeypatch, vocoder_conv_module, "vocoder_conv_transposed", calls, "transposed")
@@ -381,8 +391,10 @@ def test_transposed_kernel_writes_each_blocks_first_snakebeta(monkeypatch):
     model.transposed_kernel = True
     calls["snake"] = 0
     one_frame_steps(model)
-    assert calls["transposed"] > 0 and calls["transposed"] % 4 == 0
+    assert calls["transposed"] > 0 and calls["transposed"] % len(blocks) == 0
     assert calls["snake"] == separate - calls["transposed"]
+    upsamplers = [block.block[1] for block in model.decoder[1:-2]]
+    assert set(model.channels_last_vocoder.transposed_matrices) == {upsamplers[i] for i in blocks}
 
 
 def test_unit_tail_kernel_takes_conv1_as_cudnn_runs_it():

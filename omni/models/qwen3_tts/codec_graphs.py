@@ -43,6 +43,13 @@ from omni.models.qwen3_tts.codec import (
     _Batch,
 )
 
+# The vocoder blocks (by position) whose upsampler `transposed_kernel` runs as the implicit GEMM with the first
+# SnakeBeta in its epilogue; the others stay cuDNN's transposed conv + snakebeta_cl. On an H100 (runs 234 and 239,
+# each width's tiles) the GEMM + SnakeBeta took, of cuDNN + SnakeBeta's time, at 128x1 / 64x4 / 128x15: block 0
+# (1,536 channels, where cuDNN ran an sm80 kernel) 0.66 / 0.66 / 0.70; block 1 (768) 1.26 / 0.88 / 1.10; block 2 (384)
+# 0.99 / 0.90 / 0.87; block 3 (192) 1.00 / 0.95 / 0.93.
+TRANSPOSED_GEMM_BLOCKS = (0, 2, 3)
+
 
 def codec_step(
     decoder: CodecDecoder,
@@ -244,7 +251,8 @@ class ChannelsLastVocoder:
         # cuDNN's). conv2 of each unit with the matrix above (the decoder's `conv2_kernel`); conv1 of each unit with
         # dilation 3 or 9 as a [7*C_in, C_out] matrix (`conv1_kernel`; dilation 1 stays cuDNN's: there the GEMM with
         # SnakeBeta took 0.96-1.19x the time of cuDNN + SnakeBeta, at dilations 3 and 9 0.62-0.73x, run 233 on an
-        # H100); each block's transposed conv as a 2-tap conv's [2*C_in, r*C_out] matrix (`transposed_kernel`).
+        # H100); the transposed conv of each block in TRANSPOSED_GEMM_BLOCKS as a 2-tap conv's [2*C_in, r*C_out]
+        # matrix (`transposed_kernel`).
         from omni.kernels.vocoder_conv import conv_matrix, fits, transposed_matrix
 
         def fit(conv: nn.Conv1d | nn.ConvTranspose1d) -> bool:
@@ -256,10 +264,11 @@ class ChannelsLastVocoder:
             for unit in self.next_snake
             if unit.conv1.conv.dilation[0] > 1 and fit(unit.conv1.conv)
         }
+        upsamplers = [block.block[1] for block in decoder.decoder[1:-2]]
         self.transposed_matrices = {
-            block.block[1]: transposed_matrix(block.block[1].conv.weight.detach(), block.block[1].stride)
-            for block in decoder.decoder[1:-2]
-            if fit(block.block[1].conv)
+            up: transposed_matrix(up.conv.weight.detach(), up.stride)
+            for i, up in enumerate(upsamplers)
+            if i in TRANSPOSED_GEMM_BLOCKS and fit(up.conv)
         }
 
     def back(self, x: torch.Tensor, batch: _Batch) -> torch.Tensor:
