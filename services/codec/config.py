@@ -117,10 +117,12 @@ class CodecConfig(ServiceConfig):
     )
     transposed_kernel: bool = option(
         False,
-        "on CUDA, with fused_kernels channels_last: each vocoder block's transposed conv as a 2-tap Triton implicit "
-        "GEMM with one output column per (phase, channel) (kernels/vocoder_conv.transposed_matrix) instead of cuDNN's "
-        "transposed conv, its epilogue also writing the first residual unit's SnakeBeta (sums in another order than "
-        "cuDNN). Off: one H100's graph step +1.2 / -0.7 / -1.3 / +0.05% at 128 rows of 1 / 2 / 4 / 15 frames (run 235)",
+        "on CUDA, with fused_kernels channels_last: the transposed conv of vocoder blocks 0, 2 and 3 "
+        "(codec_graphs.TRANSPOSED_GEMM_BLOCKS) as a 2-tap Triton implicit GEMM with one output column per (phase, "
+        "channel) (kernels/vocoder_conv.transposed_matrix) instead of cuDNN's transposed conv, its epilogue also "
+        "writing the first residual unit's SnakeBeta (sums in another order than cuDNN). Off: one H100's graph step "
+        "-0.6 / +0.4 / +0.2 / -0.3% at 128 rows of 1 / 2 / 4 / 15 frames (run 242; all four blocks +1.2 / -0.7 / "
+        "-1.3 / +0.05%, run 235)",
     )
     window_kernel: bool = option(
         True,

@@ -1,13 +1,23 @@
-# Next one-GPU call (after session 66; either card, ~9 minutes with the start): the one-GPU stack under MPS with the
-# codec's conv1_kernel and conv2_kernel (on by default since runs 234-235: the graph step shorter at 128 rows of 1-15
-# frames) against both off (the defaults before session 66), at 128 and 512 streams opened at once, 3 rounds each,
-# one after the other on this machine.
-# Prediction: the default +2 to +8% audio-s/s at 512 streams (the codec's step is what MPS leaves the talker waiting
-# on there; run 235: the two together about -9 to -13% of the 128x4-15 step), TTFA p99 at 128 within +-10%; none
-# gapped.
-# Rule: the two stay on if the 512-stream side with them is not lower; else both go off again with these numbers.
+# Next one-GPU call (after session 67; ~7 minutes with the start). Ask for `nvidia-h200`: an H100's numbers are not
+# comparable with the record's H200 rows, and every call from session 54 to 67 got an H100.
+# On an H200: the state card with today's one-GPU layout, `omni serve --mps` (session 60) and today's defaults
+# (session 66: the codec's conv1 and conv2 GEMMs), 1.7B, 1 / 16 / 32 / 128 / 512 streams opened at once, 6 rounds;
+# then, with time left, the same stack without MPS at 16 and 512 streams, 3 rounds (run 179 on an H200 without MPS:
+# 20.6 / 208.8 / 346.5 at 1 / 16 / 32; runs 156-157: 1,517.8 and 1,392.2 at 512).
+# Prediction on an H200: 512 streams 1,650-1,850 audio-s/s, none gapped, TTFA p99 at 128 streams 150-230 ms, 1 stream
+# 20-24 audio-s/s; under MPS +5 to +15% over without at 512 and +15 to +30% at 16.
+# On an H100 instead: the 0.6B's state card under MPS at the same levels (run 220, session 60's defaults: 281.2 /
+# 995.6 / 1,707.3 at 16 / 128 / 512). Prediction: within +-8% of run 220 at 16 and 128, 512 streams 1,700-1,900 (the
+# codec GEMMs, +3.7% for the 1.7B in run 237), none gapped.
+# No rule: measurements of the state.
 source tools/device/setup.sh
 stamp start
-OMNI_CODEC_CONV1_KERNEL=0 OMNI_CODEC_CONV2_KERNEL=0 \
-    $S --mps --rounds 3 --concurrency 128 512 --level-timeout 120 --out /tmp/without; save without
-$S --mps --rounds 3 --concurrency 128 512 --level-timeout 120 --out /tmp/default; save default
+if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+    ${S/--models 1.7b/--models 0.6b} --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/small
+    save small
+    exit 0
+fi
+$S --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/stack; save stack
+if [ $(($(date +%s) - T0)) -lt 380 ]; then
+    $S --rounds 3 --concurrency 16 512 --level-timeout 120 --out /tmp/nomps; save nomps
+fi

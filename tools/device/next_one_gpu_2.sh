@@ -1,0 +1,19 @@
+# Second in line (after session 67; either card, ~4 minutes with the start): why the upsamplers' GEMM saves time
+# alone (run 239: with the first SnakeBeta 0.85x cuDNN + snakebeta_cl at 64x4, block 0 0.66x) but not in the codec's
+# graph step (run 242: -0.6 / +0.4 / +0.2 / -0.3% at 128 rows of 1 / 2 / 4 / 15 frames). The codec's 128x4 graph
+# replay by kernel, the service's build (run 238 on an H100: 8.66 ms, cuDNN's transposed convs 860.9 us in 6
+# launches, SnakeBeta 560.1 us in 9) against the same with OMNI_CODEC_TRANSPOSED_KERNEL=1 (blocks 0, 2 and 3 through
+# the GEMM with the first SnakeBeta), one after the other.
+# Prediction: with it, 3 cuDNN transposed launches and 3 SnakeBeta launches fewer and 3 GEMM launches more; the
+# transposed convs + SnakeBeta of those three blocks ~0.15 ms shorter by kernel (64x4's saving twice), the replay
+# within +-1% of the build's if the rest of the kernels lengthen by about that (what run 242 suggests). No rule: it
+# says where the saving goes.
+source tools/device/setup.sh
+stamp start
+for side in build transposed; do
+    if [ $side = transposed ]; then export OMNI_CODEC_TRANSPOSED_KERNEL=1; fi
+    python3 tools/bench_codec_ticks.py --kernels 128x4 --rows 128 --ticks 1 --iters 3 --side-buckets 1 \
+        --out $OUT/ticks_$side.json > $OUT/ticks_$side.txt 2>&1
+    grep -E "Traceback|rror|^\||replay:" $OUT/ticks_$side.txt | cut -c1-200 | head -24
+    stamp $side
+done
