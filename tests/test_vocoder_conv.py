@@ -273,19 +273,21 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 @pytest.mark.parametrize(
-    "switches",
-    [(name,) for name in GEMM_SWITCHES]
-    + [GEMM_SWITCHES, ("transposed_kernel", "history_swap_kernel"), ("transposed_kernel", "every-block")],
+    ("switches", "transposed_blocks"),
+    [((name,), TRANSPOSED_GEMM_BLOCKS) for name in GEMM_SWITCHES]
+    + [
+        (GEMM_SWITCHES, TRANSPOSED_GEMM_BLOCKS),
+        (("transposed_kernel", "history_swap_kernel"), TRANSPOSED_GEMM_BLOCKS),
+        (("transposed_kernel",), (0, 1, 2, 3)),
+    ],
     # swap: the history written at keep (the default); every-block: the GEMM for each block's upsampler
     ids=["conv1", "conv2", "transposed", "all", "transposed-swap", "transposed-every-block"],
 )
-def test_decoder_with_gemm_convs_equals_without_in_fp32(switches, monkeypatch):
+def test_decoder_with_gemm_convs_equals_without_in_fp32(switches, transposed_blocks, monkeypatch):
     """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta, conv2 + the
     add + the next SnakeBeta, or the transposed convs by the implicit GEMM, or by PyTorch's convs and the
     channels-last kernels: waveforms and state within the GEMM's reordering."""
-    if "every-block" in switches:
-        monkeypatch.setattr(codec_graphs, "TRANSPOSED_GEMM_BLOCKS", (0, 1, 2, 3))
-        switches = ("transposed_kernel",)
+    monkeypatch.setattr(codec_graphs, "TRANSPOSED_GEMM_BLOCKS", transposed_blocks)
     want = _decode(torch.float32)
     got = _decode(torch.float32, *switches)
     for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
@@ -378,7 +380,6 @@ def test_transposed_kernel_writes_each_blocks_first_snakebeta(monkeypatch, block
     import omni.kernels.vocoder_conv as vocoder_conv_module
 
     monkeypatch.setattr(codec_graphs, "TRANSPOSED_GEMM_BLOCKS", blocks)
-
     calls = {"transposed": 0, "snake": 0}
     _count_calls(monkeypatch, vocoder_conv_module, "vocoder_conv_transposed", calls, "transposed")
     _count_calls(monkeypatch, channels_last, "snakebeta_cl", calls, "snake")
