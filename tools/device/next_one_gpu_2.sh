@@ -1,4 +1,4 @@
-# Second in line (after session 67; either card, ~4 minutes with the start): why the upsamplers' GEMM saves time
+# Second in line (after session 67; either card, ~8 minutes with the start): why the upsamplers' GEMM saves time
 # alone (run 239: with the first SnakeBeta 0.85x cuDNN + snakebeta_cl at 64x4, block 0 0.66x) but not in the codec's
 # graph step (run 242: -0.6 / +0.4 / +0.2 / -0.3% at 128 rows of 1 / 2 / 4 / 15 frames). The codec's 128x4 graph
 # replay by kernel, the service's build (run 238 on an H100: 8.66 ms, cuDNN's transposed convs 860.9 us in 6
@@ -8,6 +8,9 @@
 # transposed convs + SnakeBeta of those three blocks ~0.15 ms shorter by kernel (64x4's saving twice), the replay
 # within +-1% of the build's if the rest of the kernels lengthen by about that (what run 242 suggests). No rule: it
 # says where the saving goes.
+# Then bench_codec's check of transposed_kernel (blocks 0, 2, 3) over the service's build, with 240 s: runs 235 and
+# 242 gave it 100 s and it printed nothing (four released-size decoders, fp32 and bf16, each GEMM shape compiling on
+# first use). Prediction: passes, fp32 within 1e-5 of the build, bf16 within 1.5x the build's own error.
 source tools/device/setup.sh
 stamp start
 for side in build transposed; do
@@ -17,3 +20,18 @@ for side in build transposed; do
     grep -E "Traceback|rror|^\||replay:" $OUT/ticks_$side.txt | cut -c1-200 | head -24
     stamp $side
 done
+unset OMNI_CODEC_TRANSPOSED_KERNEL
+timeout 240 python3 - <<'PY' 2>&1 | cut -c1-400
+import json, sys
+sys.path.insert(0, "tools")
+from bench_codec import check_close
+from omni.models.qwen3_tts.codec import CodecDecoderConfig
+from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
+def base(decoder):
+    fuse_channels_last(decoder, fast_sine=True)
+    decoder.residual_snake_kernel = decoder.conv1_kernel = decoder.conv2_kernel = True
+def build(decoder):
+    decoder.transposed_kernel = True
+print(json.dumps({"check": "transposed", **check_close(CodecDecoderConfig(), "cuda", build, base=base)}), flush=True)
+PY
+stamp check
