@@ -215,6 +215,7 @@ def vocoder_conv(
     tiles: Tiles | None = None,
     snake: tuple[torch.Tensor, torch.Tensor] | None = None,
     fast_sin: bool = False,
+    flat: bool | None = None,
 ) -> torch.Tensor:
     """The stride-1 conv of x [B, C_in, T_in] (channels-last memory: strides (T_in*C_in, 1, C_in)) with the weight
     matrix w [taps*C_in, C_out] (`conv_matrix`); returns [B, C_out, T_out] in channels-last memory,
@@ -222,8 +223,10 @@ def vocoder_conv(
     the fp32 decoder's cuDNN convs), in at most two stages (fp32 tiles take twice the shared memory).
     With `snake` (alpha, beta [C_out] log-parameters) the output is SnakeBeta(conv + bias) as
     snakebeta_cl(conv(x), alpha, beta, bias=bias) computes it from a cuDNN output: a residual unit's conv1 and the
-    SnakeBeta after it in one pass (`fast_sin` as snakebeta_cl's)."""
-    return _run(x, w, dilation, bias, tiles, snake, None, None, fast_sin)
+    SnakeBeta after it in one pass (`fast_sin` as snakebeta_cl's).
+    `flat`: M tiles across batch rows (True) or within each row (False), the same bits; None: `flat_tiles`' choice
+    (what the decoder runs; tools/bench_vocoder_convs.py --both-tilings times the two)."""
+    return _run(x, w, dilation, bias, tiles, snake, None, None, fast_sin, flat=flat)
 
 
 def vocoder_conv_residual(
@@ -300,9 +303,10 @@ def _run(
     snake_out: torch.Tensor | None,
     fast_sin: bool,
     phases: int = 1,
+    flat: bool | None = None,
 ) -> torch.Tensor:
     """vocoder_conv, or with `residual` vocoder_conv_residual, or with `phases` vocoder_conv_transposed (their
-    arguments checked by the callers)."""
+    arguments checked by the callers); `flat` as vocoder_conv's."""
     batch, in_channels, length_in = x.shape
     taps = w.shape[0] // in_channels
     tiles = tiles or tiles_for(in_channels)
@@ -320,7 +324,8 @@ def _run(
     rows = x.transpose(1, 2).reshape(batch * length_in, in_channels)  # a view: the dense [B, T_in, C] block
     x_desc = TensorDescriptor.from_tensor(rows, [tiles.block_m, tiles.block_k])
     w_desc = TensorDescriptor.from_tensor(w, [tiles.block_k, tiles.block_n])
-    flat = flat_tiles(batch, length_in, length_out, tiles.block_m)
+    if flat is None:
+        flat = flat_tiles(batch, length_in, length_out, tiles.block_m)
     tiles_m = triton.cdiv(batch * length_in, tiles.block_m) if flat else batch * triton.cdiv(length_out, tiles.block_m)
     grid = (tiles_m, triton.cdiv(out_channels, tiles.block_n))
     res = residual if residual is not None else y.transpose(1, 2)  # never read without RESIDUAL

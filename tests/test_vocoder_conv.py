@@ -251,6 +251,24 @@ def test_flat_and_row_tiles_give_the_same_bits(monkeypatch):
     assert (flat[3][..., :2] == 7.0).all() and (flat[4][..., :2] == 7.0).all()  # the histories untouched
 
 
+def test_vocoder_conv_flat_argument_overrides_the_rule(monkeypatch):
+    """vocoder_conv(flat=True / False) tiles as told without asking flat_tiles (the same bits either way); with
+    flat=None it asks."""
+    import omni.kernels.vocoder_conv as vocoder_conv_module
+
+    def refuse(*_):
+        raise AssertionError("flat_tiles asked")
+
+    monkeypatch.setattr(vocoder_conv_module, "flat_tiles", refuse)
+    gen = torch.Generator().manual_seed(10)
+    x = torch.randn(3, 9 + 6, 32, generator=gen).transpose(1, 2)
+    w = conv_matrix(torch.randn(32, 32, 7, generator=gen) / 32)
+    tiles = Tiles(16, 32, 16, 4, 2)
+    assert torch.equal(vocoder_conv(x, w, 1, tiles=tiles, flat=True), vocoder_conv(x, w, 1, tiles=tiles, flat=False))
+    with pytest.raises(AssertionError, match="flat_tiles asked"):
+        vocoder_conv(x, w, 1, tiles=tiles)
+
+
 WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 
@@ -460,6 +478,19 @@ def test_bench_vocoder_convs_times_every_conv_and_side(tmp_path):
     assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in timed)
     assert {r["side"] for r in rows if "error" in r} == {tiles[1], tiles[1] + "+snake"}  # BLOCK_K 32 > tiny widths
     assert "triton best tiles+snake" in done.stdout
+
+
+def test_bench_vocoder_convs_times_both_tilings(tmp_path):
+    """--both-tilings: each Triton side also forced flat and within rows, all within fp32 reordering of cuDNN's."""
+    _, rows = run_kernel_tool_on_cpu(
+        "bench_vocoder_convs.py", tmp_path, "--rows", "2", "--frames", "1", "--tiles", "64x16x4w4s2", "--both-tilings"
+    )
+    t = "triton 64x16x4w4s2"
+    sides = ["cudnn", "cudnn-t", t, t + " flat", t + " rows", "cudnn+snake"] + [
+        t + s + "+snake" for s in ("", " flat", " rows")
+    ]
+    assert [r["side"] for r in rows] == sides * 12
+    assert all(r["rel_diff"] <= 1e-5 and r["ms"] > 0 for r in rows)
 
 
 def test_bench_vocoder_convs_times_the_transposed_convs(tmp_path):

@@ -16,6 +16,10 @@ each residual unit's dilation (1, 3, 9) it builds conv1's input as the channels-
                passes the decoder runs today
   triton T+snake   vocoder_conv with that bias and SnakeBeta in its epilogue: one pass
 
+With --both-tilings, each Triton side also runs with its M tiles forced across batch rows (`triton T flat`, `triton
+T flat+snake`) and within each row (`triton T rows`, `triton T rows+snake`): the plain side is the decoder's choice
+(`flat_tiles`: whichever takes fewer tiles), these say whether that choice is the faster one.
+
 With --transposed it times the four vocoder blocks' transposed convs instead (kernel 2r, stride r, C -> C/2, over
 the [carried sample ‖ new] buffer; "dil" is then the rate r):
 
@@ -91,8 +95,25 @@ def cudnn_snake(i: dict) -> torch.Tensor:
     return snakebeta_cl(cudnn(i), *i["snake"], bias=i["bias"], fast_sin=True)
 
 
-def triton_snake(i: dict, tiles: Tiles) -> torch.Tensor:
-    return vocoder_conv(i["x"], i["w"], i["dilation"], i["bias"], tiles, snake=i["snake"], fast_sin=True)
+def triton_snake(i: dict, tiles: Tiles, flat: bool | None = None) -> torch.Tensor:
+    return vocoder_conv(i["x"], i["w"], i["dilation"], i["bias"], tiles, snake=i["snake"], fast_sin=True, flat=flat)
+
+
+def triton_sides(i: dict, tiles: list[Tiles], snake: bool, both_tilings: bool) -> dict:
+    """conv1's Triton sides by tiles (with its SnakeBeta if `snake`): the decoder's tiling, and with `both_tilings`
+    M tiles forced across batch rows ("flat") and within each row ("rows")."""
+    tilings = {"": None, " flat": True, " rows": False} if both_tilings else {"": None}
+    suffix = "+snake" if snake else ""
+    sides = {}
+    for t in tiles:
+        for label, flat in tilings.items():
+            if snake:
+                sides[f"triton {t}{label}{suffix}"] = lambda t=t, flat=flat: triton_snake(i, t, flat)
+            else:
+                sides[f"triton {t}{label}"] = lambda t=t, flat=flat: vocoder_conv(
+                    i["x"], i["w"], i["dilation"], tiles=t, flat=flat
+                )
+    return sides
 
 
 def transposed_inputs(rows: int, in_channels: int, rate: int, length: int, dtype, device: str, seed: int) -> dict:
@@ -177,8 +198,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tiny", action="store_true", help="tiny widths (CPU smoke test)")
     parser.add_argument("--transposed", action="store_true", help="the blocks' transposed convs, not the conv1s")
+    parser.add_argument(
+        "--both-tilings", action="store_true", help="conv1's Triton sides also with M tiles forced flat and within rows"
+    )
     parser.add_argument("--out", help="write the rows as JSON here")
     args = parser.parse_args()
+    if args.both_tilings and args.transposed:
+        parser.error("--both-tilings times the conv1s (vocoder_conv's `flat`); drop --transposed")
     if args.device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise SystemExit("--device cpu needs TRITON_INTERPRET=1 (the Triton kernel runs in the interpreter)")
     tiles = [Tiles.parse(t) for t in args.tiles]
@@ -213,11 +239,9 @@ def main() -> None:
                 flop = 2 * channels * channels * TAPS * args.rows * length
                 want = {"": cudnn(inputs), "+snake": cudnn_snake(inputs)}
                 sides = {"cudnn": lambda i=inputs: cudnn(i), "cudnn-t": lambda i=inputs: cudnn_transposed(i)}
-                for t in tiles:
-                    sides[f"triton {t}"] = lambda i=inputs, t=t: vocoder_conv(i["x"], i["w"], i["dilation"], tiles=t)
+                sides |= triton_sides(inputs, tiles, snake=False, both_tilings=args.both_tilings)
                 sides["cudnn+snake"] = lambda i=inputs: cudnn_snake(i)
-                for t in tiles:
-                    sides[f"triton {t}+snake"] = lambda i=inputs, t=t: triton_snake(i, t)
+                sides |= triton_sides(inputs, tiles, snake=True, both_tilings=args.both_tilings)
                 fields = {"conv": "conv1", "channels": channels, "length": length, "dilation": dilation}
                 time_sides(sides, want, fields, flop, args, rows, step)
                 del inputs
