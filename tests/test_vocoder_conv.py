@@ -46,7 +46,9 @@ def test_vocoder_conv_with_snakebeta_is_the_conv_then_snakebeta_cl():
     from omni.kernels.channels_last import snakebeta_cl
 
     x, weight, bias, dilation = _conv_inputs(SHAPES[2], seed=3)
-    alpha, beta = torch.randn(2, weight.shape[0]) * 0.5
+    # seeded: from the global generator the draw depended on the tests run before in the process, and SnakeBeta's
+    # slope (up to 1 + e^alpha / e^beta) scales the conv's fp32 reordering (2.1e-6 here) past 1e-5 in some draws
+    alpha, beta = torch.randn(2, weight.shape[0], generator=torch.Generator().manual_seed(4)) * 0.5
     conv = F.conv1d(x.contiguous(), weight, dilation=dilation).transpose(1, 2).contiguous().transpose(1, 2)
     want = snakebeta_cl(conv, alpha, beta, bias=bias)
     got = vocoder_conv(x, conv_matrix(weight), dilation, bias, TILES, snake=(alpha, beta))
