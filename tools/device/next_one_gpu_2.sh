@@ -8,14 +8,14 @@
 # transposed convs + SnakeBeta of those three blocks ~0.15 ms shorter by kernel (64x4's saving twice), the replay
 # within +-1% of the build's if the rest of the kernels lengthen by about that (what run 242 suggests). No rule: it
 # says where the saving goes.
-# Then bench_codec's check of transposed_kernel (blocks 0, 2, 3) over the service's build, with 240 s: runs 235 and
-# 242 gave it 100 s and it printed nothing (four released-size decoders, fp32 and bf16, each GEMM shape compiling on
-# first use). Prediction: passes, fp32 within 1e-5 of the build, bf16 within 1.5x the build's own error.
 # Then the conv1s at 128x15 with both tilings (bench_vocoder_convs --both-tilings, the 768- and 384-channel blocks'
 # tiles): flat_tiles picks the flat tiling for two dilated conv1s there (dilation 3 in those blocks: 498 tiles against
 # 512, 2,418 against 2,432), where run 235's conv1_kernel missed its 128x15 prediction (-11.39% against -14.10).
 # Prediction: flat within +-3% of rows on both. Rule: if rows is faster by >= 2% on both, flat_tiles gets a margin
 # (flat only where it takes >= 3% fewer tiles, which sends both back within rows).
+# Last, bench_codec's check of transposed_kernel (blocks 0, 2, 3) over the service's build, with 240 s: runs 235 and
+# 242 gave it 100 s and it printed nothing (four released-size decoders, fp32 and bf16, each GEMM shape compiling on
+# first use). Prediction: passes, fp32 within 1e-5 of the build, bf16 within 1.5x the build's own error.
 source tools/device/setup.sh
 stamp start
 for side in build transposed; do
@@ -26,6 +26,10 @@ for side in build transposed; do
     stamp $side
 done
 unset OMNI_CODEC_TRANSPOSED_KERNEL
+timeout 150 python3 tools/bench_vocoder_convs.py --rows 128 --frames 15 --tiles 128x256x64w8s3 128x128x64w8s3 \
+    --both-tilings --out $OUT/tilings_128x15.json > $OUT/tilings_128x15.txt 2>&1
+grep -E "^ +(768|384) .* 3 triton|rror|Traceback" $OUT/tilings_128x15.txt | grep -E "snake|rror|Traceback" | cut -c1-200
+stamp tilings
 timeout 240 python3 - <<'PY' 2>&1 | cut -c1-400
 import json, sys
 sys.path.insert(0, "tools")
@@ -40,7 +44,3 @@ def build(decoder):
 print(json.dumps({"check": "transposed", **check_close(CodecDecoderConfig(), "cuda", build, base=base)}), flush=True)
 PY
 stamp check
-timeout 150 python3 tools/bench_vocoder_convs.py --rows 128 --frames 15 --tiles 128x256x64w8s3 128x128x64w8s3 \
-    --both-tilings --out $OUT/tilings_128x15.json > $OUT/tilings_128x15.txt 2>&1
-grep -E "^ +(768|384) .* 3 triton|rror|Traceback" $OUT/tilings_128x15.txt | grep -E "snake|rror|Traceback" | cut -c1-200
-stamp tilings
