@@ -275,10 +275,19 @@ WIDE = CodecDecoderConfig(**{**CFG.__dict__, "decoder_dim": 128})
 
 
 @functools.cache  # each build decoded once for the module (the interpreter takes seconds a run)
-def _decode(dtype, *switches: str, one_frame_too: bool = True):
-    """Uneven primed streams (and one-frame steps) through the channels-last vocoder with these kernel switches on."""
+def _decode(
+    dtype, *switches: str, one_frame_too: bool = True, transposed_blocks: tuple[int, ...] = TRANSPOSED_GEMM_BLOCKS
+):
+    """Uneven primed streams (and one-frame steps) through the channels-last vocoder with these kernel switches on,
+    its upsamplers' GEMM on `transposed_blocks` (an argument, so a key of the cache: the vocoder reads
+    TRANSPOSED_GEMM_BLOCKS when it is built)."""
     model = tiny_codec_decoder(dtype, WIDE)
-    fuse_channels_last(model)
+    default_blocks = codec_graphs.TRANSPOSED_GEMM_BLOCKS
+    codec_graphs.TRANSPOSED_GEMM_BLOCKS = transposed_blocks
+    try:
+        fuse_channels_last(model)
+    finally:
+        codec_graphs.TRANSPOSED_GEMM_BLOCKS = default_blocks
     model.residual_snake_kernel = True  # the service's default
     for name in switches:
         setattr(model, name, True)
@@ -303,13 +312,12 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
     # swap: the history written at keep (the default); every-block: the GEMM for each block's upsampler
     ids=["conv1", "conv2", "transposed", "all", "transposed-swap", "transposed-every-block"],
 )
-def test_decoder_with_gemm_convs_equals_without_in_fp32(switches, transposed_blocks, monkeypatch):
+def test_decoder_with_gemm_convs_equals_without_in_fp32(switches, transposed_blocks):
     """Uneven primed streams and one-frame steps through the channels-last vocoder, conv1 + SnakeBeta, conv2 + the
     add + the next SnakeBeta, or the transposed convs by the implicit GEMM, or by PyTorch's convs and the
     channels-last kernels: waveforms and state within the GEMM's reordering."""
-    monkeypatch.setattr(codec_graphs, "TRANSPOSED_GEMM_BLOCKS", transposed_blocks)
     want = _decode(torch.float32)
-    got = _decode(torch.float32, *switches)
+    got = _decode(torch.float32, *switches, transposed_blocks=transposed_blocks)
     for (want_wavs, want_state), (got_wavs, got_state) in zip(want, got, strict=True):
         assert max(_max_abs(g, w) for g, w in zip(got_wavs, want_wavs, strict=True)) <= 1e-5
         for g, w in zip(got_state.tensors(), want_state.tensors(), strict=True):
