@@ -1,30 +1,47 @@
-# Run 243 (session 68, call 1) = next_one_gpu.sh as of 7a954e3
-# Next one-GPU call (after session 67; ~8 minutes with the start). Ask for `nvidia-h200`: an H100's numbers are not
-# comparable with the record's H200 rows, and every call from session 54 to 67 got an H100.
-# On an H200: the state card with today's one-GPU layout, `omni serve --mps` (session 60) and today's defaults
-# (session 66: the codec's conv1 and conv2 GEMMs), 1.7B, 1 / 16 / 32 / 128 / 512 streams opened at once, 6 rounds;
-# then the 1.7B step's GEMMs by weight at 16 rows (bench_talker_step's gemm_table, today's modes $M; measured on
-# H100s only, run 199); then, with time left, the same stack without MPS at 16 and 512 streams, 3 rounds (run 179 on
-# an H200 without MPS: 20.6 / 208.8 / 346.5 at 1 / 16 / 32; runs 156-157: 1,517.8 and 1,392.2 at 512).
-# Prediction on an H200: 512 streams 1,650-1,850 audio-s/s, none gapped, TTFA p99 at 128 streams 150-230 ms, 1 stream
-# 20-24 audio-s/s; under MPS +5 to +15% over without at 512 and +15 to +30% at 16.
-# On an H100 instead: the 0.6B's state card under MPS at the same levels (run 220, session 60's defaults: 281.2 /
-# 995.6 / 1,707.3 at 16 / 128 / 512). Prediction: within +-8% of run 220 at 16 and 128, 512 streams 1,700-1,900 (the
-# codec GEMMs, +3.7% for the 1.7B in run 237), none gapped.
-# No rule: measurements of the state.
+# Run 243 (session 68, call 1) = next_one_gpu_2.sh as of 7a954e3 (two asks for an H200 got no machine; an H100)
+# Second in line (after session 67; either card, ~9 minutes with the start): why the upsamplers' GEMM saves time
+# alone (run 239: with the first SnakeBeta 0.85x cuDNN + snakebeta_cl at 64x4, block 0 0.66x) but not in the codec's
+# graph step (run 242: -0.6 / +0.4 / +0.2 / -0.3% at 128 rows of 1 / 2 / 4 / 15 frames). The codec's 128x4 graph
+# replay by kernel, the service's build (run 238 on an H100: 8.66 ms, cuDNN's transposed convs 860.9 us in 6
+# launches, SnakeBeta 560.1 us in 9) against the same with OMNI_CODEC_TRANSPOSED_KERNEL=1 (blocks 0, 2 and 3 through
+# the GEMM with the first SnakeBeta), one after the other.
+# Prediction: with it, 3 cuDNN transposed launches and 3 SnakeBeta launches fewer and 3 GEMM launches more; the
+# transposed convs + SnakeBeta of those three blocks ~0.15 ms shorter by kernel (64x4's saving twice), the replay
+# within +-1% of the build's if the rest of the kernels lengthen by about that (what run 242 suggests). No rule: it
+# says where the saving goes.
+# Then the conv1s at 128x15 with both tilings (bench_vocoder_convs --both-tilings, the 768- and 384-channel blocks'
+# tiles): flat_tiles picks the flat tiling for two dilated conv1s there (dilation 3 in those blocks: 498 tiles against
+# 512, 2,418 against 2,432), where run 235's conv1_kernel missed its 128x15 prediction (-11.39% against -14.10).
+# Prediction: flat within +-3% of rows on both. Rule: if rows is faster by >= 2% on both, flat_tiles gets a margin
+# (flat only where it takes >= 3% fewer tiles, which sends both back within rows).
+# Last, bench_codec's check of transposed_kernel (blocks 0, 2, 3) over the service's build, with 240 s: runs 235 and
+# 242 gave it 100 s and it printed nothing (four released-size decoders, fp32 and bf16, each GEMM shape compiling on
+# first use). Prediction: passes, fp32 within 1e-5 of the build, bf16 within 1.5x the build's own error.
 source tools/device/setup.sh
 stamp start
-M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
-if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    ${S/--models 1.7b/--models 0.6b} --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/small
-    save small
-    exit 0
-fi
-$S --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/stack; save stack
-python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
-    --iters 20 --profile-replays 16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
-grep -E "Traceback|rror|replays at|^  16 rows: " $OUT/calls.txt | cut -c1-300  # per weight (gemm_table)
-stamp calls
-if [ $(($(date +%s) - T0)) -lt 380 ]; then
-    $S --rounds 3 --concurrency 16 512 --level-timeout 120 --out /tmp/nomps; save nomps
-fi
+for side in build transposed; do
+    if [ $side = transposed ]; then export OMNI_CODEC_TRANSPOSED_KERNEL=1; fi
+    python3 tools/bench_codec_ticks.py --kernels 128x4 --rows 128 --ticks 1 --iters 3 --side-buckets 1 \
+        --out $OUT/ticks_$side.json > $OUT/ticks_$side.txt 2>&1
+    grep -E "Traceback|rror|^\||replay:" $OUT/ticks_$side.txt | cut -c1-200 | head -24
+    stamp $side
+done
+unset OMNI_CODEC_TRANSPOSED_KERNEL
+timeout 150 python3 tools/bench_vocoder_convs.py --rows 128 --frames 15 --tiles 128x256x64w8s3 128x128x64w8s3 \
+    --both-tilings --out $OUT/tilings_128x15.json > $OUT/tilings_128x15.txt 2>&1
+grep -E "^ +(768|384) .* 3 triton|rror|Traceback" $OUT/tilings_128x15.txt | grep -E "snake|rror|Traceback" | cut -c1-200
+stamp tilings
+timeout 240 python3 - <<'PY' 2>&1 | cut -c1-400
+import json, sys
+sys.path.insert(0, "tools")
+from bench_codec import check_close
+from omni.models.qwen3_tts.codec import CodecDecoderConfig
+from omni.models.qwen3_tts.codec_graphs import fuse_channels_last
+def base(decoder):
+    fuse_channels_last(decoder, fast_sine=True)
+    decoder.residual_snake_kernel = decoder.conv1_kernel = decoder.conv2_kernel = True
+def build(decoder):
+    decoder.transposed_kernel = True
+print(json.dumps({"check": "transposed", **check_close(CodecDecoderConfig(), "cuda", build, base=base)}), flush=True)
+PY
+stamp check
