@@ -2,6 +2,7 @@
 PyTorch, its argument checks, its sm_90 compile, and tools/bench_wide_linear.py's sides and summary; CPU, Triton
 interpreter."""
 
+import copy
 import os
 import sys
 from pathlib import Path
@@ -164,3 +165,119 @@ def test_bench_summary_picks_the_fastest_tile_against_cublas():
     assert o["best_over_cublas"] == 0.8
     assert (g["gated"], g["cublas_us"], g["best_tiles"]) == (True, 20.0, "gated 64x64x64w4s4")
     assert g["best_over_cublas"] == 1.25
+
+
+def _fused_tiny_talker():
+    from omni.models.qwen3_tts.config import Qwen3TTSConfig
+    from omni.models.qwen3_tts.talker import Qwen3TTSTalker
+    from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, use_skinny_linear
+    from omni.models.qwen3_tts.tiny import tiny_config
+
+    talker = Qwen3TTSTalker(Qwen3TTSConfig.parse(tiny_config("custom_voice")).talker).eval()
+    fuse_talker_kernels(talker, add_norm=True)
+    use_skinny_linear(talker, dot=True, by_shape=True, dot_32=True)
+    return talker
+
+
+def _tables(talker):
+    """Tiles for every bias-free GEMM shape of `talker`, and gated tiles for its MLPs' gate_up shapes."""
+    from omni.models.qwen3_tts.talker import MLP
+    from omni.models.qwen3_tts.talker_fused import skinny_gemms
+
+    gemms = skinny_gemms(talker).values()
+    tiles = {tuple(w.shape): TILES for _, w, b in gemms if b is None}
+    gated = {tuple(w.shape): Tiles(16, 16, 32, 4, 2) for m, w, _ in gemms if isinstance(m, MLP)}
+    return tiles, gated, sum(b is None for _, _, b in gemms)
+
+
+def _count_wide_calls(monkeypatch) -> list:
+    from omni.models.qwen3_tts import talker_fused
+
+    calls, real = [], talker_fused.wide_linear
+
+    def counted(x, w, tiles, gated=False):
+        calls.append((tuple(w.shape), gated))
+        return real(x, w, tiles, gated)
+
+    monkeypatch.setattr(talker_fused, "wide_linear", counted)
+    return calls
+
+
+def test_use_wide_linear_runs_the_tabled_gemms_from_their_rows(monkeypatch):
+    """use_wide_linear(from_rows=34), past the skinny kernels' 32 rows (which keep their rows): a fused MLP of 33
+    rows runs silu_mul after its gate_up GEMM, of 34 rows the gated kernel at its gated tiles (no silu_mul) and its
+    down projection at the plain tiles, within fp32 reordering of the plain MLP; off again, no wide call and no
+    attribute left."""
+    from omni.models.qwen3_tts import talker_fused
+    from omni.models.qwen3_tts.talker_fused import use_wide_linear
+
+    plain = _fused_tiny_talker()
+    wide = copy.deepcopy(plain)
+    tiles, gated, bias_free = _tables(wide)
+    assert use_wide_linear(wide, tiles, gated, from_rows=34) == bias_free
+    mlp = wide.model.layers[0].mlp
+    assert mlp.wide_gated_tiles == Tiles(16, 16, 32, 4, 2) and "wide_tiles" not in mlp.__dict__
+    assert mlp.down_proj.wide_tiles == TILES and mlp.down_proj.wide_from == 34
+    calls = _count_wide_calls(monkeypatch)
+    silu_muls, real_silu_mul = [], talker_fused.silu_mul
+    monkeypatch.setattr(talker_fused, "silu_mul", lambda g, u: silu_muls.append(1) or real_silu_mul(g, u))
+    x = torch.randn(1, 34, wide.cfg.hidden_size, generator=torch.Generator().manual_seed(9))
+    down_shape = tuple(mlp.down_proj.weight.shape)
+    with torch.no_grad():
+        want = plain.model.layers[0].mlp(x)
+        calls.clear(), silu_muls.clear()
+        assert torch.equal(wide.model.layers[0].mlp(x[:, :33]), plain.model.layers[0].mlp(x[:, :33]))
+        assert not calls and len(silu_muls) == 2  # below from_rows: the plain path (and the plain MLP's)
+        silu_muls.clear()
+        got = mlp(x)
+        assert calls == [(tuple(mlp.gate_up_weight.shape), True), (down_shape, False)] and not silu_muls
+        assert (got - want).abs().max() <= 1e-5 * want.abs().max()
+        assert use_wide_linear(wide, tiles, gated, on=False) == 0
+        calls.clear()
+        assert torch.equal(mlp(x), want) and not calls
+    assert not any(k.startswith("wide_") for m in wide.modules() for k in m.__dict__)
+
+
+def test_use_wide_linear_without_gated_tiles_keeps_silu_mul_and_runs_the_plain_gate_up(monkeypatch):
+    from omni.models.qwen3_tts.talker_fused import use_wide_linear
+
+    plain = _fused_tiny_talker()
+    wide = copy.deepcopy(plain)
+    tiles, _, bias_free = _tables(wide)
+    assert use_wide_linear(wide, tiles, from_rows=34) == bias_free
+    calls = _count_wide_calls(monkeypatch)
+    mlp = wide.model.layers[0].mlp
+    with torch.no_grad():
+        mlp(torch.randn(1, 34, wide.cfg.hidden_size))
+    assert calls == [(tuple(mlp.gate_up_weight.shape), False), (tuple(mlp.down_proj.weight.shape), False)]
+
+
+def test_decode_steps_through_the_wide_kernels_give_the_plain_codes(tiny_model_dir, monkeypatch):
+    """A fused tiny talker with every GEMM and gated MLP on the wide kernels from 2 rows: decode steps of 2 slots (the
+    predictor's first pass 4 rows) run them in every layer of both models, and give the plain fused talker's codes,
+    with hidden states within fp32 reordering."""
+    from omni.models.qwen3_tts.talker_fused import fuse_talker_kernels, use_skinny_linear, use_wide_linear
+    from omni.talker.generate import Synthesizer
+    from omni.talker.model_runner import TalkerRunner
+    from tests.kernel_runners import PREFILLED_SLOTS, prefill_two_requests
+
+    synth = Synthesizer(tiny_model_dir("custom_voice"))
+    plain = synth.model.talker
+    fuse_talker_kernels(plain, add_norm=True)
+    use_skinny_linear(plain, on=False)  # F.linear at every row count: the wide kernels take from 2 rows
+    wide = copy.deepcopy(plain)
+    tiles, gated, _ = _tables(wide)
+    use_wide_linear(wide, tiles, gated, from_rows=2)
+    calls = _count_wide_calls(monkeypatch)
+    runners = [TalkerRunner(t, synth.model.config, 3, 64) for t in (plain, wide)]
+    for runner in runners:
+        prefill_two_requests(runner, synth)
+    slots = torch.tensor(PREFILLED_SLOTS)
+    for _ in range(3):
+        want = runners[0].decode_step(slots)[0]
+        calls.clear()
+        assert torch.equal(runners[1].decode_step(slots)[0], want)
+        gated_calls = sum(g for _, g in calls)
+        assert gated_calls == len(plain.model.layers) + 15 * len(plain.code_predictor.model.layers)
+    exact = runners[0].last_hidden
+    assert (runners[1].last_hidden - exact).abs().max() <= 1e-4 * exact.abs().max()

@@ -7,7 +7,8 @@
   cache asks (`CacheKernels.norm_rope_write`), one kernel with the K/V cache write (kv_write.norm_rope_write_kv),
   and where it asks for `norm_rope_attention` too, a one-position pass's attention is in that kernel as well
   (decode_attention.norm_rope_attention);
-- SiLU(gate) · up is one kernel, or, after `use_silu_down`, part of the down projection's skinny_linear kernel;
+- SiLU(gate) · up is one kernel, or, after `use_silu_down`, part of the down projection's skinny_linear kernel, or,
+  after `use_wide_linear` with `gated`, part of the gate_up projection's wide_linear kernel in forwards of many rows;
 - with `add_norm`, each residual add is one kernel with the RMSNorm after it (two kernels fewer per layer);
 - the text projection's SiLU is one kernel.
 The kernels keep the eager roundings (kernels/transformer_fused.py), so results differ from the eager model only by
@@ -32,7 +33,9 @@ from omni.kernels.skinny_linear import (
     max_rows_for,
     skinny_linear,
 )
+from omni.kernels.tiles import Tiles
 from omni.kernels.transformer_fused import add_rms_norm, rms_norm, rms_norm_rope, silu, silu_mul
+from omni.kernels.wide_linear import wide_linear
 from omni.models.qwen3_tts.talker import (
     MLP,
     Attention,
@@ -74,12 +77,17 @@ def module_launch(module: nn.Module, weight: torch.Tensor, rows: int, interprete
 def module_linear(
     module: nn.Module, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """F.linear, or `skinny_linear` at `module_launch` (up to the module's `skinny_rows` rows)."""
+    """F.linear, or `skinny_linear` at `module_launch` (up to the module's `skinny_rows` rows), or `wide_linear` at
+    the module's `wide_tiles` (from its `wide_from` rows; `use_wide_linear`)."""
     k = x.shape[-1]
-    launch = module_launch(module, weight, x.numel() // k if k else 0)
-    if launch is None:
-        return F.linear(x, weight, bias)
-    return skinny_linear(x, weight, bias, max_rows=KERNEL_MAX_ROWS, launch=launch)
+    rows = x.numel() // k if k else 0
+    launch = module_launch(module, weight, rows)
+    if launch is not None:
+        return skinny_linear(x, weight, bias, max_rows=KERNEL_MAX_ROWS, launch=launch)
+    settings = module.__dict__
+    if bias is None and "wide_tiles" in settings and rows >= settings["wide_from"]:
+        return wide_linear(x, weight, settings["wide_tiles"])
+    return F.linear(x, weight, bias)
 
 
 def _fused_project(self: Attention, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]) -> tuple:
@@ -135,9 +143,12 @@ def _fused_attention_forward(
 
 
 def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
-    gate_up = module_linear(self, x, self.gate_up_weight)
     down = self.down_proj
-    rows = gate_up.numel() // gate_up.shape[-1]
+    rows = x.numel() // x.shape[-1]
+    settings = self.__dict__
+    if "wide_gated_tiles" in settings and rows >= settings["wide_from"]:  # SiLU(gate) * up in the GEMM's epilogue
+        return down(wide_linear(x, self.gate_up_weight, settings["wide_gated_tiles"], gated=True))
+    gate_up = module_linear(self, x, self.gate_up_weight)
     if rows <= self.__dict__.get("silu_down", 0):  # the SiLU in the down projection's kernel (use_silu_down)
         launch = module_launch(down, down.weight, rows)
         if launch is not None:
@@ -264,6 +275,39 @@ def use_silu_down(talker: Qwen3TTSTalker, on: bool = True, max_rows: int = 0) ->
         if on:
             mlp.silu_down = max_rows or KERNEL_MAX_ROWS  # the most rows the kernels take
     return len(mlps)
+
+
+def use_wide_linear(
+    talker: Qwen3TTSTalker,
+    tiles: dict[tuple[int, int], Tiles],
+    gated_tiles: dict[tuple[int, int], Tiles] | None = None,
+    from_rows: int = 128,
+    on: bool = True,
+) -> int:
+    """Every bias-free GEMM of the talker and its code predictor (`skinny_gemms`) whose weight's shape [N, K] has an
+    entry in `tiles` through kernels/wide_linear.py at those tiles in forwards of at least `from_rows` rows (F.linear
+    below, or the skinny kernels within their rows). With `gated_tiles`, each fused MLP whose gate_up weight [2I, K]
+    has an entry there forms SiLU(gate) * up in that GEMM's epilogue instead (one kernel fewer, half the output
+    written; the bits of the wide kernel through silu_mul). With `on` False, F.linear again. Values within the last
+    bit of cuBLAS's, not its bits. Returns how many GEMMs it set."""
+    count = 0
+    for module, weight, bias in skinny_gemms(talker).values():
+        for name in ("wide_tiles", "wide_gated_tiles", "wide_from"):
+            module.__dict__.pop(name, None)
+        if not on or bias is not None:
+            continue
+        shape = tuple(weight.shape)
+        if isinstance(module, MLP) and gated_tiles and shape in gated_tiles:
+            module.wide_gated_tiles = gated_tiles[shape]
+        elif shape in tiles:
+            module.wide_tiles = tiles[shape]
+        else:
+            continue
+        module.wide_from = from_rows
+        count += 1
+        if isinstance(module, nn.Linear):  # its forward through module_linear (use_skinny_linear may have set it)
+            module.forward = types.MethodType(_skinny_linear_forward, module)
+    return count
 
 
 def fuse_modules(modules, classes: tuple[type, type, type], fused_project) -> int:
