@@ -26,6 +26,12 @@ from omni.kernels.tiles import Tiles
 from omni.kernels.transformer_fused import silu_times
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+# Tiles by the weight's shape [N, K] (the 1.7B talker's and code predictor's bias-free GEMMs); a weight not here stays
+# on cuBLAS. WIDE_GATED_TILES: the MLPs' gate_up [2I, K] with SiLU(gate) * up in the epilogue. Filled from
+# tools/bench_wide_linear.py's runs; empty, `use_wide_linear` with them changes nothing.
+WIDE_TILES: dict[tuple[int, int], Tiles] = {}
+WIDE_GATED_TILES: dict[tuple[int, int], Tiles] = {}
+
 # Consecutive programs take GROUP_M row tiles of one column band before the next band, so the programs running at
 # once read each weight tile from L2 after the first (Triton's matmul tutorial's grouped order).
 GROUP_M = 8

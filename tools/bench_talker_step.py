@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from omni.kernels.decode_attention import SHORT_CACHE
 from omni.kernels.programmatic_launch import set_programmatic_launch
 from omni.kernels.skinny_linear import dot_launch
+from omni.kernels.wide_linear import WIDE_GATED_TILES, WIDE_TILES
 
 from omni.fp8 import FP8_DTYPE, to_fp8
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
@@ -47,6 +48,7 @@ from omni.models.qwen3_tts.talker_fused import (
     skinny_gemms,
     use_silu_down,
     use_skinny_linear,
+    use_wide_linear,
 )
 from omni.models.qwen3_tts.tiny import SHAPES, tiny_config
 from omni.talker.cuda_graphs import TalkerGraphs
@@ -575,7 +577,8 @@ MODE_EXTRAS = {"sampler", "sdpa-short", "kv-write", "add-norm", "norm-rope-write
                "talker-draw-only", "indexed-draws-only", "skinny-linear", "skinny-dot", "by-shape", "dot-32",
                "codes-by-row", "embedding-lookup", "radix-top-k", "silu-down", "pdl", "early-weights",
                "projected-lookups", "lookup-kernels", "step-inputs", "step-writes", "step-rope-tables",
-               "norm-rope-attention", "fp8-kv"}  # fmt: skip
+               "norm-rope-attention", "fp8-kv", "wide", "wide-gated"}  # fmt: skip
+WIDE_CHECK_ROWS = (128,)  # a step the wide kernels take (use_wide_linear's from_rows)
 
 
 # The extras whose check steps the mode's runner against the same build with one TalkerRunner flag set otherwise, bit
@@ -679,6 +682,8 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
         use_silu_down(talker, on="silu-down" in tokens, max_rows=rows_bound(tokens, "silu-down"))
+        gated = WIDE_GATED_TILES if "wide-gated" in tokens else None
+        use_wide_linear(talker, WIDE_TILES, gated, on=bool(tokens & {"wide", "wide-gated"}))
         pins = pinned_launches(tokens)  # use_skinny_linear unpinned every module
         for module, weight, _ in skinny_gemms(talker).values():
             if tuple(weight.shape) in pins:
@@ -793,6 +798,9 @@ def main() -> None:
         "the SiLU in the down projections only in steps of at most N rows (skinny_linear_silu_down_max_rows); "
         "+pin-1024x2048-64x128s4k1 (with +skinny-dot; any shape and launch): the dot kernel's launch for the "
         "[1024, 2048] weights pinned to 64 features x 128-wide chunks, 4 stages, 1 split-K share (4 warps); "
+        "+wide (after fused): the GEMMs with a WIDE_TILES entry through kernels/wide_linear.py from 128 rows "
+        "(use_wide_linear); +wide-gated: also each MLP's gate_up with SiLU(gate) * up in its epilogue "
+        "(WIDE_GATED_TILES); "
         "+projected-lookups: the code predictor's passes 2..15 look their input up in projected tables instead of "
         "projecting it (TalkerRunner's projected_lookups; the talker service's projected_lookups); +lookup-kernels: "
         "the frame's embedding sum by one kernel after the passes, and with +projected-lookups each pass's input "
@@ -900,6 +908,19 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device, batches=SILU_DOWN_CHECK_ROWS)
                 print(name, mode, "SiLU in the down projection vs the silu_mul kernel", out[key], flush=True)
                 del apart
+            if tokens & {"wide", "wide-gated"}:  # not the same bits as cuBLAS: how far the codes and states part
+                plain = copy.deepcopy(talker)
+                use_wide_linear(plain, {}, on=False)
+                setups = [(talker, flags), (plain, flags)]
+                key = f"{label}_wide_vs_cublas"
+                out[key] = compare_bitwise(setups, config, args.check_steps, device, WIDE_CHECK_ROWS, slots=128)
+                print(name, mode, "wide kernels vs cuBLAS", out[key], flush=True)
+                if "wide-gated" in tokens:  # the gated epilogue against the wide kernel + silu_mul: the same bits
+                    use_wide_linear(plain, WIDE_TILES)
+                    key = f"{label}_wide_gated_vs_silu_mul"
+                    out[key] = compare_bitwise(setups, config, args.check_steps, device, WIDE_CHECK_ROWS, slots=128)
+                    print(name, mode, "gated wide kernel vs wide + silu_mul", out[key], flush=True)
+                del plain
             if "pdl" in tokens:
                 key = f"{label}_pdl_vs_serial_graphs"
                 early = "early-weights" in tokens
