@@ -32,6 +32,21 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 WIDE_TILES: dict[tuple[int, int], Tiles] = {}
 WIDE_GATED_TILES: dict[tuple[int, int], Tiles] = {}
 
+
+def tables_from_json(data: dict) -> tuple[dict[tuple[int, int], Tiles], dict[tuple[int, int], Tiles]]:
+    """(tiles, gated tiles) from {"tiles": {"NxK": "BMxBNxBKwWsS", ...}, "gated": {...}}, the form
+    tools/bench_wide_linear.py's --tables-out writes (bench_talker_step's --wide-tiles reads it)."""
+
+    def table(entries: dict) -> dict[tuple[int, int], Tiles]:
+        out = {}
+        for shape, tiles in entries.items():
+            n, k = (int(v) for v in shape.split("x"))
+            out[(n, k)] = Tiles.parse(tiles)
+        return out
+
+    return table(data.get("tiles", {})), table(data.get("gated", {}))
+
+
 # Consecutive programs take GROUP_M row tiles of one column band before the next band, so the programs running at
 # once read each weight tile from L2 after the first (Triton's matmul tutorial's grouped order).
 GROUP_M = 8

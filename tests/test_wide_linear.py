@@ -281,3 +281,22 @@ def test_decode_steps_through_the_wide_kernels_give_the_plain_codes(tiny_model_d
         assert gated_calls == len(plain.model.layers) + 15 * len(plain.code_predictor.model.layers)
     exact = runners[0].last_hidden
     assert (runners[1].last_hidden - exact).abs().max() <= 1e-4 * exact.abs().max()
+
+
+def test_bench_tables_choose_the_fastest_tile_under_the_bound_and_load_back():
+    """--tables-out: at the table's rows, each weight's fastest tile where it is at most the bound of cuBLAS's
+    (gated ones apart); tables_from_json reads them back as the talker's tables."""
+    from omni.kernels.wide_linear import tables_from_json
+
+    summary = [
+        {"shape": [1024, 2048], "rows": 512, "gated": False, "best_tiles": "64x64x64w4s4", "best_over_cublas": 0.8},
+        {"shape": [1024, 2048], "rows": 128, "gated": False, "best_tiles": "64x128x64w4s4", "best_over_cublas": 0.5},
+        {"shape": [4096, 1024], "rows": 512, "gated": False, "best_tiles": "128x128x64w4s4", "best_over_cublas": 0.99},
+        {"shape": [6144, 1024], "rows": 512, "gated": True, "best_tiles": "gated 128x64x64w4s4",
+         "best_over_cublas": 0.9},
+        {"shape": [2048, 1024], "rows": 512, "gated": False, "best_tiles": None, "best_over_cublas": None},
+    ]  # fmt: skip
+    chosen = bench_wide_linear.tables(summary, rows=512, at_most=0.97)
+    assert chosen == {"tiles": {"1024x2048": "64x64x64w4s4"}, "gated": {"6144x1024": "128x64x64w4s4"}}
+    tiles, gated = tables_from_json(chosen)
+    assert tiles == {(1024, 2048): Tiles(64, 64, 64, 4, 4)} and gated == {(6144, 1024): Tiles(128, 64, 64, 4, 4)}

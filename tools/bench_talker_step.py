@@ -34,10 +34,10 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from omni.kernels import wide_linear
 from omni.kernels.decode_attention import SHORT_CACHE
 from omni.kernels.programmatic_launch import set_programmatic_launch
 from omni.kernels.skinny_linear import dot_launch
-from omni.kernels.wide_linear import WIDE_GATED_TILES, WIDE_TILES
 
 from omni.fp8 import FP8_DTYPE, to_fp8
 from omni.models.qwen3_tts.config import Qwen3TTSConfig
@@ -682,8 +682,8 @@ def build_mode(talker: Qwen3TTSTalker, mode: str) -> None:
         use_skinny_linear(talker, on="skinny-linear" in tokens, dot="skinny-dot" in tokens,
                           by_shape="by-shape" in tokens, dot_32="dot-32" in tokens)  # fmt: skip
         use_silu_down(talker, on="silu-down" in tokens, max_rows=rows_bound(tokens, "silu-down"))
-        gated = WIDE_GATED_TILES if "wide-gated" in tokens else None
-        use_wide_linear(talker, WIDE_TILES, gated, on=bool(tokens & {"wide", "wide-gated"}))
+        gated = wide_linear.WIDE_GATED_TILES if "wide-gated" in tokens else None
+        use_wide_linear(talker, wide_linear.WIDE_TILES, gated, on=bool(tokens & {"wide", "wide-gated"}))
         pins = pinned_launches(tokens)  # use_skinny_linear unpinned every module
         for module, weight, _ in skinny_gemms(talker).values():
             if tuple(weight.shape) in pins:
@@ -825,7 +825,11 @@ def main() -> None:
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
     ap.add_argument("--sampler-only", action="store_true", help="only check the sampler kernel against sampling.draw")
     ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "bench_talker_step.json"))
+    ap.add_argument("--wide-tiles", help="+wide's tiles by shape from this JSON (bench_wide_linear --tables-out)")
     args = ap.parse_args()
+    if args.wide_tiles:  # the tables +wide and +wide-gated run, in place of kernels/wide_linear.py's
+        with open(args.wide_tiles) as f:
+            wide_linear.WIDE_TILES, wide_linear.WIDE_GATED_TILES = wide_linear.tables_from_json(json.load(f))
     if not torch.cuda.is_available():
         raise SystemExit("bench_talker_step needs a CUDA GPU (the CPU tests cover the same code under the interpreter)")
     device, dtype = "cuda", getattr(torch, args.dtype)
@@ -916,7 +920,7 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device, WIDE_CHECK_ROWS, slots=128)
                 print(name, mode, "wide kernels vs cuBLAS", out[key], flush=True)
                 if "wide-gated" in tokens:  # the gated epilogue against the wide kernel + silu_mul: the same bits
-                    use_wide_linear(plain, WIDE_TILES)
+                    use_wide_linear(plain, wide_linear.WIDE_TILES)
                     key = f"{label}_wide_gated_vs_silu_mul"
                     out[key] = compare_bitwise(setups, config, args.check_steps, device, WIDE_CHECK_ROWS, slots=128)
                     print(name, mode, "gated wide kernel vs wide + silu_mul", out[key], flush=True)

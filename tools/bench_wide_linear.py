@@ -87,7 +87,7 @@ def bench_weight(name: str, weight: torch.Tensor, rows: int, tiles: list[Tiles],
     copies = weight_copies(weight, args.cold_mb << 20)
     out = []
     for side, fn in sides(weight, tiles, gated).items():
-        row = {"weight": name, "rows": rows, "side": side, "gated": gated}
+        row = {"weight": name, "shape": list(weight.shape), "rows": rows, "side": side, "gated": gated}
         try:
             got = fn(x, weight, None)
             if gated and side.startswith("gated"):  # the same bits as the ungated kernel through silu_mul
@@ -116,9 +116,21 @@ def summarize(rows: list[dict]) -> list[dict]:
         lt = timed.get("cuBLASLt+silu_mul" if gated else "cuBLASLt")
         wide = [r for side, r in timed.items() if not side.startswith("cuBLAS")]
         best = min(wide, key=lambda r: r["us"]) if wide else None
-        out.append({"weight": weight, "rows": n, "gated": gated, "cublas_us": base and base["us"],
+        out.append({"weight": weight, "shape": group[0].get("shape"), "rows": n, "gated": gated,
+                    "cublas_us": base and base["us"],
                     "cublaslt_us": lt and lt["us"], "best_tiles": best and best["side"], "best_us": best and best["us"],
                     "best_over_cublas": round(best["us"] / base["us"], 3) if best and base else None})  # fmt: skip
+    return out
+
+
+def tables(summary: list[dict], rows: int, at_most: float) -> dict:
+    """The tiles to run each weight shape at, for bench_talker_step's --wide-tiles: at `rows` rows, the fastest wide
+    tile of every weight whose time is at most `at_most` of cuBLAS's (gated: of cuBLAS + silu_mul)."""
+    out: dict[str, dict[str, str]] = {"tiles": {}, "gated": {}}
+    for s in summary:
+        if s["rows"] == rows and s["best_over_cublas"] is not None and s["best_over_cublas"] <= at_most:
+            n, k = s["shape"]
+            out["gated" if s["gated"] else "tiles"][f"{n}x{k}"] = s["best_tiles"].removeprefix("gated ")
     return out
 
 
@@ -130,6 +142,9 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--cold-mb", type=int, default=256, help="copies of each weight, this many MB, taken in turn")
     ap.add_argument("--out", help="write the rows and the summary as JSON here")
+    ap.add_argument("--tables-out", help="write the tiles by weight shape (`tables`) as JSON here")
+    ap.add_argument("--table-rows", type=int, default=512, help="the rows the tables are chosen at")
+    ap.add_argument("--table-at-most", type=float, default=0.97, help="a tile's time over cuBLAS's to be chosen")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("bench_wide_linear needs a CUDA GPU (tests/test_wide_linear.py covers the math)")
@@ -160,6 +175,10 @@ def main() -> None:
               f"{s['best_tiles']} | {s['best_us']} | {s['best_over_cublas']} |")  # fmt: skip
     if args.out:
         Path(args.out).write_text(json.dumps({"cold_mb": args.cold_mb, "rows": rows, "summary": summary}, indent=1))
+    if args.tables_out:
+        chosen = tables(summary, args.table_rows, args.table_at_most)
+        print("tables:", chosen)
+        Path(args.tables_out).write_text(json.dumps(chosen, indent=1))
 
 
 if __name__ == "__main__":
