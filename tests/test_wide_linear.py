@@ -300,3 +300,18 @@ def test_bench_tables_choose_the_fastest_tile_under_the_bound_and_load_back():
     assert chosen == {"tiles": {"1024x2048": "64x64x64w4s4"}, "gated": {"6144x1024": "128x64x64w4s4"}}
     tiles, gated = tables_from_json(chosen)
     assert tiles == {(1024, 2048): Tiles(64, 64, 64, 4, 4)} and gated == {(6144, 1024): Tiles(128, 64, 64, 4, 4)}
+
+
+def test_bench_talker_step_refuses_a_wide_mode_without_tiles(monkeypatch):
+    """bench_talker_step: a +wide mode with both tables empty stops with a clear message (it would time the plain
+    step under another name); with a table, or without a wide mode, it goes on."""
+    import bench_talker_step
+    from omni.kernels import wide_linear
+
+    monkeypatch.setattr(wide_linear, "WIDE_TILES", {})
+    monkeypatch.setattr(wide_linear, "WIDE_GATED_TILES", {})
+    with pytest.raises(SystemExit, match="--wide-tiles"):
+        bench_talker_step.check_wide_tables(["fused", "fused+sampler+wide-gated"])
+    bench_talker_step.check_wide_tables(["fused", "fused+sampler"])
+    monkeypatch.setattr(wide_linear, "WIDE_TILES", {(1024, 2048): TILES})
+    bench_talker_step.check_wide_tables(["fused+wide"])

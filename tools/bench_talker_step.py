@@ -763,6 +763,14 @@ def parse_modes(text: str) -> list[str]:
     return modes
 
 
+def check_wide_tables(modes: list[str]) -> None:
+    """A +wide / +wide-gated mode needs tiles to run (kernels/wide_linear.py's tables, or --wide-tiles'): with none
+    it would time the plain step under another name."""
+    wide = [m for m in modes if mode_extras(m) & {"wide", "wide-gated"}]
+    if wide and not (wide_linear.WIDE_TILES or wide_linear.WIDE_GATED_TILES):
+        raise SystemExit(f"{wide[0]}: no wide_linear tiles (WIDE_TILES is empty): pass --wide-tiles FILE")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="0.6B,1.7B")
@@ -830,6 +838,7 @@ def main() -> None:
     if args.wide_tiles:  # the tables +wide and +wide-gated run, in place of kernels/wide_linear.py's
         with open(args.wide_tiles) as f:
             wide_linear.WIDE_TILES, wide_linear.WIDE_GATED_TILES = wide_linear.tables_from_json(json.load(f))
+    check_wide_tables(parse_modes(args.modes))
     if not torch.cuda.is_available():
         raise SystemExit("bench_talker_step needs a CUDA GPU (the CPU tests cover the same code under the interpreter)")
     device, dtype = "cuda", getattr(torch, args.dtype)
