@@ -17,14 +17,14 @@ W="code_predictor.model.layers.self_attn.qkv_weight code_predictor.model.layers.
 W="$W code_predictor.model.layers.mlp.gate_up_weight code_predictor.model.layers.mlp.down_proj.weight"
 W="$W model.layers.self_attn.qkv_weight model.layers.self_attn.o_proj.weight model.layers.mlp.gate_up_weight"
 W="$W model.layers.mlp.down_proj.weight codec_head.weight code_predictor.lm_head.weight"
-timeout 240 python3 tools/bench_wide_linear.py --rows 128 512 --shapes $W --out $OUT/wide_linear.json \
+timeout 200 python3 tools/bench_wide_linear.py --rows 128 512 --shapes $W --out $OUT/wide_linear.json \
     --tables-out $OUT/wide_tables.json > $OUT/wide_linear.txt 2>&1
 grep -E "Traceback|rror|^tables|^\| [a-z_.]+ \| [0-9]+ \| (True|False)" $OUT/wide_linear.txt | cut -c1-200
 grep -E "bits False" $OUT/wide_linear.txt | head -3
 stamp wide
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
-timeout 300 python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+wide-gated,$M,$M+wide-gated" --batches 128,512 \
-    --max-len 512 --check-steps 2 --iters 30 --wide-tiles $OUT/wide_tables.json --json $OUT/talker_wide.json \
+timeout 240 python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+wide-gated,$M,$M+wide-gated" --batches 128,512 \
+    --max-len 512 --check-steps 2 --iters 20 --wide-tiles $OUT/wide_tables.json --json $OUT/talker_wide.json \
     > $OUT/talker_wide.txt 2>&1
 grep -E "Traceback|rror|graph vs eager|wide kernels vs|gated wide|batch [0-9]+:" $OUT/talker_wide.txt | cut -c1-250
 stamp talker
