@@ -23,7 +23,7 @@ grep -E "Traceback|rror|^tables|^\| [a-z_.]+ \| [0-9]+ \| (True|False)" $OUT/wid
 grep -E "bits False" $OUT/wide_linear.txt | head -3
 stamp wide
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
-timeout 240 python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+wide-gated,$M,$M+wide-gated" --batches 128,512 \
+timeout 180 python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+wide-gated,$M,$M+wide-gated" --batches 128,512 \
     --max-len 512 --check-steps 2 --iters 20 --wide-tiles $OUT/wide_tables.json --json $OUT/talker_wide.json \
     > $OUT/talker_wide.txt 2>&1
 grep -E "Traceback|rror|graph vs eager|wide kernels vs|gated wide|batch [0-9]+:" $OUT/talker_wide.txt | cut -c1-250
