@@ -1,6 +1,7 @@
-# Run 244 (session 68, call 2): (1) the talker's GEMMs at 128 / 512 rows, cuBLAS (as the talker calls it,
+# Third in line (after session 68; either card, ~9 minutes with the start; built in session 68, when no machine came
+# in ten asks): (1) the talker's GEMMs at 128 / 512 / 1,024 rows, cuBLAS (as the talker calls it,
 # and with cuBLASLt preferred) against kernels/wide_linear.py at nine tile sizes, and the MLP's gate_up with SiLU(gate)
-# * up in the GEMM's epilogue against cuBLAS + silu_mul (tools/bench_wide_linear.py, built this session); (2) with
+# * up in the GEMM's epilogue against cuBLAS + silu_mul (tools/bench_wide_linear.py, session 68); (2) with
 # the tiles it picks (at 512 rows, where at most 0.97x cuBLAS), the 1.7B graph step at 128 and 512 rows, one
 # process, M, W, M, W (W = M+wide-gated: those GEMMs through wide_linear from 128 rows, gate_up with its SiLU).
 # Why: at 512 rows the predictor's GEMMs run at 328-545 TFLOP/s and the backbone's o_proj at 413 (run 222); the
@@ -17,14 +18,14 @@ W="code_predictor.model.layers.self_attn.qkv_weight code_predictor.model.layers.
 W="$W code_predictor.model.layers.mlp.gate_up_weight code_predictor.model.layers.mlp.down_proj.weight"
 W="$W model.layers.self_attn.qkv_weight model.layers.self_attn.o_proj.weight model.layers.mlp.gate_up_weight"
 W="$W model.layers.mlp.down_proj.weight codec_head.weight code_predictor.lm_head.weight"
-timeout 200 python3 tools/bench_wide_linear.py --rows 128 512 --shapes $W --out $OUT/wide_linear.json \
+timeout 240 python3 tools/bench_wide_linear.py --rows 128 512 1024 --shapes $W --out $OUT/wide_linear.json \
     --tables-out $OUT/wide_tables.json > $OUT/wide_linear.txt 2>&1
 grep -E "Traceback|rror|^tables|^\| [a-z_.]+ \| [0-9]+ \| (True|False)" $OUT/wide_linear.txt | cut -c1-200
 grep -E "bits False" $OUT/wide_linear.txt | head -3
 stamp wide
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
-timeout 180 python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+wide-gated,$M,$M+wide-gated" --batches 128,512 \
-    --max-len 512 --check-steps 2 --iters 20 --wide-tiles $OUT/wide_tables.json --json $OUT/talker_wide.json \
+timeout 300 python3 tools/bench_talker_step.py --models 1.7B --modes "$M,$M+wide-gated,$M,$M+wide-gated" --batches 128,512 \
+    --max-len 512 --check-steps 2 --iters 30 --wide-tiles $OUT/wide_tables.json --json $OUT/talker_wide.json \
     > $OUT/talker_wide.txt 2>&1
 grep -E "Traceback|rror|graph vs eager|wide kernels vs|gated wide|batch [0-9]+:" $OUT/talker_wide.txt | cut -c1-250
 stamp talker
