@@ -1,5 +1,5 @@
-# Third in line (after session 68; either card, ~9 minutes with the start; built in session 68, when no machine came
-# in ten asks): (1) the talker's GEMMs at 128 / 512 / 1,024 rows, cuBLAS (as the talker calls it,
+# First in line on an H100 (after session 68; either card, ~9 minutes with the start; built in session 68, when no
+# machine came in 23 asks): (1) the talker's GEMMs at 128 / 512 / 1,024 rows, cuBLAS (as the talker calls it,
 # and with cuBLASLt preferred) against kernels/wide_linear.py at nine tile sizes, and the MLP's gate_up with SiLU(gate)
 # * up in the GEMM's epilogue against cuBLAS + silu_mul (tools/bench_wide_linear.py, session 68); (2) with
 # the tiles it picks (at 512 rows, where at most 0.97x cuBLAS), the 1.7B graph step at 128 and 512 rows, one
