@@ -929,7 +929,8 @@ def main() -> None:
                 out[key] = compare_bitwise(setups, config, args.check_steps, device, WIDE_CHECK_ROWS, slots=128)
                 print(name, mode, "wide kernels vs cuBLAS", out[key], flush=True)
                 if "wide-gated" in tokens:  # the gated epilogue against the wide kernel + silu_mul: the same bits
-                    use_wide_linear(plain, wide_linear.WIDE_TILES)
+                    # (the gate_up at its gated tiles, ungated: the same K loop)
+                    use_wide_linear(plain, wide_linear.WIDE_TILES | wide_linear.WIDE_GATED_TILES)
                     key = f"{label}_wide_gated_vs_silu_mul"
                     out[key] = compare_bitwise(setups, config, args.check_steps, device, WIDE_CHECK_ROWS, slots=128)
                     print(name, mode, "gated wide kernel vs wide + silu_mul", out[key], flush=True)
