@@ -238,6 +238,23 @@ def test_use_wide_linear_runs_the_tabled_gemms_from_their_rows(monkeypatch):
     assert not any(k.startswith("wide_") for m in wide.modules() for k in m.__dict__)
 
 
+def test_use_wide_linear_off_gives_linears_their_class_forward_unless_the_skinny_kernels_route_them():
+    from omni.models.qwen3_tts.talker_fused import use_skinny_linear, use_wide_linear
+
+    talker = _fused_tiny_talker()
+    use_skinny_linear(talker, on=False)
+    tiles, _, _ = _tables(talker)
+    use_wide_linear(talker, tiles)
+    linears = [m for m in talker.modules() if isinstance(m, torch.nn.Linear) and "wide_tiles" in m.__dict__]
+    assert linears and all("forward" in m.__dict__ for m in linears)
+    use_wide_linear(talker, tiles, on=False)
+    assert not any("forward" in m.__dict__ for m in linears)
+    use_skinny_linear(talker, dot=True)
+    use_wide_linear(talker, tiles)
+    use_wide_linear(talker, tiles, on=False)
+    assert all("forward" in m.__dict__ for m in linears)  # the skinny kernels' forward kept
+
+
 def test_use_wide_linear_without_gated_tiles_keeps_silu_mul_and_runs_the_plain_gate_up(monkeypatch):
     from omni.models.qwen3_tts.talker_fused import use_wide_linear
 

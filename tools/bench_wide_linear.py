@@ -26,7 +26,7 @@ from bench_decode_attention import time_us  # noqa: E402
 from bench_skinny_linear import gemm_weights, in_turn, relative_error, weight_copies  # noqa: E402
 from bench_talker_step import build_talker  # noqa: E402
 from omni.kernels.tiles import Tiles  # noqa: E402
-from omni.kernels.transformer_fused import silu_mul  # noqa: E402
+from omni.kernels.transformer_fused import silu_mul, silu_mul_reference  # noqa: E402
 from omni.kernels.wide_linear import wide_linear  # noqa: E402
 from omni.services.talker.config import TalkerConfig  # noqa: E402
 from omni.services.talker.service import apply_kernels  # noqa: E402
@@ -76,7 +76,7 @@ def exact_output(x: torch.Tensor, weight: torch.Tensor, gated: bool) -> torch.Te
     if not gated:
         return y
     n = weight.shape[0] // 2
-    return F.silu(y[..., :n]) * y[..., n:]
+    return silu_mul_reference(y[..., :n], y[..., n:])
 
 
 def bench_weight(name: str, weight: torch.Tensor, rows: int, tiles: list[Tiles], gated: bool, args, gen) -> list:

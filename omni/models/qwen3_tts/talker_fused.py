@@ -149,7 +149,7 @@ def _fused_mlp(self: MLP, x: torch.Tensor) -> torch.Tensor:
     if "wide_gated_tiles" in settings and rows >= settings["wide_from"]:  # SiLU(gate) * up in the GEMM's epilogue
         return down(wide_linear(x, self.gate_up_weight, settings["wide_gated_tiles"], gated=True))
     gate_up = module_linear(self, x, self.gate_up_weight)
-    if rows <= self.__dict__.get("silu_down", 0):  # the SiLU in the down projection's kernel (use_silu_down)
+    if rows <= settings.get("silu_down", 0):  # the SiLU in the down projection's kernel (use_silu_down)
         launch = module_launch(down, down.weight, rows)
         if launch is not None:
             return skinny_linear(
@@ -294,6 +294,8 @@ def use_wide_linear(
     for module, weight, bias in skinny_gemms(talker).values():
         for name in ("wide_tiles", "wide_gated_tiles", "wide_from"):
             module.__dict__.pop(name, None)
+        if isinstance(module, nn.Linear) and "skinny_rows" not in module.__dict__:
+            module.__dict__.pop("forward", None)  # the class's forward again, unless the skinny kernels route it
         if not on or bias is not None:
             continue
         shape = tuple(weight.shape)
