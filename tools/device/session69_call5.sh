@@ -15,8 +15,6 @@
 source tools/device/setup.sh
 stamp start
 M=fused+sampler+kv-write+add-norm+norm-rope-write+fused-draws+skinny-linear+skinny-dot+by-shape+dot-32+pdl+pdl-to-64+projected-lookups+lookup-kernels+step-inputs+step-rope-tables
-if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
-    ${S/--models 1.7b/--models 0.6b} --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/small
 $S --mps --concurrency 1 16 32 128 512 --level-timeout 150 --out /tmp/stack; save stack
 python3 tools/bench_talker_step.py --models 1.7B --modes "$M" --batches 16 --max-len 512 --check-steps 2 \
     --iters 20 --profile-replays 16 --profile-kernel skinny_linear --json $OUT/talker_calls.json > $OUT/calls.txt 2>&1
