@@ -57,6 +57,7 @@ def test_free_ports_are_drawn_below_the_ephemeral_range_and_bindable(monkeypatch
     for port in ports:
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))  # free: nothing of ours holds it
+    monkeypatch.setattr(serve, "HANDED_OUT", set())  # forget them, so the draws below may repeat them
     picks = iter(ports[:2])  # the draw hits a port in use first: it is skipped
     monkeypatch.setattr(serve.random, "randrange", lambda start, stop: next(picks))
     with socket.socket() as held:
@@ -67,6 +68,20 @@ def test_free_ports_are_drawn_below_the_ephemeral_range_and_bindable(monkeypatch
     monkeypatch.setattr(serve, "ephemeral_ports", lambda: (serve.PORT_FLOOR + 10, 60999))
     fallback = serve.free_ports(3)
     assert len(set(fallback)) == 3 and all(p > 0 for p in fallback)
+
+
+def test_a_port_handed_out_is_never_handed_out_again(monkeypatch):
+    # A port handed out stays free until its new owner binds it, and a later draw may repeat it: `omni serve` once
+    # gave its codec the gateway's gRPC port (the gateway bound it first, the codec failed to start).
+    monkeypatch.setattr(serve, "HANDED_OUT", set())
+    first, second, third = serve.free_ports(3)
+    monkeypatch.setattr(serve, "HANDED_OUT", set())
+    picks = iter([first, first, second, first, second, third])
+    monkeypatch.setattr(serve.random, "randrange", lambda start, stop: next(picks))
+    assert serve.free_port() == first
+    assert serve.free_port() == second  # the repeat of `first` was skipped though its port is free again
+    assert serve.free_ports(1) == [third]
+    assert serve.HANDED_OUT == {first, second, third}
 
 
 def metric(port: int, name: str) -> float:

@@ -144,6 +144,11 @@ def free_port() -> int:
 # connection on the machine may be given the same port if it lies in the kernel's ephemeral range (a test's metrics
 # port was, once, in CI), so they are drawn at random from below that range, where only explicit binds go.
 PORT_FLOOR = 10000
+# Every port this process has handed out. A port handed out is free until its new owner binds it, so a later draw
+# could hand it out again: `omni serve` gave its codec the gateway's gRPC port that way (run 245, session 69; most
+# likely also the chart test's refenc in CI, session 68). A process never hands out the same port twice. (Two
+# processes drawing at once can still meet: 1 in ~20,000 a pair of draws.)
+HANDED_OUT: set[int] = set()
 
 
 def ephemeral_ports() -> tuple[int, int]:
@@ -156,8 +161,8 @@ def ephemeral_ports() -> tuple[int, int]:
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct loopback ports free just now (the sockets are held open together, so none is handed out
-    twice), drawn at random below the ephemeral range; from the ephemeral range if it leaves too little below it."""
+    """`count` distinct loopback ports free just now and never handed out before by this process, drawn at random
+    below the ephemeral range; from the ephemeral range if it leaves too little below it."""
     low = ephemeral_ports()[0]
     below = low - PORT_FLOOR >= 1000
     sockets: list[socket.socket] = []
@@ -170,9 +175,14 @@ def free_ports(count: int) -> list[int]:
             except OSError:
                 s.close()
                 continue
-            sockets.append(s)
+            if s.getsockname()[1] in HANDED_OUT:  # free again, but its new owner may bind it any moment
+                s.close()
+                continue
+            sockets.append(s)  # held open, so this call's draws are distinct
             if len(sockets) == count:
-                return [s.getsockname()[1] for s in sockets]
+                ports = [s.getsockname()[1] for s in sockets]
+                HANDED_OUT.update(ports)
+                return ports
         raise OSError(f"no {count} free loopback ports")
     finally:
         for s in sockets:
