@@ -208,13 +208,18 @@ def test_vocoder_conv_transposed_refuses_mismatched_operands():
         vocoder_conv_transposed(full, w, 2, snake=snake, bias=bias[:4], snake_out=tail[..., :10])
 
 
-def test_flat_tiles_where_they_are_fewer():
+def test_flat_tiles_where_they_are_markedly_fewer():
     from omni.kernels.vocoder_conv import flat_tiles
 
     assert flat_tiles(128, 5, 4, 128)  # an upsampler at one frame: 5 tiles flat, 128 within rows
     assert flat_tiles(128, 32, 32, 128)  # a 1x1 conv: never more tiles flat
+    assert flat_tiles(128, 486, 480, 128)  # conv1 at dilation 1 over 480 samples: 486 flat, 512 within rows (-5.1%)
     assert not flat_tiles(128, 534, 480, 128)  # conv1 at dilation 9 over 480 samples: 534 flat, 512 within rows
     assert not flat_tiles(1, 200, 190, 128)  # one row: 2 tiles either way
+    assert not flat_tiles(128, 128, 128, 128)  # the same count: within rows
+    # Fewer by less than 3%: within rows (run 244: the two dilation-3 conv1s at 128x15 ran ~10% faster so).
+    assert not flat_tiles(128, 498, 480, 128)  # 498 flat against 512
+    assert not flat_tiles(128, 2418, 2400, 128)  # 2,418 flat against 2,432
 
 
 def test_flat_and_row_tiles_give_the_same_bits(monkeypatch):
