@@ -1,10 +1,19 @@
 """Shared pytest fixtures. Each owner keeps their fixtures in one clearly named block."""
 
-from collections.abc import Callable
-from pathlib import Path
+import os
 
-import pytest
-import torch
+# The Triton interpreter runs tl.dot through numpy's float32 matmul. OpenBLAS's FMA kernels (its Haswell ones, which
+# AVX2 machines such as AMD EPYCs get) give a row other bits by its place in the tile, so a row's result would depend
+# on the rows tiled beside it: the GPU's MMA never does, and the kernel tests assert it (flat against row tiles, a
+# row alone against in a batch). OpenBLAS's Sandybridge kernels do not. Set before numpy loads OpenBLAS; subprocesses
+# inherit it. tests/test_interpreter_dot.py checks it took.
+os.environ.setdefault("OPENBLAS_CORETYPE", "Sandybridge")
+
+from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
