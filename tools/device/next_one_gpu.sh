@@ -1,5 +1,6 @@
-# Next one-GPU call (after session 67; ~8 minutes with the start). Ask for `nvidia-h200`: an H100's numbers are not
-# comparable with the record's H200 rows, and every call from session 54 to 67 got an H100.
+# Next one-GPU call (after session 69; ~8 minutes with the start). Ask for `nvidia-h200`: an H100's numbers are not
+# comparable with the record's H200 rows, and every call from session 54 to 69 got an H100 (session 69 ran this on
+# one: the 0.6B card, run 246, and the H200 part on the H100, run 247).
 # On an H200: the state card with today's one-GPU layout, `omni serve --mps` (session 60) and today's defaults
 # (session 66: the codec's conv1 and conv2 GEMMs), 1.7B, 1 / 16 / 32 / 128 / 512 streams opened at once, 6 rounds;
 # then the 1.7B step's GEMMs by weight at 16 rows (bench_talker_step's gemm_table, today's modes $M; measured on
