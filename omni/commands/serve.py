@@ -169,13 +169,15 @@ def free_ports(count: int) -> list[int]:
     try:
         for _ in range(count + 1000):
             port = random.randrange(PORT_FLOOR, low) if below else 0
+            if port in HANDED_OUT:  # not even bound for a moment: its new owner may be binding it now
+                continue
             s = socket.socket()
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 s.close()
                 continue
-            if s.getsockname()[1] in HANDED_OUT:  # free again, but its new owner may bind it any moment
+            if s.getsockname()[1] in HANDED_OUT:  # the kernel's own choice (port 0) repeated one
                 s.close()
                 continue
             sockets.append(s)  # held open, so this call's draws are distinct
